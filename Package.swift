@@ -1,0 +1,66 @@
+// swift-tools-version:6.0
+// osh-edge — an OpenSensorHub sensor agent for Raspberry Pi and other ARM Linux boards.
+//
+// Layers (arrows point down only):
+//   osh-edge (executable, CLI) → OSHAgent (composition root) → OSHDevNode / OSHPlatform → OSHCore
+//   OSHPlatform → CShim + system-library targets (Debian -dev packages)
+// OSHCore is pure Swift with no I/O and no dependencies: it builds and tests on any Linux.
+import PackageDescription
+
+let swift6: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "osh-edge",
+    products: [
+        .executable(name: "osh-edge", targets: ["osh-edge"]),
+        .library(name: "OSHCore", targets: ["OSHCore"]),
+    ],
+    targets: [
+        // MARK: C layer — what Glibc hides, and the C libraries we build on.
+        .target(name: "CShim", path: "Sources/CShim"),
+        .systemLibrary(name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CGPIOD", path: "Sources/CGPIOD", pkgConfig: "libgpiod",
+                       providers: [.apt(["libgpiod-dev"])]),
+        .systemLibrary(name: "CI2C", path: "Sources/CI2C",
+                       providers: [.apt(["libi2c-dev"])]),
+        .systemLibrary(name: "CALSA", path: "Sources/CALSA", pkgConfig: "alsa",
+                       providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CV4L2", path: "Sources/CV4L2", pkgConfig: "libv4l2",
+                       providers: [.apt(["libv4l-dev"])]),
+        .systemLibrary(name: "CX264", path: "Sources/CX264", pkgConfig: "x264",
+                       providers: [.apt(["libx264-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
+                       providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // MARK: Core — SWE model, ordered writers, encoders/decoders, CS API requests, output catalogue.
+        // `rounded()` lowers to libm calls; OSHCore imports no C module, so it names libm itself.
+        .target(name: "OSHCore", swiftSettings: swift6, linkerSettings: [.linkedLibrary("m")]),
+
+        // MARK: Platform — everything that touches the OS or a C library, thin.
+        .target(name: "OSHPlatform",
+                dependencies: ["OSHCore", "CShim", "CCurl", "CGPIOD", "CI2C", "CALSA", "CV4L2", "CX264"],
+                swiftSettings: swift6),
+
+        // MARK: The development node (libmicrohttpd), strict like OSH.
+        .target(name: "OSHDevNode", dependencies: ["OSHCore", "OSHPlatform", "CMicroHTTPD"],
+                swiftSettings: swift6),
+
+        // MARK: Agent — the one composition root.
+        .target(name: "OSHAgent", dependencies: ["OSHCore", "OSHPlatform", "OSHDevNode"],
+                swiftSettings: swift6),
+
+        // MARK: The executable: CLI parsing and printing only.
+        .executableTarget(name: "osh-edge", dependencies: ["OSHAgent", "OSHCore"],
+                          swiftSettings: swift6),
+
+        // MARK: Tests mirror the layers.
+        // Fixtures are read from the source tree (#filePath), so they are excluded from the build.
+        .testTarget(name: "OSHCoreTests", dependencies: ["OSHCore"],
+                    exclude: ["Fixtures"], swiftSettings: swift6),
+        .testTarget(name: "OSHPlatformTests", dependencies: ["OSHPlatform", "OSHCore"],
+                    swiftSettings: swift6),
+        .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore"],
+                    swiftSettings: swift6),
+    ]
+)

@@ -1,0 +1,54 @@
+// cshim — the few Linux calls Glibc's Swift overlay hides or cannot express.
+//
+// Why a shim: epoll/timerfd/signalfd/eventfd headers are not all visible through
+// the Glibc module, and variadic C functions (ioctl, open with a mode, fcntl)
+// cannot be called from Swift. Each wrapper is one call; errno is left exactly
+// as the kernel set it, so the Swift side reads it right after the call.
+#ifndef OSH_CSHIM_H
+#define OSH_CSHIM_H
+
+#include <stdint.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <sys/signalfd.h>
+#include <sys/eventfd.h>
+
+// open(2) with flags and a mode (variadic in C).
+int osh_open(const char *path, int flags, mode_t mode);
+// ioctl(2) with a pointer argument (variadic in C).
+int osh_ioctl_ptr(int fd, unsigned long request, void *arg);
+// ioctl(2) with an integer argument (e.g. I2C_SLAVE takes the address by value).
+int osh_ioctl_long(int fd, unsigned long request, unsigned long arg);
+// fcntl(2) F_GETFL / F_SETFL helpers (variadic in C).
+int osh_set_nonblocking(int fd);
+int osh_set_cloexec(int fd);
+
+int osh_epoll_create(void);
+int osh_epoll_ctl(int epfd, int op, int fd, uint32_t events, uint64_t data);
+// Waits for events; returns the count (or -1 with errno). Fills parallel arrays
+// so Swift does not depend on the packed layout of struct epoll_event on x86_64.
+int osh_epoll_wait(int epfd, uint32_t *events, uint64_t *data, int max, int timeout_ms);
+
+int osh_timerfd_create_monotonic(void);
+// Arms a CLOCK_MONOTONIC timer at an absolute time (ns) with an interval (ns, 0 = one-shot).
+int osh_timerfd_set_abs(int fd, uint64_t first_ns, uint64_t interval_ns);
+int osh_timerfd_disarm(int fd);
+// Reads the expiration count (the number of ticks since the last read); -1 with errno.
+int64_t osh_timerfd_read(int fd);
+
+// Blocks the given signals for the thread and returns a signalfd for them.
+int osh_signalfd_create(const int *signals, int count);
+// Reads one signal from a signalfd; returns the signal number, or -1 with errno.
+int osh_signalfd_read(int fd);
+
+int osh_eventfd_create(void);
+int osh_eventfd_write(int fd, uint64_t value);
+int64_t osh_eventfd_read(int fd);
+
+// CLOCK_MONOTONIC and CLOCK_REALTIME in nanoseconds.
+uint64_t osh_monotonic_ns(void);
+int64_t osh_realtime_ns(void);
+
+#endif
