@@ -1,1 +1,167 @@
-print("x")
+// osh-edge — the command line. Parses arguments, calls one function in OSHAgent,
+// prints. Nothing else lives here.
+#if canImport(Glibc)
+import Glibc
+#endif
+import OSHAgent
+import OSHCore
+
+let usage = """
+usage: osh-edge <command> [options]
+
+commands:
+  schema [OUTPUT]      print the datastream body the agent POSTs for OUTPUT
+         --all         every output, one JSON document per line (the default)
+         --list        the output names and their observation formats
+         --system      the SensorML system body   --feature   the sampling feature body
+         --uid UID  --uid-extension EXT  --label LABEL  --north true|magnetic
+         --format om+json|swe+json  --video-size WxH  --imu CHIP  --baro CHIP
+         --valid-from ISO-TIME  --pretty
+  bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
+         --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
+  version              this build and the C libraries it is linked with
+  help                 this text
+"""
+
+/// Writes to standard error through the fd: Glibc's `stderr` is a mutable global Swift 6 will not share.
+func printError(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    printError("osh-edge: \(message)")
+    exit(code)
+}
+
+/// A tiny option reader: `--name value` pairs and flags, in any order.
+struct Arguments {
+    var rest: [String]
+    mutating func flag(_ name: String) -> Bool {
+        guard let i = rest.firstIndex(of: name) else { return false }
+        rest.remove(at: i)
+        return true
+    }
+    mutating func value(_ name: String) -> String? {
+        guard let i = rest.firstIndex(of: name) else { return nil }
+        guard i + 1 < rest.count else { fail("\(name) needs a value") }
+        let v = rest[i + 1]
+        rest.removeSubrange(i...(i + 1))
+        return v
+    }
+    mutating func positional() -> String? {
+        guard let i = rest.firstIndex(where: { !$0.hasPrefix("--") }) else { return nil }
+        return rest.remove(at: i)
+    }
+    func finish() {
+        if let extra = rest.first { fail("unexpected argument '\(extra)' (see osh-edge help)") }
+    }
+}
+
+func parseFormat(_ s: String?) -> ScalarFormat? {
+    guard let s else { return nil }
+    guard let f = ScalarFormat(rawValue: s) else { fail("--format must be om+json or swe+json, not '\(s)'") }
+    return f
+}
+
+func schema(_ a: inout Arguments) {
+    var what: SchemaRequest.What = .all
+    if a.flag("--system") { what = .system } else if a.flag("--feature") { what = .feature } else if a.flag("--list") { what = .list }
+    _ = a.flag("--all")
+    let pretty = a.flag("--pretty")
+    let format = parseFormat(a.value("--format")) ?? .omJSON
+    let north: NorthReference
+    switch a.value("--north") {
+    case nil, "true": north = .true
+    case "magnetic": north = .magnetic
+    case let other?: fail("--north must be true or magnetic, not '\(other)'")
+    }
+    var width = 640, height = 480
+    if let size = a.value("--video-size") {
+        let parts = size.split(separator: "x")
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...7680).contains(w), (16...4320).contains(h) else {
+            fail("--video-size must be WIDTHxHEIGHT, e.g. 1280x720, not '\(size)'")
+        }
+        width = w
+        height = h
+    }
+    let imu = a.value("--imu") ?? "MPU9250"
+    let baro = a.value("--baro") ?? "BMP280"
+    var validFrom = Agent.now()
+    if let t = a.value("--valid-from") {
+        guard let v = ISOTime.parse(t) else { fail("--valid-from must be an ISO-8601 time with a zone, e.g. 2026-03-18T16:02:58.497Z") }
+        validFrom = v
+    }
+    let identity: SystemIdentity
+    do {
+        identity = try Agent.localIdentity(uid: a.value("--uid"), uidExtension: a.value("--uid-extension") ?? "",
+                                           label: a.value("--label"))
+    } catch {
+        fail("\(error)", code: 1)
+    }
+    if let name = a.positional() { what = .output(name) }
+    a.finish()
+    var request = SchemaRequest(what: what, identity: identity,
+                                options: OutputOptions(uid: identity.uid, north: north, videoWidth: width, videoHeight: height,
+                                                       imuChip: imu, barometerChip: baro),
+                                validFrom: validFrom)
+    request.format = format
+    request.pretty = pretty
+    do {
+        for doc in try SchemaCommand.documents(request) { print(doc) }
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
+func bench(_ a: inout Arguments) {
+    guard a.positional() == "encode" else { fail("bench needs a benchmark name: encode") }
+    let count = Int(a.value("--count") ?? "200000") ?? 0
+    guard count > 0 else { fail("--count must be a positive integer") }
+    let output = a.value("--output")
+    let format = parseFormat(a.value("--format"))
+    let batch = a.value("--batch").map { Int($0) ?? 0 }
+    let quiet = a.flag("--quiet")
+    a.finish()
+    let cases = EncodeBench.cases(output: output, format: format, batch: batch)
+    guard !cases.isEmpty else { fail("no benchmark case matches those filters (see osh-edge schema --list)") }
+    do {
+        let results = try EncodeBench.run(cases, count: count)
+        if quiet { return }
+        print("output                          format    batch    ns/obs  bytes/obs")
+        for r in results {
+            let name = r.case.output.padding(32)
+            let fmt = r.case.format.rawValue.padding(9)
+            print("\(name)\(fmt)\(String(r.case.batch).leftPadding(6))\(format1(r.nanosPerObservation).leftPadding(10))\(format1(r.bytesPerObservation).leftPadding(11))")
+        }
+        print("observations per case: \(count); peak RSS: \(Agent.peakRSSKiB()) KiB")
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
+func format1(_ v: Double) -> String {
+    let tenths = Int((v * 10).rounded())
+    return "\(tenths / 10).\(abs(tenths % 10))"
+}
+
+extension String {
+    func padding(_ n: Int) -> String { count >= n ? self + " " : self + String(repeating: " ", count: n - count) }
+    func leftPadding(_ n: Int) -> String { count >= n ? " " + self : String(repeating: " ", count: n - count) + self }
+}
+
+var args = Arguments(rest: Array(CommandLine.arguments.dropFirst()))
+guard let command = args.positional() else {
+    print(usage)
+    exit(2)
+}
+switch command {
+case "schema": schema(&args)
+case "bench": bench(&args)
+case "version":
+    args.finish()
+    print("osh-edge \(Agent.version)")
+    for (name, version) in Agent.linkedLibraries() { print("  \(name) \(version)") }
+case "help", "--help", "-h": print(usage)
+default: fail("unknown command '\(command)'\n\(usage)")
+}
