@@ -58,9 +58,10 @@ let package = Package(
         // Fixtures are read from the source tree (#filePath), so they are excluded from the build.
         .testTarget(name: "OSHCoreTests", dependencies: ["OSHCore"],
                     exclude: ["Fixtures"], swiftSettings: swift6),
-        .testTarget(name: "OSHPlatformTests", dependencies: ["OSHPlatform", "OSHCore"],
+        .testTarget(name: "OSHPlatformTests", dependencies: ["OSHPlatform", "OSHCore", "CShim"],
                     swiftSettings: swift6),
-        .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore"],
+        // Depends on the executable so the CLI tests can run the binary that was just built.
+        .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore", "osh-edge"],
                     swiftSettings: swift6),
     ]
 )

@@ -12,7 +12,7 @@ public enum LinkedLibraries {
     public static func versions() -> [(name: String, version: String)] {
         var out: [(String, String)] = []
         if let v = curl_version() { out.append(("libcurl", String(cString: v))) }
-        if let v = gpiod_version_string() { out.append(("libgpiod", String(cString: v))) }
+        if let v = osh_gpiod_version() { out.append(("libgpiod", "\(String(cString: v)) (API v\(OSH_GPIOD_MAJOR))")) }
         if let v = snd_asoundlib_version() { out.append(("alsa-lib", String(cString: v))) }
         out.append(("x264", "build \(X264_BUILD)"))
         // libv4l2 and libi2c report no version; name the entry points we link so a missing library fails at link time.
