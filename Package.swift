@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "OSHPlatformTests", dependencies: ["OSHPlatform", "OSHCore", "CShim"],
                     swiftSettings: swift6),
         // Depends on the executable so the CLI tests can run the binary that was just built.
-        .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore", "osh-edge"],
+        .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "osh-edge"],
                     swiftSettings: swift6),
     ]
 )

@@ -16,14 +16,8 @@ public enum Agent {
 }
 
 extension Agent {
-    /// The running board's facts, read from the device tree, /proc and /etc.
-    public static func boardFacts(root: String = "/") -> BoardFacts {
-        let b = BoardIdentity.read(root: root)
-        return BoardFacts(serial: b.serial, serialSource: b.serialSource.rawValue, model: b.model, hostname: b.hostname)
-    }
-
-    /// This board's system identity, with CLI/config overrides.
+    /// This board's system identity (device tree, /proc, /etc), with CLI/config overrides.
     public static func localIdentity(uid: String?, uidExtension: String, label: String?) throws -> SystemIdentity {
-        try SystemIdentity.resolve(board: boardFacts(), uid: uid, uidExtension: uidExtension, label: label)
+        try SystemIdentity.resolve(board: BoardIdentity.read(), uid: uid, uidExtension: uidExtension, label: label)
     }
 }

@@ -1,4 +1,5 @@
 import OSHCore
+import OSHPlatform
 
 /// Who this board is to the node: UID, label, serial — from the board, overridable by the user.
 public struct SystemIdentity: Sendable, Equatable {
@@ -36,30 +37,16 @@ public enum IdentityError: Error, CustomStringConvertible {
 
 extension SystemIdentity {
     /// This board's identity from `board`, with the user's overrides applied.
-    public static func resolve(board: BoardFacts, uid: String?, uidExtension: String, label: String?) throws -> SystemIdentity {
+    public static func resolve(board: BoardIdentity, uid: String?, uidExtension: String, label: String?) throws -> SystemIdentity {
         let resolved: String
         do {
             resolved = try SystemUID.make(boardID: board.serial, extension: uidExtension, override: uid)
         } catch let e as SystemUIDError {
-            throw IdentityError.uid(e, serialSource: board.serialSource)
+            throw IdentityError.uid(e, serialSource: board.serialSource.rawValue)
         }
         let serial = board.serial.isEmpty ? "unknown" : board.serial
         let l = label.flatMap { $0.isEmpty ? nil : $0 }
             ?? defaultLabel(model: board.model, hostname: board.hostname, serial: serial)
         return SystemIdentity(uid: resolved, label: l, serial: board.serial)
-    }
-}
-
-/// What the board says about itself (read by the platform layer; plain values so tests can make any board).
-public struct BoardFacts: Sendable, Equatable {
-    public var serial: String
-    public var serialSource: String
-    public var model: String?
-    public var hostname: String?
-    public init(serial: String, serialSource: String, model: String?, hostname: String?) {
-        self.serial = serial
-        self.serialSource = serialSource
-        self.model = model
-        self.hostname = hostname
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
 import OSHAgent
 import OSHCore
+import OSHPlatform
 import XCTest
 
 /// `osh-edge schema` through the Agent function and through the real binary.
 final class SchemaCommandTests: XCTestCase {
-    private let board = BoardFacts(serial: "10000000abcdef12", serialSource: "device-tree",
+    private let board = BoardIdentity(serial: "10000000abcdef12", serialSource: .deviceTree,
                                    model: "Raspberry Pi 4 Model B Rev 1.4", hostname: "mast-3")
 
     func testIdentityDefaultsFromTheBoard() throws {
@@ -15,13 +16,13 @@ final class SchemaCommandTests: XCTestCase {
         let ext = try SystemIdentity.resolve(board: board, uid: nil, uidExtension: "north", label: "Mast 3")
         XCTAssertEqual(ext.uid, "urn:osh:rpi:10000000abcdef12:north")
         XCTAssertEqual(ext.label, "Mast 3")
-        let other = BoardFacts(serial: "a3816d3249f308b9", serialSource: "machine-id", model: nil, hostname: nil)
+        let other = BoardIdentity(serial: "a3816d3249f308b9", serialSource: .machineID, model: nil, hostname: nil)
         XCTAssertEqual(try SystemIdentity.resolve(board: other, uid: nil, uidExtension: "", label: nil).label,
                        "Linux Sensors [a3816d3249f308b9]")
     }
 
     func testNoSerialAndNoUIDIsAnErrorThatSaysWhatToDo() {
-        let none = BoardFacts(serial: "", serialSource: "none", model: nil, hostname: "x")
+        let none = BoardIdentity(serial: "", serialSource: .none, model: nil, hostname: "x")
         XCTAssertThrowsError(try SystemIdentity.resolve(board: none, uid: nil, uidExtension: "", label: nil)) { e in
             XCTAssertTrue("\(e)".contains("--uid"), "\(e)")
         }
