@@ -1,0 +1,303 @@
+// The publisher: drains the ring to the node, one batch in flight per datastream,
+// and applies SPEC §3's failure rules. Pure policy — the transport is a protocol the
+// agent implements over libcurl, and time comes in through `tick(now:)` — so every
+// rule is testable without a network.
+
+/// What came back for one request.
+public struct TransportOutcome: Sendable, Equatable {
+    /// HTTP status, or 0 when no response arrived (refused, reset, timeout, TLS, DNS).
+    public var status: Int
+    /// The transport's own error message when status is 0.
+    public var transportError: String?
+    /// The response body (error messages).
+    public var body: [UInt8]
+
+    public init(status: Int, transportError: String? = nil, body: [UInt8] = []) {
+        self.status = status
+        self.transportError = transportError
+        self.body = body
+    }
+}
+
+/// What to do with a batch after its request completed (SPEC §3).
+public enum DeliveryVerdict: Sendable, Equatable {
+    /// 2xx: delivered.
+    case delivered
+    /// Transport error, 5xx, 401, 408, 429: keep the observations, back off, probe, resend in order.
+    case keep
+    /// 404 on an observation POST: the node lost the datastream (e.g. restarted without a database).
+    /// Re-register and resend — not a payload rejection.
+    case datastreamLost
+    /// Any other 3xx/4xx: the node refused this payload; resending it unchanged can never succeed.
+    case rejected
+
+    public static func classify(_ o: TransportOutcome) -> DeliveryVerdict {
+        switch o.status {
+        case 200..<300: return .delivered
+        case 0, 401, 408, 429, 500..<600: return .keep
+        case 404: return .datastreamLost
+        default: return .rejected
+        }
+    }
+}
+
+public protocol PublisherTransport: AnyObject {
+    /// POSTs `body` (valid until completion) to `/datastreams/{datastreamID}/observations`.
+    func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
+                          completion: @escaping (TransportOutcome) -> Void)
+    /// A cheap request that tells whether the node answers again (GET of the API root).
+    func probe(completion: @escaping (TransportOutcome) -> Void)
+}
+
+/// Per-datastream counters (SPEC §3, shown by `osh-edge demo` and device_health).
+public struct StreamCounters: Sendable, Equatable {
+    public var produced = 0
+    public var sent = 0
+    public var bytes = 0
+    public var requests = 0
+    public var droppedRingFull = 0
+    public var droppedRejected = 0
+    public var droppedNoSlot = 0
+    public var errors = 0
+    public var lastError: String?
+    public var dropped: Int { droppedRingFull + droppedRejected + droppedNoSlot }
+}
+
+public struct PublisherSettings: Sendable, Equatable {
+    public var format: ScalarFormat = .omJSON
+    /// Records per O&M batch (swe+json always sends one per POST).
+    public var batchMax = 50
+    public var flushInterval = 0.25
+    public var backoffInitial = 1.0
+    public var backoffMax = 30.0
+    /// ± fraction of the backoff delay, so many boards do not probe in step.
+    public var jitter = 0.2
+    public init() {}
+}
+
+public final class Publisher {
+    public enum Connectivity: Sendable, Equatable {
+        case online
+        /// Waiting to probe at `nextProbe` (monotonic seconds); `delay` is the current backoff step.
+        case backoff(nextProbe: Double, delay: Double)
+        case probing(delay: Double)
+    }
+
+    public let settings: PublisherSettings
+    public let ring: ObservationRing
+    public private(set) var connectivity: Connectivity = .online
+    /// Wall-clock offset: epoch seconds = monotonic seconds + offset. Nil while the clock is not
+    /// trustworthy — observations are then held, never stamped with a wrong time (SPEC §6).
+    public var clockOffset: Double?
+
+    /// A datastream's node id went stale (404): the agent re-registers and calls `setDatastreamID`.
+    public var onDatastreamLost: ((Int) -> Void)?
+    /// First rejection of a datastream's payload: the node's message, logged once per datastream.
+    public var onFirstRejection: ((Int, String) -> Void)?
+    /// Connectivity changed (status line, LED).
+    public var onConnectivity: ((Connectivity) -> Void)?
+
+    private let transport: PublisherTransport
+    /// CLOCK_MONOTONIC seconds (injected so tests control time).
+    private let monotonicNow: () -> Double
+    private var streams: [Stream]
+    private var rng = SystemRandomNumberGenerator()
+
+    private final class Stream {
+        let outputName: String
+        let encoder: ObservationEncoder
+        var datastreamID: String?
+        var counters = StreamCounters()
+        var rejectionLogged = false
+        var inFlight = false
+        var batch: [Int] = []
+        let body: ByteBuffer
+        init(outputName: String, encoder: ObservationEncoder, batchMax: Int) {
+            self.outputName = outputName
+            self.encoder = encoder
+            self.body = ByteBuffer(capacity: 16 * 1024)
+            batch.reserveCapacity(batchMax)
+        }
+    }
+
+    /// `encoders[i]` encodes datastream index i of the ring.
+    public init(ring: ObservationRing, encoders: [ObservationEncoder], transport: PublisherTransport,
+                settings: PublisherSettings = PublisherSettings(), now: @escaping () -> Double) {
+        self.ring = ring
+        self.monotonicNow = now
+        self.settings = settings
+        self.transport = transport
+        self.streams = encoders.map { Stream(outputName: $0.outputName, encoder: $0, batchMax: settings.batchMax) }
+        ring.relocate = { [unowned self] from, to in
+            for s in self.streams where s.inFlight {
+                if let k = s.batch.firstIndex(of: from) { s.batch[k] = to }
+            }
+        }
+    }
+
+    public var datastreamCount: Int { streams.count }
+    public func outputName(_ i: Int) -> String { streams[i].outputName }
+    public func counters(_ i: Int) -> StreamCounters {
+        var c = streams[i].counters
+        c.droppedRingFull = ring.droppedWhenFull(of: i)
+        return c
+    }
+    public func datastreamID(_ i: Int) -> String? { streams[i].datastreamID }
+    public func encoder(_ i: Int) -> ObservationEncoder { streams[i].encoder }
+
+    /// Sets (or clears, while re-registering) the node's id for datastream `i`.
+    public func setDatastreamID(_ i: Int, _ id: String?) {
+        streams[i].datastreamID = id
+        if id != nil { flush(i) }
+    }
+
+    /// The sampling feature id stamped on O&M observations (nil = none).
+    public func setFOI(_ id: String?) {
+        for s in streams { s.encoder.setFOI(id) }
+    }
+
+    // MARK: Input
+
+    /// Stores one observation (CLOCK_MONOTONIC seconds, values in leaf order) and sends at once when a batch is full.
+    public func record(datastream i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>) {
+        streams[i].counters.produced += 1
+        if !ring.push(datastream: i, time: monotonicTime, values: values) {
+            streams[i].counters.droppedNoSlot += 1
+        }
+        if ring.count(of: i) >= batchLimit { flush(i) }
+    }
+
+    public func record(datastream i: Int, monotonicTime: Double, values: [Double]) {
+        values.withUnsafeBufferPointer { record(datastream: i, monotonicTime: monotonicTime, values: $0) }
+    }
+
+    private var batchLimit: Int { settings.format == .sweJSON ? 1 : max(1, settings.batchMax) }
+
+    // MARK: Time
+
+    /// Called by the agent's timer (every `flushInterval`): flushes what waits, probes when backing off.
+    public func tick(now: Double) {
+        switch connectivity {
+        case .online:
+            for i in streams.indices { flush(i) }
+        case .backoff(let next, let delay):
+            if now >= next { probe(delay: delay) }
+        case .probing:
+            break
+        }
+    }
+
+    /// True when nothing is waiting or in flight (shutdown flush, tests).
+    public var isIdle: Bool { ring.occupied == 0 && !streams.contains { $0.inFlight } }
+    public var inFlightCount: Int { streams.reduce(0) { $0 + ($1.inFlight ? 1 : 0) } }
+
+    // MARK: Sending
+
+    /// Sends the oldest waiting observations of datastream `i` if it may send now.
+    public func flush(_ i: Int) {
+        let s = streams[i]
+        guard connectivity == .online, !s.inFlight, let id = s.datastreamID, let offset = clockOffset else { return }
+        guard ring.reserve(datastream: i, max: batchLimit, into: &s.batch) > 0 else { return }
+        s.body.reset()
+        let array = settings.format == .omJSON
+        if array { ObservationEncoder.beginBatch(s.body) }
+        var n = 0
+        for slot in s.batch {
+            if n > 0 { ObservationEncoder.batchSeparator(s.body) }
+            do {
+                try s.encoder.encode(time: ring.time(ofSlot: slot) + offset, values: ring.values(ofSlot: slot), into: s.body)
+                n += 1
+            } catch {
+                // A value count that does not fit the schema is a sensor bug: count it, never send half a record.
+                s.counters.lastError = "\(error)"
+                s.counters.errors += 1
+            }
+        }
+        if array { ObservationEncoder.endBatch(s.body) }
+        s.inFlight = true
+        s.counters.requests += 1
+        transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: s.body) {
+            [unowned self] outcome in self.completed(i, outcome)
+        }
+    }
+
+    private func completed(_ i: Int, _ outcome: TransportOutcome) {
+        let s = streams[i]
+        s.inFlight = false
+        let n = s.batch.count
+        var sendMore = false
+        var lost = false
+        switch DeliveryVerdict.classify(outcome) {
+        case .delivered:
+            ring.complete(s.batch)
+            s.counters.sent += n
+            s.counters.bytes += s.body.count
+            // A full batch already waiting (a backlog) goes out at once; a partial one waits for the tick.
+            sendMore = ring.count(of: i) >= batchLimit
+        case .keep:
+            ring.requeue(s.batch)
+            note(s, outcome)
+            enterBackoff()
+        case .datastreamLost:
+            ring.requeue(s.batch)
+            note(s, outcome)
+            s.datastreamID = nil
+            lost = true
+        case .rejected:
+            ring.complete(s.batch)
+            s.counters.droppedRejected += n
+            note(s, outcome)
+            if !s.rejectionLogged {
+                s.rejectionLogged = true
+                onFirstRejection?(i, s.counters.lastError ?? "status \(outcome.status)")
+            }
+        }
+        // Cleared before any new flush, which refills the same (reused) array.
+        s.batch.removeAll(keepingCapacity: true)
+        if lost { onDatastreamLost?(i) }
+        if sendMore { flush(i) }
+    }
+
+    private func note(_ s: Stream, _ o: TransportOutcome) {
+        s.counters.errors += 1
+        if let t = o.transportError { s.counters.lastError = t; return }
+        let e = NodeError.parse(o.body)
+        s.counters.lastError = "HTTP \(o.status): \(e.summary)"
+    }
+
+    // MARK: Backoff
+
+    private func enterBackoff() {
+        guard connectivity == .online else { return }
+        schedule(delay: settings.backoffInitial)
+    }
+
+    private func schedule(delay: Double) {
+        let spread = delay * settings.jitter
+        let jittered = spread > 0 ? delay + Double.random(in: -spread...spread, using: &rng) : delay
+        connectivity = .backoff(nextProbe: monotonicNow() + max(0, jittered), delay: delay)
+        onConnectivity?(connectivity)
+    }
+
+    private func probe(delay: Double) {
+        connectivity = .probing(delay: delay)
+        transport.probe { [unowned self] outcome in
+            switch outcome.status {
+            case 200..<300:
+                self.connectivity = .online
+                self.onConnectivity?(.online)
+                for i in self.streams.indices { self.flush(i) }
+            default:
+                self.schedule(delay: min(delay * 2, self.settings.backoffMax))
+            }
+        }
+    }
+
+    /// Backoff delay of the current step, if backing off (status line).
+    public var backoffDelay: Double? {
+        switch connectivity {
+        case .online: return nil
+        case .backoff(_, let d), .probing(let d): return d
+        }
+    }
+}
