@@ -171,10 +171,16 @@ public final class EventLoop {
         }
     }
 
-    /// Wakes the loop from any thread (after `onWake`).
-    public func wake() {
-        if wakeFD >= 0 { _ = osh_eventfd_write(wakeFD, 1) }
+    /// Wakes the loop (after `onWake`).
+    public func wake() { waker.wake() }
+
+    /// A handle other threads may keep to wake the loop (the loop itself is not Sendable).
+    public struct Waker: Sendable {
+        let fd: Int32
+        public func wake() { if fd >= 0 { _ = osh_eventfd_write(fd, 1) } }
     }
+
+    public var waker: Waker { Waker(fd: wakeFD) }
 
     // MARK: Running
 
