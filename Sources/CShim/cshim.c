@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
+#include <sys/timex.h>
 
 int osh_open(const char *path, int flags, mode_t mode) { return open(path, flags | O_CLOEXEC, mode); }
 
@@ -115,4 +116,12 @@ int64_t osh_realtime_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000000ll + (int64_t)ts.tv_nsec;
+}
+
+int osh_adjtimex_state(int *unsync) {
+    struct timex tx;
+    memset(&tx, 0, sizeof tx); // modes = 0: read only
+    int rc = adjtimex(&tx);
+    if (unsync) *unsync = (tx.status & STA_UNSYNC) != 0;
+    return rc;
 }

@@ -51,4 +51,8 @@ int64_t osh_eventfd_read(int fd);
 uint64_t osh_monotonic_ns(void);
 int64_t osh_realtime_ns(void);
 
+// The kernel's clock discipline state: adjtimex(2)'s return value (TIME_OK … TIME_ERROR = 5,
+// or -1), and whether STA_UNSYNC is set in *unsync.
+int osh_adjtimex_state(int *unsync);
+
 #endif
