@@ -1,0 +1,29 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Logs to stderr with syslog priority prefixes (`<3>` error … `<7>` debug), which
+/// journald turns into levels (SPEC §7). Secrets never reach here: callers log
+/// requests through `CSRequest.description`, which redacts Authorization.
+public enum Log {
+    public enum Level: Int32, Sendable, Comparable {
+        case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    nonisolated(unsafe) public static var threshold: Level = .info
+    /// Tests and the demo's table may silence logging.
+    nonisolated(unsafe) public static var muted = false
+
+    public static func write(_ level: Level, _ message: String) {
+        guard !muted, level <= threshold else { return }
+        var line = "<\(level.rawValue)>" + message + "\n"
+        line.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+
+    public static func error(_ m: String) { write(.error, m) }
+    public static func warning(_ m: String) { write(.warning, m) }
+    public static func notice(_ m: String) { write(.notice, m) }
+    public static func info(_ m: String) { write(.info, m) }
+    public static func debug(_ m: String) { write(.debug, m) }
+}
