@@ -63,5 +63,6 @@ let package = Package(
         // Depends on the executable so the CLI tests can run the binary that was just built.
         .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "osh-edge"],
                     swiftSettings: swift6),
+        .testTarget(name: "OSHDevNodeTests", dependencies: ["OSHDevNode", "OSHCore"], swiftSettings: swift6),
     ]
 )

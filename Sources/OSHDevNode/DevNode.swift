@@ -1,12 +1,376 @@
 import CMicroHTTPD
+#if canImport(Glibc)
+import Glibc
+#endif
 import OSHCore
 
-/// The development node: an HTTP server on loopback (libmicrohttpd) that follows the
-/// OSH node's rules strictly (SPEC §9). The agent-loop issue fills it in; for now it
-/// reports the library it is built on, so the layout and the link are visible.
-public enum DevNode {
+/// The development node: an in-memory OGC API – Connected Systems server on libmicrohttpd that
+/// accepts what an OpenSensorHub node accepts and refuses what it refuses, with the node's status
+/// codes and error messages (SPEC §9, research/osh-node.md). Thread-safe; libmicrohttpd runs an
+/// internal polling thread plus one thread per connection, and every request is handled under one
+/// lock. Misbehaviour switches (`mode`) and observability (`stats`, `requests`, `observations`)
+/// are for tests.
+public final class DevNode: @unchecked Sendable {
+    public let config: DevNodeConfig
+
+    /// Guards `store` (and `mode`, which lives in it). Request handlers take it.
+    private let lock = Lock()
+    private let store: NodeStore
+    /// Serialises start/stop/pause/resume. Never taken by request handlers, so stopping the daemon
+    /// (which joins the connection threads) while holding it cannot deadlock.
+    private let lifecycle = Lock()
+    private var daemon: OpaquePointer?
+    private var boundPort: UInt16 = 0
+    private var everStarted = false
+    // Kept alive while a TLS daemon runs (libmicrohttpd keeps pointers to them).
+    private var keyPEM: [CChar] = []
+    private var certPEM: [CChar] = []
+
+    public init(config: DevNodeConfig = DevNodeConfig()) {
+        self.config = config
+        self.store = NodeStore(salt: IDMinter.freshSalt())
+    }
+
+    deinit {
+        if let d = daemon { MHD_stop_daemon(d) }
+    }
+
+    /// libmicrohttpd's version string.
     public static var libraryVersion: String {
         guard let v = MHD_get_version() else { return "unknown" }
         return String(cString: v)
+    }
+
+    /// Whether this libmicrohttpd can serve HTTPS.
+    public static var tlsSupported: Bool { oshdev_tls_supported() != 0 }
+
+    // MARK: Lifecycle
+
+    /// Starts listening and returns the bound port (the configured one, or a free one for port 0).
+    @discardableResult
+    public func start() throws -> UInt16 {
+        try lifecycle.withLock {
+            if daemon != nil { return boundPort }
+            let port = try startDaemon(port: everStarted ? boundPort : config.port)
+            everStarted = true
+            log("listening on " + Self.apiRoot(config: config, port: port))
+            return port
+        }
+    }
+
+    /// Stops listening and closes every connection. The node's data is kept; `start()` listens again
+    /// (on the same port once one was bound).
+    public func stop() {
+        lifecycle.withLock {
+            guard let d = daemon else { return }
+            daemon = nil
+            MHD_stop_daemon(d)
+            log("stopped")
+        }
+    }
+
+    /// Closes the listening socket (and open connections) so connects are refused; data and port are kept.
+    public func pause() { stop() }
+
+    /// Listens again on the port bound before.
+    public func resume() throws {
+        try lifecycle.withLock {
+            guard everStarted else { throw DevNodeError.notStarted }
+            if daemon != nil { return }
+            _ = try startDaemon(port: boundPort)
+            log("resumed on port \(boundPort)")
+        }
+    }
+
+    /// The bound port (0 before the first start).
+    public var port: UInt16 { lifecycle.withLock { boundPort } }
+
+    public var isRunning: Bool { lifecycle.withLock { daemon != nil } }
+
+    /// `http(s)://HOST:PORT/sensorhub/api`.
+    public var apiRoot: String {
+        let p = lifecycle.withLock { boundPort }
+        return Self.apiRoot(config: config, port: p)
+    }
+
+    static func apiRoot(config: DevNodeConfig, port: UInt16) -> String {
+        let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
+        return (config.tls != nil ? "https://" : "http://") + config.host + ":" + String(port) + api
+    }
+
+    /// Must be called with `lifecycle` held.
+    private func startDaemon(port: UInt16) throws -> UInt16 {
+        // MHD_USE_TLS is added by the shim when a key and certificate are given.
+        let flags = oshdev_threaded_flags()
+        if config.tls != nil {
+            guard Self.tlsSupported else { throw DevNodeError.tlsUnsupported }
+        }
+        keyPEM = config.tls.map { Array($0.keyPEM.utf8CString) } ?? []
+        certPEM = config.tls.map { Array($0.certPEM.utf8CString) } ?? []
+        let cls = Unmanaged.passUnretained(self).toOpaque()
+        let started: OpaquePointer? = keyPEM.withUnsafeBufferPointer { key in
+            certPEM.withUnsafeBufferPointer { cert in
+                oshdev_start_daemon(
+                    flags, port, config.host,
+                    { cls, connection, _, method, _, uploadData, uploadSize, conCls in
+                        guard let cls, let connection, let conCls else { return oshdev_no() }
+                        let node = Unmanaged<DevNode>.fromOpaque(cls).takeUnretainedValue()
+                        return node.access(connection, method, uploadData, uploadSize, conCls)
+                    },
+                    cls,
+                    { _, _, conCls, _ in
+                        guard let conCls, let p = conCls.pointee else { return }
+                        Unmanaged<Connection>.fromOpaque(p).release()
+                        conCls.pointee = nil
+                    },
+                    { _, uri, _ in
+                        let c = Connection(uri: uri.map { String(cString: $0) } ?? "/")
+                        return Unmanaged.passRetained(c).toOpaque()
+                    },
+                    cls,
+                    key.isEmpty ? nil : key.baseAddress, cert.isEmpty ? nil : cert.baseAddress,
+                    config.connectionTimeoutSeconds)
+            }
+        }
+        guard let d = started else {
+            throw DevNodeError.startFailed(host: config.host, port: port, errno: errno)
+        }
+        daemon = d
+        boundPort = oshdev_bound_port(d)
+        let p = boundPort
+        lock.withLock { store.port = p } // handlers read it there: never the lifecycle lock
+        return boundPort
+    }
+
+    // MARK: Misbehaviour
+
+    /// The current misbehaviour. Setting `.refuseConnections` stops listening; setting any other mode
+    /// after it listens again on the same port.
+    public var mode: DevNodeMode {
+        get { lock.withLock { store.mode } }
+        set {
+            let old = lock.withLock { () -> DevNodeMode in
+                let o = store.mode
+                store.mode = newValue
+                return o
+            }
+            if newValue == .refuseConnections, old != .refuseConnections {
+                pause()
+            } else if old == .refuseConnections, newValue != .refuseConnections {
+                do { try resume() } catch { log("could not resume: \(error)") }
+            }
+        }
+    }
+
+    /// A node restart without a database: every system, datastream, feature, control stream and
+    /// observation is gone; ids minted afterwards never equal old ones. Statistics of requests are kept.
+    public func forgetEverything() {
+        lock.withLock { store.forget() }
+        log("forgot everything")
+    }
+
+    // MARK: Observability
+
+    public var stats: DevNodeStats { lock.withLock { store.stats() } }
+
+    /// The most recent requests (at most `config.maxLoggedRequests`), oldest first.
+    public var requests: [DevNodeRequestRecord] { lock.withLock { store.requestLog } }
+
+    /// The stored observations of a datastream, decoded, in arrival order (empty for an unknown id).
+    /// `phenomenonTime`, `resultTime`, `foiID` and `id` are set on each.
+    public func observations(datastreamID: String) -> [SWERecordValue] {
+        lock.withLock {
+            guard let i = store.datastreamIndex(datastreamID) else { return [] }
+            return store.datastreams[i].observations.map { o in
+                var r = o.record
+                r.phenomenonTime = o.phenomenonTime
+                r.resultTime = o.resultTime
+                r.foiID = o.foiID
+                r.id = o.id
+                return r
+            }
+        }
+    }
+
+    /// Ids of the datastreams of a system, in creation order.
+    public func datastreamIDs(systemID: String) -> [String] {
+        lock.withLock { store.datastreams.filter { $0.systemID == systemID }.map(\.id) }
+    }
+
+    /// Id of the system registered with this UID.
+    public func systemID(uid: String) -> String? {
+        lock.withLock { store.systems.first { $0.uid == uid }?.id }
+    }
+
+    // MARK: Entry point for `osh-edge node`
+
+    /// Starts a node and serves until the process ends. `onStart` gets the running node (print its
+    /// `apiRoot` there); nothing is printed otherwise.
+    public static func runForever(config: DevNodeConfig, onStart: (DevNode) -> Void = { _ in }) throws -> Never {
+        let node = DevNode(config: config)
+        try node.start()
+        onStart(node)
+        while true { sleepSeconds(3600) }
+    }
+
+    // MARK: Request handling (libmicrohttpd threads)
+
+    /// Per-request state, created by the URI log callback (so the raw URI is known) and released by
+    /// the completion callback.
+    final class Connection {
+        let uri: String
+        var started = false
+        var body: [UInt8] = []
+        var tooLarge = false
+        init(uri: String) { self.uri = uri }
+    }
+
+    private func log(_ s: String) { config.log?(s) }
+
+    private func header(_ c: OpaquePointer, _ name: String) -> String? {
+        oshdev_header(c, name).map { String(cString: $0) }
+    }
+
+    fileprivate func access(_ connection: OpaquePointer, _ methodPtr: UnsafePointer<CChar>?,
+                            _ uploadData: UnsafePointer<CChar>?, _ uploadSize: UnsafeMutablePointer<Int>?,
+                            _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        guard let raw = conCls.pointee else { return oshdev_no() }
+        let conn = Unmanaged<Connection>.fromOpaque(raw).takeUnretainedValue()
+        let method = methodPtr.map { String(cString: $0) } ?? "GET"
+        if !conn.started {
+            conn.started = true
+            if let cl = header(connection, "Content-Length"), let n = Int(cl), n > config.maxBodyBytes {
+                conn.tooLarge = true
+                return finish(connection, conn, method: method)
+            }
+            return oshdev_yes()
+        }
+        if let size = uploadSize, size.pointee > 0 {
+            if !conn.tooLarge, let data = uploadData {
+                if conn.body.count + size.pointee > config.maxBodyBytes {
+                    conn.tooLarge = true
+                    conn.body = []
+                } else {
+                    data.withMemoryRebound(to: UInt8.self, capacity: size.pointee) {
+                        conn.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: size.pointee))
+                    }
+                }
+            }
+            size.pointee = 0
+            return oshdev_yes()
+        }
+        return finish(connection, conn, method: method)
+    }
+
+    private func finish(_ connection: OpaquePointer, _ conn: Connection, method: String) -> MHD_Result {
+        let req = HTTPRequest(method: method, uri: conn.uri, contentType: header(connection, "Content-Type"),
+                              accept: header(connection, "Accept"), authorization: header(connection, "Authorization"),
+                              body: conn.body)
+        conn.body = []
+        let (response, mode) = respond(req, tooLarge: conn.tooLarge)
+        if let log = config.log { log("\(req.method) \(req.uri) → \(response.status)") }
+        if case .delay(let s) = mode { sleepSeconds(s) }
+        return queue(connection, response, reset: mode == .resetMidBody)
+    }
+
+    /// Decides the answer: misbehaviour, authentication, then the API itself.
+    func respond(_ req: HTTPRequest, tooLarge: Bool) -> (HTTPResponse, DevNodeMode) {
+        lock.withLock {
+            let mode = store.mode
+            let root = Self.apiRoot(config: config, port: store.port)
+            var route = req.method + " (any)"
+            var response: HTTPResponse
+            if case .status(let s) = mode {
+                response = HTTPResponse(status: s, body: errorBody(status: s, message: statusMessage(s)))
+                if s == 302 { response.headers.append(("Location", "/sensorhub")) }
+                if s == 401 { response.headers.append(("WWW-Authenticate", "Basic realm=\"OSH\"")) }
+            } else if tooLarge {
+                response = HTTPResponse(status: 413, body: errorBody(status: 413, message: "Request entity too large"))
+            } else if !authorized(req) {
+                response = HTTPResponse(status: 401, headers: [("WWW-Authenticate", "Basic realm=\"OSH\"")],
+                                        body: errorBody(status: 401, message: "Unauthorized"))
+            } else {
+                let h = RequestHandler(req: req, store: store, config: config, apiRoot: root)
+                response = h.run()
+                route = h.route
+                response = jettyErrorPage(response, req)
+            }
+            store.logRequest(DevNodeRequestRecord(method: req.method, path: req.uri, route: route,
+                                                  contentType: req.contentType, status: response.status, time: wallClock()),
+                             cap: config.maxLoggedRequests)
+            return (response, mode)
+        }
+    }
+
+    /// OSH writes JSON errors only when Accept is absent or mentions json; otherwise Jetty answers
+    /// with an HTML page, or a 302 to /sensorhub when the admin landing page is enabled.
+    private func jettyErrorPage(_ r: HTTPResponse, _ req: HTTPRequest) -> HTTPResponse {
+        guard r.status >= 400, let accept = req.accept, !accept.contains("json") else { return r }
+        if config.adminLandingPage, [400, 403, 404].contains(r.status) {
+            return HTTPResponse(status: 302, headers: [("Location", "/sensorhub")], body: [], contentType: nil)
+        }
+        let message = NodeError.parse(r.body).message ?? statusMessage(r.status)
+        let html = "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"
+            + "<title>Error \(r.status) \(message)</title>\n</head>\n<body><h2>HTTP ERROR \(r.status) \(message)</h2>\n"
+            + "<table>\n<tr><th>URI:</th><td>\(req.path)</td></tr>\n<tr><th>STATUS:</th><td>\(r.status)</td></tr>\n"
+            + "<tr><th>MESSAGE:</th><td>\(message)</td></tr>\n</table>\n</body>\n</html>\n"
+        return HTTPResponse(status: r.status, headers: r.headers, body: Array(html.utf8), contentType: "text/html;charset=iso-8859-1")
+    }
+
+    private func authorized(_ req: HTTPRequest) -> Bool {
+        if config.users.isEmpty { return true }
+        guard let auth = req.authorization else { return false }
+        let parts = auth.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "basic",
+              let decoded = Base64.decode(Array(parts[1].utf8)) else { return false }
+        let text = String(decoding: decoded, as: UTF8.self)
+        guard let colon = text.firstIndex(of: ":") else { return false }
+        let user = String(text[..<colon]), password = String(text[text.index(after: colon)...])
+        return config.users.contains { $0.0 == user && $0.1 == password }
+    }
+
+    /// Bytes sent before the connection is cut in `.resetMidBody`.
+    static let resetAfterBytes = 8
+
+    /// Box for the content reader of a response that is cut short.
+    final class TruncatedBody {
+        let bytes: [UInt8]
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+    }
+
+    private func queue(_ connection: OpaquePointer, _ r: HTTPResponse, reset: Bool) -> MHD_Result {
+        let response: OpaquePointer?
+        if reset {
+            // Declare more than will ever be sent, send a few bytes, then make MHD drop the connection.
+            let box = TruncatedBody(Array(r.body.prefix(Self.resetAfterBytes)))
+            let declared = UInt64(max(r.body.count, box.bytes.count) + 64)
+            response = MHD_create_response_from_callback(
+                declared, 1024,
+                { cls, pos, buf, max in
+                    guard let cls, let buf else { return oshdev_reader_end_with_error() }
+                    let b = Unmanaged<TruncatedBody>.fromOpaque(cls).takeUnretainedValue().bytes
+                    guard pos < UInt64(b.count) else { return oshdev_reader_end_with_error() }
+                    let n = min(b.count - Int(pos), max)
+                    b.withUnsafeBytes { src in
+                        UnsafeMutableRawPointer(buf).copyMemory(from: src.baseAddress! + Int(pos), byteCount: n)
+                    }
+                    return n
+                },
+                Unmanaged.passRetained(box).toOpaque(),
+                { cls in
+                    guard let cls else { return }
+                    Unmanaged<TruncatedBody>.fromOpaque(cls).release()
+                })
+        } else {
+            response = r.body.withUnsafeBytes { b in
+                oshdev_response_copy(b.count, b.baseAddress)
+            }
+        }
+        guard let response else { return oshdev_no() }
+        if let ct = r.contentType { MHD_add_response_header(response, "Content-Type", ct) }
+        for (name, value) in r.headers { MHD_add_response_header(response, name, value) }
+        let result = MHD_queue_response(connection, UInt32(r.status), response)
+        MHD_destroy_response(response)
+        return result
     }
 }

@@ -19,6 +19,12 @@ commands:
          --valid-from ISO-TIME  --pretty
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
+  demo                 the whole agent on this machine: the built-in development node on
+                       loopback, simulated sensors, a live table of what each datastream sent
+         --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
+         --node URL [--user NAME]  use an external node (password from OSH_EDGE_PASSWORD)
+         --insecure-trust-cert PEM | --pin-sha256 BASE64   TLS for that node
+  node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
   version              this build and the C libraries it is linked with
   help                 this text
 """
@@ -150,6 +156,45 @@ extension String {
     func leftPadding(_ n: Int) -> String { count >= n ? " " + self : String(repeating: " ", count: n - count) + self }
 }
 
+func demo(_ a: inout Arguments) {
+    var o = DemoOptions()
+    if let d = a.value("--duration") {
+        guard let v = Double(d), v > 0 else { fail("--duration must be a positive number of seconds") }
+        o.duration = v
+    }
+    o.format = parseFormat(a.value("--format")) ?? .omJSON
+    o.stateDirectory = a.value("--state-dir")
+    o.uid = a.value("--uid")
+    o.label = a.value("--label")
+    o.nodeURL = a.value("--node")
+    o.user = a.value("--user")
+    if let pem = a.value("--insecure-trust-cert") { o.tls = .trustCertificate(pemPath: pem) }
+    if let pin = a.value("--pin-sha256") { o.tls = .pinnedKey(sha256Base64: pin) }
+    if o.user != nil { o.password = getenv("OSH_EDGE_PASSWORD").map { String(cString: $0) } ?? "" }
+    a.finish()
+    do {
+        try Demo.run(o) { text in print(text) }
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
+func node(_ a: inout Arguments) {
+    let port = UInt16(a.value("--port") ?? "8181") ?? 0
+    var users: [(String, String)] = []
+    if let u = a.value("--user") {
+        let parts = u.split(separator: ":", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { fail("--user must be NAME:PASSWORD") }
+        users.append((parts[0], parts[1]))
+    }
+    a.finish()
+    do {
+        try Agent.runDevelopmentNode(port: port, users: users) { print($0) }
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
 var args = Arguments(rest: Array(CommandLine.arguments.dropFirst()))
 guard let command = args.positional() else {
     print(usage)
@@ -158,6 +203,8 @@ guard let command = args.positional() else {
 switch command {
 case "schema": schema(&args)
 case "bench": bench(&args)
+case "demo": demo(&args)
+case "node": node(&args)
 case "version":
     args.finish()
     print("osh-edge \(Agent.version)")

@@ -1,0 +1,252 @@
+import OSHCore
+import OSHPlatform
+
+/// Everything `osh-edge run` and `osh-edge demo` need to know.
+public struct AgentConfig: Sendable {
+    public var server: HTTPServer
+    public var identity: SystemIdentity
+    public var options: OutputOptions
+    /// Output names to publish (scalar outputs; video comes with the camera issue). Nil = all scalar outputs.
+    public var outputs: [String]?
+    /// Rate overrides per output name (Hz).
+    public var rates: [String: Double] = [:]
+    public var publisher = PublisherSettings()
+    public var ringCapacity = 1000
+    /// Directory for the per-server id cache.
+    public var stateDirectory: String
+    /// Trust the host clock even if the kernel says it is unsynchronised (the demo's default).
+    public var trustHostClock = false
+    /// Never stamp a time before this (epoch seconds): the build's date.
+    public var notBefore: Double = 1_767_225_600 // 2026-01-01
+
+    public init(server: HTTPServer, identity: SystemIdentity, options: OutputOptions, stateDirectory: String) {
+        self.server = server
+        self.identity = identity
+        self.options = options
+        self.stateDirectory = stateDirectory
+    }
+}
+
+/// The running agent: sources → ring → publisher → libcurl, registration, clock gate,
+/// all on one EventLoop.
+public final class AgentRuntime {
+    public let loop: EventLoop
+    public let config: AgentConfig
+    public let specs: [OutputSpec]
+    public let publisher: Publisher
+    public let registrar: Registrar
+    public private(set) var registered = false
+    public private(set) var lastRegistrationError: RegistrationError?
+    public private(set) var clockState: ClockSync.State = .unsynchronized(reason: "not checked yet")
+
+    private let http: HTTPClient
+    private let node: HTTPNodeClient
+    private let sim = SimulatedSensors()
+    private let health: HealthProbe
+    private var timers: [EventLoop.Timer] = []
+    private var scratch: UnsafeMutableBufferPointer<Double>
+    private let startTime: Double
+    private var registrationDelay = 1.0
+    private var registering = false
+    private var registrationTimer: EventLoop.Timer?
+
+    public init(config: AgentConfig, loop: EventLoop) throws {
+        self.loop = loop
+        self.config = config
+        let all = OutputCatalogue.all(config.options).filter { $0.binaryEncoding == nil }
+        let wanted = config.outputs.map(Set.init)
+        specs = all.filter { wanted?.contains($0.outputName) ?? true }
+        http = try HTTPClient(loop: loop, server: config.server)
+        let builder = CSRequestBuilder(credentials: config.server.credentials)
+        node = HTTPNodeClient(http: http, builder: builder)
+        let ring = ObservationRing(capacity: config.ringCapacity, maxValues: specs.map { $0.leaves.count }.max() ?? 1,
+                                   datastreams: specs.count)
+        let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
+        publisher = Publisher(ring: ring, encoders: encoders, transport: node, settings: config.publisher,
+                              now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
+        let cachePath = config.stateDirectory + "/" + RegistrationState.fileName(server: config.server.apiRoot, uid: config.identity.uid)
+        let cached = (try? StateFiles.read(cachePath)).flatMap { $0 }.flatMap(RegistrationState.decode)
+        registrar = Registrar(client: node, builder: builder, server: config.server.apiRoot, identity: config.identity,
+                              specs: specs, format: config.publisher.format, cached: cached,
+                              now: { Clock.realtimeSeconds() })
+        scratch = .allocate(capacity: 32)
+        health = HealthProbe(diskPath: config.stateDirectory)
+        startTime = Double(Clock.monotonicNanoseconds()) / 1e9
+        publisher.onDatastreamLost = { [unowned self] i in
+            Log.warning("the node no longer knows datastream \(self.specs[i].outputName); registering again")
+            self.scheduleRegistration(after: 0)
+        }
+        publisher.onFirstRejection = { [unowned self] i, message in
+            Log.error("the node rejected \(self.specs[i].outputName) observations: \(message) (dropped and counted; logged once)")
+        }
+        publisher.onConnectivity = { state in
+            switch state {
+            case .online: Log.notice("node reachable again; sending the backlog in order")
+            case .backoff(_, let d): Log.warning("node unreachable, retrying in \(Int(d)) s")
+            case .probing: break
+            }
+        }
+    }
+
+    deinit { scratch.deallocate() }
+
+    var cachePath: String {
+        config.stateDirectory + "/" + RegistrationState.fileName(server: config.server.apiRoot, uid: config.identity.uid)
+    }
+
+    /// Starts registration, the sources and the publisher's clock.
+    public func start() throws {
+        checkClock()
+        scheduleRegistration(after: 0)
+        let tick = UInt64(config.publisher.flushInterval * 1e9)
+        timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: config.publisher.flushInterval), interval: tick) { [unowned self] _ in
+            self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+        })
+        timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { [unowned self] _ in
+            self.checkClock()
+        })
+        for (i, spec) in specs.enumerated() {
+            let rate = config.rates[spec.outputName] ?? SimulatedSensors.defaultRate(spec.outputName)
+            let period = UInt64(1e9 / max(rate, 0.001))
+            timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
+                // Missed ticks are not back-filled: a sensor reading is taken now, once.
+                self.sample(i)
+            })
+        }
+    }
+
+    /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
+    public func stop(flushUntil deadline: UInt64) throws {
+        for t in timers { loop.cancel(t) }
+        timers.removeAll()
+        publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+        while !publisher.isIdle, publisher.connectivity == .online, Clock.monotonicNanoseconds() < deadline {
+            try loop.runOnce(timeoutMs: 50)
+            publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+        }
+        http.cancelAll()
+    }
+
+    // MARK: Sources
+
+    private func sample(_ i: Int) {
+        let spec = specs[i]
+        let n = spec.leaves.count - 1
+        let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<n])
+        let now = Double(Clock.monotonicNanoseconds()) / 1e9
+        if spec.outputName == "device_health" {
+            let r = health.read()
+            let values = [r.cpuTemperature, r.underVoltage ? 1 : 0, r.throttled ? 1 : 0, Double(r.throttleFlags),
+                          r.loadAverage, r.memoryAvailableMB, r.diskFreePercent,
+                          Double(publisher.ring.occupied), Double((0..<specs.count).map { publisher.counters($0).dropped }.reduce(0, +))]
+            for k in 0..<min(n, values.count) { out[k] = values[k] }
+        } else {
+            sim.fill(spec.outputName, at: now - startTime, into: out)
+        }
+        publisher.record(datastream: i, monotonicTime: now, values: UnsafeBufferPointer(out))
+    }
+
+    // MARK: Clock
+
+    private func checkClock() {
+        let state: ClockSync.State
+        if config.trustHostClock {
+            state = Clock.realtimeSeconds() >= config.notBefore ? .synchronized(source: "host clock (trusted by configuration)")
+                : ClockSync.current(notBefore: config.notBefore)
+        } else {
+            state = ClockSync.current(notBefore: config.notBefore)
+        }
+        if state != clockState {
+            if case .unsynchronized(let why) = state { Log.warning("holding observations: \(why)") }
+            else if case .synchronized(let src) = state { Log.info("clock trusted (\(src)); observations get wall-clock times") }
+            clockState = state
+        }
+        // Re-read the offset every second: it follows NTP's corrections, and held observations
+        // (sampled on CLOCK_MONOTONIC) get correct times when they finally go out.
+        publisher.clockOffset = state.isSynchronized
+            ? Clock.realtimeSeconds() - Double(Clock.monotonicNanoseconds()) / 1e9 : nil
+    }
+
+    // MARK: Registration
+
+    private func scheduleRegistration(after seconds: Double) {
+        if registering { return }
+        if let t = registrationTimer { loop.cancel(t) }
+        registrationTimer = try? loop.addTimer(firstAt: EventLoop.deadline(after: seconds)) { [unowned self] _ in
+            self.registrationTimer.map { self.loop.cancel($0) }
+            self.registrationTimer = nil
+            self.register()
+        }
+    }
+
+    private func register() {
+        registering = true
+        for i in specs.indices { publisher.setDatastreamID(i, nil) }
+        registrar.register { [unowned self] result in
+            self.registering = false
+            switch result {
+            case .success(let state):
+                self.registered = true
+                self.lastRegistrationError = nil
+                self.registrationDelay = 1
+                do { try StateFiles.write(state.encoded(), to: self.cachePath) }
+                catch { Log.warning("could not save the id cache (\(error)); registration repeats at the next start") }
+                self.publisher.setFOI(state.foiID)
+                for (i, id) in self.registrar.datastreamIDs.enumerated() { self.publisher.setDatastreamID(i, id) }
+                Log.notice("registered \(self.config.identity.uid) with \(self.config.server.apiRoot): "
+                           + "\(self.specs.count) datastreams" + (self.registrar.created.isEmpty ? "" : ", created \(self.registrar.created.joined(separator: ", "))"))
+            case .failure(let e):
+                self.lastRegistrationError = e
+                Log.error("registration failed: \(e); retrying in \(Int(self.registrationDelay)) s")
+                self.scheduleRegistration(after: self.registrationDelay)
+                self.registrationDelay = min(self.registrationDelay * 2, 30)
+            }
+        }
+    }
+
+    // MARK: Status
+
+    public struct Row: Sendable {
+        public var outputName: String
+        public var counters: StreamCounters
+        public var datastreamID: String?
+    }
+
+    public var rows: [Row] {
+        specs.indices.map { Row(outputName: specs[$0].outputName, counters: publisher.counters($0), datastreamID: publisher.datastreamID($0)) }
+    }
+}
+
+/// The CS API over libcurl, as registration and the publisher see it.
+final class HTTPNodeClient: NodeClient, PublisherTransport {
+    let http: HTTPClient
+    let builder: CSRequestBuilder
+
+    init(http: HTTPClient, builder: CSRequestBuilder) {
+        self.http = http
+        self.builder = builder
+    }
+
+    func send(_ request: CSRequest, completion: @escaping (NodeResponse) -> Void) {
+        http.send(request) { r in
+            completion(NodeResponse(status: r.error == nil ? r.status : 0, location: r.location, body: r.body,
+                                    transportError: r.error.map { "\($0)" }))
+        }
+    }
+
+    func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
+                          completion: @escaping (TransportOutcome) -> Void) {
+        let format: ScalarFormat = contentType == MediaType.sweJSON ? .sweJSON : .omJSON
+        let request = builder.postObservations(datastreamID: datastreamID, format: format)
+        // The body goes from the publisher's buffer straight to curl: no copy.
+        http.send(request, body: UnsafeRawBufferPointer(start: body.base, count: body.count)) { r in
+            completion(TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body))
+        }
+    }
+
+    func probe(completion: @escaping (TransportOutcome) -> Void) {
+        http.send(builder.landingPage()) { r in
+            completion(TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body))
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import OSHCore
+import OSHDevNode
+import OSHPlatform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `osh-edge demo`: the whole agent on a laptop — the development node on loopback
+/// (or a real node with `--node`), simulated sources for every scalar output, and a
+/// live table of what each datastream sent.
+public struct DemoOptions: Sendable {
+    public var duration: Double?
+    /// An external node instead of the built-in one.
+    public var nodeURL: String?
+    public var user: String?
+    public var password: String?
+    public var tls: TLSPolicy = .verify
+    public var stateDirectory: String?
+    public var format: ScalarFormat = .omJSON
+    public var uid: String?
+    public var label: String?
+    public var trustHostClock = true
+    public init() {}
+}
+
+public enum Demo {
+    /// Runs until the duration passes or SIGINT/SIGTERM. Returns the final rows.
+    @discardableResult
+    public static func run(_ o: DemoOptions, output: @escaping (String) -> Void) throws -> [AgentRuntime.Row] {
+        var devNode: DevNode?
+        let apiRoot: String
+        if let url = o.nodeURL {
+            apiRoot = url
+        } else {
+            let n = DevNode(config: DevNodeConfig())
+            _ = try n.start()
+            devNode = n
+            apiRoot = n.apiRoot
+        }
+        defer { devNode?.stop() }
+
+        let identity = try Agent.localIdentity(uid: o.uid, uidExtension: "", label: o.label)
+        let credentials: CSCredentials = (o.user?.isEmpty ?? true) ? .none : .basic(username: o.user ?? "", password: o.password ?? "")
+        var config = AgentConfig(server: HTTPServer(apiRoot: apiRoot, credentials: credentials, tls: o.tls),
+                                 identity: identity, options: OutputOptions(uid: identity.uid),
+                                 stateDirectory: o.stateDirectory ?? Agent.defaultStateDirectory())
+        config.publisher.format = o.format
+        config.trustHostClock = o.trustHostClock
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: config, loop: loop)
+        output("osh-edge demo: \(identity.uid) → \(apiRoot)" + (devNode != nil ? " (built-in development node)" : ""))
+        try agent.start()
+
+        try loop.onSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
+        let table = StatusTable(interactive: isatty(1) != 0)
+        try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { _ in
+            output(table.render(agent))
+        }
+        if let d = o.duration { try loop.run(until: EventLoop.deadline(after: d)) } else { try loop.run() }
+        try agent.stop(flushUntil: EventLoop.deadline(after: 3))
+        output(StatusTable(interactive: false).render(agent))
+        return agent.rows
+    }
+}
+
+/// The live table: one row per datastream, redrawn in place on a terminal, plain lines otherwise.
+struct StatusTable {
+    let interactive: Bool
+    final class Memory { var lastSent: [Int] = []; var lastTime = 0.0; var drawnLines = 0 }
+    let memory = Memory()
+
+    func render(_ a: AgentRuntime) -> String {
+        let rows = a.rows
+        let now = Double(Clock.monotonicNanoseconds()) / 1e9
+        let dt = memory.lastTime > 0 ? now - memory.lastTime : 0
+        var lines: [String] = []
+        let state: String
+        switch a.publisher.connectivity {
+        case .online: state = a.registered ? "streaming" : "registering"
+        case .backoff(_, let d): state = "node unreachable, retrying in \(Int(d)) s"
+        case .probing: state = "probing the node"
+        }
+        lines.append("\(state); clock: \(a.clockState.isSynchronized ? "trusted" : "held"); queued \(a.publisher.ring.occupied)")
+        lines.append(pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last error")
+        for (i, r) in rows.enumerated() {
+            let prev = i < memory.lastSent.count ? memory.lastSent[i] : 0
+            let rate = dt > 0 ? Double(r.counters.sent - prev) / dt : 0
+            lines.append(pad(r.outputName, 30) + lpad(String(r.counters.sent), 8) + lpad(String(r.counters.bytes), 10)
+                         + lpad(String(Int(rate.rounded())), 8) + lpad(String(r.counters.dropped), 9)
+                         + "  " + (r.counters.lastError.map { String($0.prefix(60)) } ?? ""))
+        }
+        memory.lastSent = rows.map(\.counters.sent)
+        memory.lastTime = now
+        var text = lines.joined(separator: "\n")
+        if interactive && memory.drawnLines > 0 {
+            // Move up over the previous table and clear it: redraw in place.
+            text = "\u{1B}[\(memory.drawnLines)A\u{1B}[J" + text
+        }
+        memory.drawnLines = interactive ? lines.count : 0
+        return text
+    }
+
+    private func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }
+    private func lpad(_ s: String, _ n: Int) -> String { s.count >= n ? " " + s : String(repeating: " ", count: n - s.count) + s }
+}
+
+extension Agent {
+    /// The service's state directory when root, else a per-user one.
+    public static func defaultStateDirectory() -> String {
+        if getuid() == 0 { return "/var/lib/osh-edge" }
+        if let x = getenv("XDG_STATE_HOME").map({ String(cString: $0) }), !x.isEmpty { return x + "/osh-edge" }
+        if let h = getenv("HOME").map({ String(cString: $0) }), !h.isEmpty { return h + "/.local/state/osh-edge" }
+        return "/tmp/osh-edge-\(getuid())"
+    }
+}
+
+extension Agent {
+    /// `osh-edge node`: the development node alone, until killed.
+    public static func runDevelopmentNode(port: UInt16, users: [(String, String)], output: @escaping (String) -> Void) throws -> Never {
+        var config = DevNodeConfig()
+        config.port = port
+        config.users = users
+        try DevNode.runForever(config: config) { n in
+            output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))
+        }
+    }
+}

@@ -1,0 +1,132 @@
+// The node's in-memory database. One instance per DevNode, touched only under the node's lock.
+import OSHCore
+
+struct SystemRecord {
+    var id: String
+    var uid: String
+    var name: String
+    var description: String?
+    var featureType: String?
+    var validFrom: Double
+    /// The SensorML body as posted (application/sml+json), when it came that way.
+    var sml: JSONValue?
+    /// The GeoJSON geometry as posted, when it came as GeoJSON.
+    var geometry: JSONValue?
+    /// 1 on creation, +1 per re-POST or PUT (OSH adds a history version).
+    var versions: Int
+}
+
+struct FeatureRecord {
+    var id: String
+    var systemID: String
+    var uid: String
+    var name: String
+    var description: String?
+    var featureType: String?
+    var geometry: JSONValue?
+}
+
+struct StoredObservation {
+    var id: String
+    var phenomenonTime: Double
+    var resultTime: Double
+    var foiID: String?
+    var record: SWERecordValue
+}
+
+struct DatastreamRecord {
+    var id: String
+    var systemID: String
+    var name: String
+    var description: String?
+    var outputName: String
+    var obsFormat: String
+    /// The full record (observation time field included), named after `outputName`.
+    var record: DataComponent
+    /// The native BinaryEncoding, when the schema came with one.
+    var encoding: BinaryEncoding?
+    /// The `recordEncoding` object as posted (echoed by GET …/schema).
+    var encodingJSON: JSONValue?
+    /// The `schema` object as posted, to tell a changed schema from a re-registration.
+    var schemaJSON: JSONValue
+    var reader: RecordReader
+    var validFrom: Double
+    var schemaVersions: Int
+    var observations: [StoredObservation] = []
+    var observationCount = 0
+    var phenomenonTimes: [Double] = []
+
+    /// True when a Block (compressed payload) sits in the binary encoding: only swe+binary then.
+    var binaryOnly: Bool {
+        guard let e = encoding else { return false }
+        return e.members.contains { if case .block = $0 { return true } else { return false } }
+    }
+
+    var formats: [String] {
+        binaryOnly ? [MediaType.sweBinary]
+            : [MediaType.omJSON, MediaType.sweJSON, MediaType.sweCSV, "application/swe+xml", MediaType.sweBinary]
+    }
+}
+
+struct ControlStreamRecord {
+    var id: String
+    var systemID: String
+    var name: String
+    var description: String?
+    var inputName: String
+    var schemaJSON: JSONValue
+    var parameters: JSONValue
+    var statuses: [(id: String, body: JSONValue)] = []
+    var validFrom: Double
+}
+
+final class NodeStore {
+    var minter: IDMinter
+    var systems: [SystemRecord] = []
+    var features: [FeatureRecord] = []
+    var datastreams: [DatastreamRecord] = []
+    var controlStreams: [ControlStreamRecord] = []
+    var requestLog: [DevNodeRequestRecord] = []
+    var requestsByRoute: [String: [Int: Int]] = [:]
+    var totalRequests = 0
+    var mode: DevNodeMode = .normal
+    /// The bound port, for absolute links (kept here so handlers never need the lifecycle lock).
+    var port: UInt16 = 0
+
+    init(salt: UInt64) { minter = IDMinter(salt: salt) }
+
+    func mint() -> String { minter.next() }
+
+    /// A node restart without a database: every resource is gone. The minter keeps counting, so
+    /// no id minted afterwards equals an old one. Request statistics are kept.
+    func forget() {
+        systems = []
+        features = []
+        datastreams = []
+        controlStreams = []
+    }
+
+    func systemIndex(_ id: String) -> Int? { systems.firstIndex { $0.id == id } }
+    func featureIndex(_ id: String) -> Int? { features.firstIndex { $0.id == id } }
+    func datastreamIndex(_ id: String) -> Int? { datastreams.firstIndex { $0.id == id } }
+    func controlStreamIndex(_ id: String) -> Int? { controlStreams.firstIndex { $0.id == id } }
+
+    func logRequest(_ r: DevNodeRequestRecord, cap: Int) {
+        totalRequests += 1
+        requestsByRoute[r.route, default: [:]][r.status, default: 0] += 1
+        requestLog.append(r)
+        if requestLog.count > max(cap, 1) { requestLog.removeFirst(requestLog.count - max(cap, 1)) }
+    }
+
+    func stats() -> DevNodeStats {
+        DevNodeStats(
+            datastreams: datastreams.map {
+                DevNodeDatastreamStats(id: $0.id, systemID: $0.systemID, outputName: $0.outputName,
+                                       obsFormat: $0.obsFormat, schemaVersions: $0.schemaVersions,
+                                       observationCount: $0.observationCount, phenomenonTimes: $0.phenomenonTimes,
+                                       lastValues: $0.observations.last?.record)
+            },
+            systemCount: systems.count, samplingFeatureCount: features.count,
+            controlStreamCount: controlStreams.count, requestsByRoute: requestsByRoute, totalRequests: totalRequests)
+    }
+}
