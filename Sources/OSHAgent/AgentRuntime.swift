@@ -94,6 +94,9 @@ public final class AgentRuntime {
         config.stateDirectory + "/" + RegistrationState.fileName(server: config.server.apiRoot, uid: config.identity.uid)
     }
 
+    /// Re-evaluates the clock now (otherwise once a second).
+    public func recheckClock() { checkClock() }
+
     /// Starts registration, the sources and the publisher's clock.
     public func start() throws {
         checkClock()
@@ -148,9 +151,14 @@ public final class AgentRuntime {
 
     // MARK: Clock
 
+    /// Replaces the clock check (tests simulate an unsynchronised board with it).
+    public var clockProvider: (() -> ClockSync.State)?
+
     private func checkClock() {
         let state: ClockSync.State
-        if config.trustHostClock {
+        if let p = clockProvider {
+            state = p()
+        } else if config.trustHostClock {
             state = Clock.realtimeSeconds() >= config.notBefore ? .synchronized(source: "host clock (trusted by configuration)")
                 : ClockSync.current(notBefore: config.notBefore)
         } else {

@@ -230,7 +230,7 @@ final class DevNodeTests: XCTestCase {
 
         let s = try XCTUnwrap(node.stats.datastream(id: ds))
         XCTAssertEqual(s.observationCount, 3)
-        XCTAssertEqual(s.phenomenonTimes, [1_773_853_535.951, 1_773_853_536, 1_773_853_537 - 3600])
+        XCTAssertEqual(s.phenomenonTimes, [1_773_853_535.951, 1_773_853_536, 1_773_853_537.0 - 3600])
         XCTAssertEqual(s.lastValues?["/hum"], .number(42))
         let obs = node.observations(datastreamID: ds)
         XCTAssertEqual(obs.count, 3)

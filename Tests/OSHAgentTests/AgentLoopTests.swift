@@ -1,0 +1,207 @@
+import Foundation
+import OSHAgent
+import OSHCore
+import OSHDevNode
+import OSHPlatform
+import XCTest
+
+/// The whole agent against the development node over loopback.
+final class AgentLoopTests: XCTestCase {
+    private var node: DevNode!
+    private var stateDir = ""
+    private let identity = SystemIdentity(uid: "urn:osh:rpi:10000000feedbeef", label: "Test Pi [loop]", serial: "10000000feedbeef")
+
+    override func setUpWithError() throws {
+        Log.muted = true
+        node = DevNode(config: DevNodeConfig())
+        _ = try node.start()
+        stateDir = NSTemporaryDirectory() + "osh-agent-\(UUID().uuidString)"
+    }
+
+    override func tearDown() {
+        node?.stop()
+        try? FileManager.default.removeItem(atPath: stateDir)
+    }
+
+    private func config(_ apiRoot: String? = nil, outputs: [String]? = ["barometer", "gps_data", "quat_orientation_data"],
+                        rates: [String: Double] = [:]) -> AgentConfig {
+        var c = AgentConfig(server: HTTPServer(apiRoot: apiRoot ?? node.apiRoot), identity: identity,
+                            options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
+        c.outputs = outputs
+        c.rates = rates
+        c.trustHostClock = true
+        c.publisher.backoffInitial = 0.2
+        c.publisher.backoffMax = 0.4
+        return c
+    }
+
+    /// Serves the loop until `condition` holds or `timeout` passes; returns whether it held.
+    @discardableResult
+    private func run(_ loop: EventLoop, timeout: Double, until condition: () -> Bool) throws -> Bool {
+        let end = EventLoop.deadline(after: timeout)
+        while !condition() {
+            if Clock.monotonicNanoseconds() > end { return false }
+            try loop.runOnce(timeoutMs: 20)
+        }
+        return true
+    }
+
+    private func received(_ a: AgentRuntime) -> [String: Int] {
+        var out: [String: Int] = [:]
+        for ds in node.stats.datastreams { out[ds.outputName, default: 0] += ds.observationCount }
+        return out
+    }
+
+    private func postsTo(_ route: String) -> Int {
+        node.requests.filter { $0.method == "POST" && $0.path.hasSuffix(route) }.count
+    }
+
+    func testRegistersThenRestartsWithCachedIdsCreatingNothingNew() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(), loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent > 0 } })
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        XCTAssertEqual(postsTo("/systems"), 1)
+        XCTAssertEqual(postsTo("/datastreams"), 3)
+        let systemsBefore = node.stats.systemCount
+        let idsBefore = a.rows.map(\.datastreamID)
+
+        // A second agent process: ids come from the cache, are re-verified, and nothing is created.
+        let loop2 = try EventLoop()
+        let b = try AgentRuntime(config: config(), loop: loop2)
+        try b.start()
+        XCTAssertTrue(try run(loop2, timeout: 10) { b.registered })
+        XCTAssertEqual(b.registrar.created, [])
+        XCTAssertEqual(b.rows.map(\.datastreamID), idsBefore)
+        XCTAssertEqual(postsTo("/systems"), 1)
+        XCTAssertEqual(postsTo("/datastreams"), 3)
+        XCTAssertEqual(node.stats.systemCount, systemsBefore)
+        try b.stop(flushUntil: EventLoop.deadline(after: 2))
+    }
+
+    func testNodeForgettingEverythingReRegistersAndLosesNothing() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(outputs: ["barometer", "quat_orientation_data"]), loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent >= 5 } })
+        let before = received(a)
+        node.forgetEverything()
+        // Keep producing: the next POSTs get 404, the agent re-registers and resends what it held.
+        XCTAssertTrue(try run(loop, timeout: 15) { a.registered && self.received(a).values.reduce(0, +) >= 20 })
+        try a.stop(flushUntil: EventLoop.deadline(after: 3))
+        let after = received(a)
+        for r in a.rows {
+            // Everything produced reached one incarnation of the node or the other.
+            let total = (before[r.outputName] ?? 0) + (after[r.outputName] ?? 0)
+            XCTAssertEqual(r.counters.produced, total + r.counters.dropped, r.outputName)
+            XCTAssertEqual(r.counters.dropped, 0, r.outputName)
+        }
+        XCTAssertEqual(postsTo("/systems"), 2, "the system was created again on the forgetful node")
+    }
+
+    func testOutageKeepsTheBacklogAndDrainsItInOrder() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(outputs: ["quat_orientation_data", "gps_data"]), loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent > 0 } })
+        node.mode = .refuseConnections
+        try run(loop, timeout: 2) { false }                 // 2 s of production with the node down
+        XCTAssertNotEqual(a.publisher.connectivity, .online)
+        XCTAssertGreaterThan(a.publisher.ring.occupied, 10, "the backlog is kept")
+        node.mode = .normal
+        XCTAssertTrue(try run(loop, timeout: 10) { a.publisher.connectivity == .online && a.publisher.ring.occupied < 5 })
+        try a.stop(flushUntil: EventLoop.deadline(after: 3))
+        let got = received(a)
+        for (i, r) in a.rows.enumerated() {
+            XCTAssertEqual(r.counters.produced, (got[r.outputName] ?? 0) + r.counters.dropped, r.outputName)
+            guard let id = a.publisher.datastreamID(i) else { return XCTFail("no id") }
+            let times = node.observations(datastreamID: id).compactMap(\.phenomenonTime)
+            XCTAssertEqual(times, times.sorted(), "\(r.outputName) arrived in order")
+        }
+    }
+
+    func testRejectedPayloadsAreDroppedAndCountedWhileRetryableOnesAreKept() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(outputs: ["barometer", "quat_orientation_data"]), loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent > 0 } })
+        node.mode = .rejectObservations(status: 400)
+        XCTAssertTrue(try run(loop, timeout: 5) { a.rows[1].counters.droppedRejected > 0 })
+        XCTAssertEqual(a.publisher.connectivity, .online, "a rejection is not an outage")
+        node.mode = .rejectObservations(status: 302)
+        let rejectedBefore = a.rows[1].counters.droppedRejected
+        XCTAssertTrue(try run(loop, timeout: 5) { a.rows[1].counters.droppedRejected > rejectedBefore }, "302 is a rejection")
+        for status in [401, 429, 503] {
+            node.mode = .rejectObservations(status: status)
+            let dropped = a.rows[1].counters.droppedRejected
+            XCTAssertTrue(try run(loop, timeout: 5) { a.publisher.connectivity != .online }, "\(status) backs off")
+            XCTAssertEqual(a.rows[1].counters.droppedRejected, dropped, "\(status) keeps the observations")
+            node.mode = .normal
+            XCTAssertTrue(try run(loop, timeout: 5) { a.publisher.connectivity == .online })
+        }
+        try a.stop(flushUntil: EventLoop.deadline(after: 3))
+        let got = received(a)
+        for r in a.rows {
+            XCTAssertEqual(r.counters.produced, (got[r.outputName] ?? 0) + r.counters.dropped, r.outputName)
+        }
+    }
+
+    func testSwitchingServersNeverSendsIdsFromTheOtherNode() throws {
+        let other = DevNode(config: DevNodeConfig())
+        _ = try other.start()
+        defer { other.stop() }
+        for api in [node.apiRoot, other.apiRoot, node.apiRoot] {
+            let loop = try EventLoop()
+            let a = try AgentRuntime(config: config(api), loop: loop)
+            try a.start()
+            XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent > 0 } })
+            try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        }
+        // Each node minted its own ids and only ever saw its own: no 404s from foreign ids.
+        XCTAssertEqual(node.requests.filter { $0.status == 404 }.count, 0)
+        XCTAssertEqual(other.requests.filter { $0.status == 404 }.count, 0)
+        XCTAssertEqual(postsTo("/systems"), 1, "the first node's cached ids were reused on return")
+    }
+
+    func testSchemaChangeUpdatesThatDatastream() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(outputs: ["barometer"]), loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered })
+        try a.stop(flushUntil: EventLoop.deadline(after: 1))
+        // Same board, swe+json instead of om+json: a different schema for the same outputName.
+        var c = config(outputs: ["barometer"])
+        c.publisher.format = .sweJSON
+        let loop2 = try EventLoop()
+        let b = try AgentRuntime(config: c, loop: loop2)
+        try b.start()
+        XCTAssertTrue(try run(loop2, timeout: 10) { b.registered && b.rows[0].counters.sent > 0 })
+        try b.stop(flushUntil: EventLoop.deadline(after: 1))
+        XCTAssertEqual(b.rows[0].datastreamID, a.rows[0].datastreamID, "same datastream, updated in place")
+        XCTAssertEqual(node.requests.filter { $0.method == "PUT" && $0.path.contains("/datastreams/") }.count, 1)
+        XCTAssertEqual(node.stats.datastreams.first?.obsFormat, MediaType.sweJSON)
+    }
+
+    func testNothingIsPublishedUntilTheClockIsTrustedThenTimesAreCorrect() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(outputs: ["barometer"], rates: ["barometer": 10]), loop: loop)
+        var synced = false
+        a.clockProvider = { synced ? .synchronized(source: "test") : .unsynchronized(reason: "test") }
+        let startWall = Clock.realtimeSeconds()
+        try a.start()
+        try run(loop, timeout: 1.5) { false }
+        XCTAssertTrue(a.registered)
+        XCTAssertEqual(a.rows[0].counters.sent, 0, "held while the clock is untrusted")
+        XCTAssertGreaterThan(a.rows[0].counters.produced, 5)
+        synced = true
+        a.recheckClock()
+        XCTAssertTrue(try run(loop, timeout: 5) { a.rows[0].counters.sent >= 10 })
+        try a.stop(flushUntil: EventLoop.deadline(after: 1))
+        let times = node.observations(datastreamID: a.rows[0].datastreamID ?? "").compactMap(\.phenomenonTime)
+        XCTAssertGreaterThanOrEqual(times.count, 10)
+        // The held observations carry the times they were sampled at, not the time they were sent.
+        XCTAssertEqual(times[0], startWall, accuracy: 0.5)
+        XCTAssertEqual(times, times.sorted())
+    }
+}
