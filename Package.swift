@@ -51,7 +51,7 @@ let package = Package(
                 swiftSettings: swift6),
 
         // MARK: The executable: CLI parsing and printing only.
-        .executableTarget(name: "osh-edge", dependencies: ["OSHAgent", "OSHCore"],
+        .executableTarget(name: "osh-edge", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform"],
                           swiftSettings: swift6),
 
         // MARK: Tests mirror the layers.

@@ -309,12 +309,26 @@ public final class DevNode: @unchecked Sendable {
         if config.adminLandingPage, [400, 403, 404].contains(r.status) {
             return HTTPResponse(status: 302, headers: [("Location", "/sensorhub")], body: [], contentType: nil)
         }
-        let message = NodeError.parse(r.body).message ?? statusMessage(r.status)
+        let message = Self.htmlEscaped(NodeError.parse(r.body).message ?? statusMessage(r.status))
         let html = "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"
             + "<title>Error \(r.status) \(message)</title>\n</head>\n<body><h2>HTTP ERROR \(r.status) \(message)</h2>\n"
-            + "<table>\n<tr><th>URI:</th><td>\(req.path)</td></tr>\n<tr><th>STATUS:</th><td>\(r.status)</td></tr>\n"
+            + "<table>\n<tr><th>URI:</th><td>\(Self.htmlEscaped(String(req.path)))</td></tr>\n<tr><th>STATUS:</th><td>\(r.status)</td></tr>\n"
             + "<tr><th>MESSAGE:</th><td>\(message)</td></tr>\n</table>\n</body>\n</html>\n"
         return HTTPResponse(status: r.status, headers: r.headers, body: Array(html.utf8), contentType: "text/html;charset=iso-8859-1")
+    }
+
+    static func htmlEscaped(_ s: String) -> String {
+        var out = ""
+        for c in s {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            default: out.append(c)
+            }
+        }
+        return out
     }
 
     private func authorized(_ req: HTTPRequest) -> Bool {

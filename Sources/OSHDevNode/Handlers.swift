@@ -828,7 +828,7 @@ final class RequestHandler {
             // assertion (NullPointerException), which the servlet answers as 500.
             guard hasTime, hasResult else { throw NodeFailure.internalError }
             do throws(SWEDecodingError) {
-                out.append(try d.reader.decodeObservation(item, path: "/" + String(i)))
+                out.append(try d.reader.decodeObservation(item, path: p.text == "$" ? "" : "/" + String(i)))
             } catch {
                 throw NodeFailure.badRequest("Invalid payload: Invalid JSON: " + Self.readerMessage(error))
             }

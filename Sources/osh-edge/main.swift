@@ -5,6 +5,7 @@ import Glibc
 #endif
 import OSHAgent
 import OSHCore
+import OSHPlatform
 
 let usage = """
 usage: osh-edge <command> [options]
@@ -24,6 +25,8 @@ commands:
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
          --node URL [--user NAME]  use an external node (password from OSH_EDGE_PASSWORD)
          --insecure-trust-cert PEM | --pin-sha256 BASE64   TLS for that node
+  check --node URL     can this board reach the node, are the credentials right, is it registered
+         [--user NAME] [--uid UID] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
   version              this build and the C libraries it is linked with
   help                 this text
@@ -179,6 +182,27 @@ func demo(_ a: inout Arguments) {
     }
 }
 
+func check(_ a: inout Arguments) {
+    guard let url = a.value("--node") else { fail("check needs --node URL (the node's API root, e.g. http://host:8181/sensorhub/api)") }
+    let user = a.value("--user") ?? ""
+    var tls = TLSPolicy.verify
+    if let pem = a.value("--insecure-trust-cert") { tls = .trustCertificate(pemPath: pem) }
+    if let pin = a.value("--pin-sha256") { tls = .pinnedKey(sha256Base64: pin) }
+    let uid = a.value("--uid")
+    a.finish()
+    let password = getenv("OSH_EDGE_PASSWORD").map { String(cString: $0) } ?? ""
+    do {
+        let identity = try Agent.localIdentity(uid: uid, uidExtension: "", label: nil)
+        let server = HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
+        let lines = try Check.run(server: server, identity: identity,
+                                  outputs: OutputCatalogue.all(OutputOptions(uid: identity.uid)).filter { $0.binaryEncoding == nil })
+        for l in lines { print((l.ok ? "ok    " : "FAIL  ") + l.text) }
+        exit(lines.allSatisfy(\.ok) ? 0 : 1)
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
 func node(_ a: inout Arguments) {
     let port = UInt16(a.value("--port") ?? "8181") ?? 0
     var users: [(String, String)] = []
@@ -205,6 +229,7 @@ case "schema": schema(&args)
 case "bench": bench(&args)
 case "demo": demo(&args)
 case "node": node(&args)
+case "check": check(&args)
 case "version":
     args.finish()
     print("osh-edge \(Agent.version)")

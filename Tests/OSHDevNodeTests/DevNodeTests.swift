@@ -260,6 +260,9 @@ final class DevNodeTests: XCTestCase {
         let order = try post(node, path, "application/om+json", #"{"phenomenonTime":"2026-03-18T17:05:35Z","result":{"hum":2,"temp":1}}"#)
         XCTAssertEqual(order.status, 400)
         XCTAssertEqual(order.message, "Invalid payload: Invalid JSON: Expected field 'temp' but was 'hum'")
+        let badValue = try post(node, path, "application/om+json", #"{"phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":"warm","hum":2}}"#)
+        XCTAssertEqual(badValue.status, 400)
+        XCTAssertTrue(badValue.message?.hasSuffix(" at $.result.temp") ?? false, badValue.text)
         let noZone = try post(node, path, "application/om+json", #"{"phenomenonTime":"2026-03-18T17:05:35","result":{"temp":1,"hum":2}}"#)
         XCTAssertEqual(noZone.message, "Invalid payload: Invalid JSON: Invalid ISO8601 date/time at $.phenomenonTime")
         let foi = try post(node, path, "application/om+json", #"{"foi@id":"not-an-id!","phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":1,"hum":2}}"#)
@@ -353,6 +356,12 @@ final class DevNodeTests: XCTestCase {
         XCTAssertEqual(obs[0]["/img"], .block(frame1))
         XCTAssertEqual(obs[2]["/img"], .block(frame2))
         XCTAssertEqual(obs[2].phenomenonTime, 1_773_853_536.1)
+        // A 3 MB access unit arrives in many upload chunks.
+        let big = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let bigBuf = ByteBuffer()
+        try big.withUnsafeBytes { try VideoRecord.write(time: 1_773_853_537.0, frame: $0, to: bigBuf) }
+        XCTAssertEqual(try postBytes(node, "/datastreams/\(ds)/observations", "application/swe+binary", bigBuf.array).status, 201)
+        XCTAssertEqual(node.observations(datastreamID: ds).last?["/img"], .block(big))
         // A truncated record is refused; a JSON body for a compressed stream is an unsupported format.
         XCTAssertEqual(try postBytes(node, "/datastreams/\(ds)/observations", "application/swe+binary", Array(buf.array.dropLast())).status, 400)
         XCTAssertEqual(try post(node, "/datastreams/\(ds)/observations", "application/swe+json", "{}").message,

@@ -1,0 +1,87 @@
+import OSHCore
+import OSHPlatform
+
+/// `osh-edge check`: can this board reach its node, are the credentials accepted, is
+/// its registration there — each answered in plain words.
+public enum Check {
+    public struct Line: Sendable, Equatable {
+        public var ok: Bool
+        public var text: String
+    }
+
+    public static func run(server: HTTPServer, identity: SystemIdentity, outputs: [OutputSpec],
+                           timeout: Double = 20) throws -> [Line] {
+        let loop = try EventLoop()
+        let http = try HTTPClient(loop: loop, server: server)
+        let builder = CSRequestBuilder(credentials: server.credentials)
+        var lines: [Line] = []
+        var pending = 0
+
+        func exchange(_ r: CSRequest, _ k: @escaping (HTTPResult) -> Void) {
+            pending += 1
+            http.send(r) { res in pending -= 1; k(res) }
+        }
+
+        exchange(builder.landingPage()) { res in
+            if let e = res.error {
+                lines.append(Line(ok: false, text: explain(e, server: server)))
+                if e.kind == .tls {
+                    pending += 1
+                    http.probePublicKey { r in
+                        pending -= 1
+                        if case .success(let key) = r {
+                            lines.append(Line(ok: false, text: "the server's public key is sha256//\(key): if this is your node, "
+                                              + "pin it (--pin-sha256 \(key)) or trust its certificate"))
+                        }
+                    }
+                }
+                return
+            }
+            switch res.status {
+            case 200..<300:
+                lines.append(Line(ok: true, text: "the node answers at \(server.apiRoot)"))
+            case 401:
+                lines.append(Line(ok: false, text: server.credentials == .none
+                    ? "the node wants credentials (HTTP 401): set a user name and password"
+                    : "the node refused the credentials (HTTP 401): check the user name and password"))
+                return
+            case 404:
+                lines.append(Line(ok: false, text: "nothing answers at \(server.apiRoot) (HTTP 404): the API root is usually http://HOST:8181/sensorhub/api"))
+                return
+            default:
+                lines.append(Line(ok: false, text: "the node answered HTTP \(res.status) at its API root: \(NodeError.parse(res.body).summary)"))
+                return
+            }
+            exchange(builder.findSystem(uid: identity.uid)) { res in
+                guard res.status == 200, let sys = Registrar.firstID(res.body) else {
+                    lines.append(Line(ok: false, text: res.status == 200
+                        ? "this board (\(identity.uid)) is not registered there yet: osh-edge registers it when it starts"
+                        : "looking up \(identity.uid) failed: HTTP \(res.status) \(NodeError.parse(res.body).summary)"))
+                    return
+                }
+                lines.append(Line(ok: true, text: "this board is registered as system \(sys) (\(identity.uid))"))
+                exchange(builder.listDatastreams(systemID: sys, limit: 1000)) { res in
+                    let names = Set(Registrar.items(res.body).compactMap { $0["outputName"]?.string })
+                    let missing = outputs.map(\.outputName).filter { !names.contains($0) }
+                    lines.append(Line(ok: missing.isEmpty, text: missing.isEmpty
+                        ? "all \(outputs.count) datastreams are there"
+                        : "\(outputs.count - missing.count) of \(outputs.count) datastreams are there; missing: \(missing.joined(separator: ", "))"))
+                }
+            }
+        }
+        let end = EventLoop.deadline(after: timeout)
+        while pending > 0, Clock.monotonicNanoseconds() < end { try loop.runOnce(timeoutMs: 50) }
+        if pending > 0 { lines.append(Line(ok: false, text: "no answer within \(Int(timeout)) s")) }
+        return lines
+    }
+
+    static func explain(_ e: TransportError, server: HTTPServer) -> String {
+        switch e.kind {
+        case .dns: return "the node's host name does not resolve (\(e.message)): check the URL \(server.apiRoot) and the board's DNS"
+        case .connect: return "nothing accepts connections at \(server.apiRoot) (\(e.message)): is the node running, is the port right, is a firewall in the way?"
+        case .timeout: return "the node did not answer in time (\(e.message)): check the network path to \(server.apiRoot)"
+        case .tls: return "the TLS handshake failed: \(e)"
+        default: return "the request failed: \(e)"
+        }
+    }
+}
