@@ -124,7 +124,9 @@ func schema(_ a: inout Arguments) {
 }
 
 func bench(_ a: inout Arguments) {
-    guard a.positional() == "encode" else { fail("bench needs a benchmark name: encode") }
+    let which = a.positional()
+    if which == "publish" { return benchPublish(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode or publish") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -144,6 +146,29 @@ func bench(_ a: inout Arguments) {
             print("\(name)\(fmt)\(String(r.case.batch).leftPadding(6))\(format1(r.nanosPerObservation).leftPadding(10))\(format1(r.bytesPerObservation).leftPadding(11))")
         }
         print("observations per case: \(count); peak RSS: \(Agent.peakRSSKiB()) KiB")
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
+func benchPublish(_ a: inout Arguments) {
+    guard let url = a.value("--node") else { fail("bench publish needs --node URL (start one with: osh-edge node --port 18181)") }
+    let count = Int(a.value("--count") ?? "20000") ?? 0
+    let backlog = Int(a.value("--backlog") ?? "1000") ?? 1000
+    let formats = parseFormat(a.value("--format")).map { [$0] } ?? ScalarFormat.allCases
+    let output = a.value("--output") ?? "barometer"
+    let quiet = a.flag("--quiet")
+    a.finish()
+    Log.muted = true
+    do {
+        for f in formats {
+            let r = try PublishBench.run(apiRoot: url, format: f, count: count, backlog: backlog, output: output)
+            if quiet { continue }
+            print("\(output) \(f.rawValue): \(r.observations) obs in \(format1(r.seconds)) s = \(Int(r.observationsPerSecond)) obs/s; "
+                  + "\(r.requests) requests; body \(format1(Double(r.bodyBytes) / Double(max(r.observations, 1)))) B/obs; "
+                  + "\(backlog)-obs backlog drained in \(Int(r.backlogDrainSeconds * 1000)) ms")
+        }
+        if !quiet { print("peak RSS: \(Agent.peakRSSKiB()) KiB") }
     } catch {
         fail("\(error)", code: 1)
     }

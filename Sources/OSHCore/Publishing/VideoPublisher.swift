@@ -1,0 +1,77 @@
+// The video path (SPEC §1, §3): frames never enter the scalar ring. One frame is in
+// flight at a time; a frame offered while one is pending is dropped and counted —
+// on a slow link a late frame is worth less than the next one, so nothing queues.
+
+public protocol VideoTransport: AnyObject {
+    /// POSTs one swe+binary record (valid until completion) to `/datastreams/{id}/observations`.
+    func postVideo(datastreamID: String, body: ByteBuffer, completion: @escaping (TransportOutcome) -> Void)
+}
+
+public struct VideoCounters: Sendable, Equatable {
+    public var offered = 0
+    public var sent = 0
+    public var bytes = 0
+    /// Dropped because the previous frame was still in flight.
+    public var droppedBusy = 0
+    /// Dropped before sending: not registered yet, or the clock not trusted yet.
+    public var droppedNotReady = 0
+    public var droppedRejected = 0
+    public var failed = 0
+    public var lastError: String?
+}
+
+public final class VideoPublisher {
+    public var datastreamID: String?
+    /// Epoch seconds = monotonic seconds + offset; nil holds nothing back — frames are dropped, not held.
+    public var clockOffset: Double?
+    public private(set) var counters = VideoCounters()
+    public private(set) var inFlight = false
+    /// 404: the node lost the datastream (re-register).
+    public var onDatastreamLost: (() -> Void)?
+
+    private let transport: VideoTransport
+    private let body: ByteBuffer
+
+    public init(transport: VideoTransport, expectedFrameBytes: Int = 256 * 1024) {
+        self.transport = transport
+        body = ByteBuffer(capacity: expectedFrameBytes + VideoRecord.headerSize)
+    }
+
+    /// Offers one encoded access unit. Returns true if it is being sent.
+    @discardableResult
+    public func offer(monotonicTime: Double, frame: UnsafeRawBufferPointer) -> Bool {
+        counters.offered += 1
+        if inFlight { counters.droppedBusy += 1; return false }
+        guard let id = datastreamID, let offset = clockOffset else { counters.droppedNotReady += 1; return false }
+        body.reset()
+        do {
+            // The one copy of the frame: into the body the transport sends from.
+            try VideoRecord.write(time: monotonicTime + offset, frame: frame, to: body)
+        } catch {
+            counters.failed += 1
+            counters.lastError = "\(error)"
+            return false
+        }
+        inFlight = true
+        transport.postVideo(datastreamID: id, body: body) { [unowned self] outcome in
+            self.inFlight = false
+            switch DeliveryVerdict.classify(outcome) {
+            case .delivered:
+                counters.sent += 1
+                counters.bytes += body.count
+            case .keep:
+                // A video frame is not kept: the next one replaces it.
+                counters.failed += 1
+                counters.lastError = outcome.transportError ?? "HTTP \(outcome.status)"
+            case .datastreamLost:
+                counters.failed += 1
+                datastreamID = nil
+                onDatastreamLost?()
+            case .rejected:
+                counters.droppedRejected += 1
+                counters.lastError = "HTTP \(outcome.status): \(NodeError.parse(outcome.body).summary)"
+            }
+        }
+        return true
+    }
+}
