@@ -77,6 +77,10 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertEqual(postsTo("/systems"), 1)
         XCTAssertEqual(postsTo("/datastreams"), 3)
         XCTAssertEqual(node.stats.systemCount, systemsBefore)
+        // The description did not change, so it is not re-sent: its validTime start stays the same
+        // and the node piles up no history versions.
+        XCTAssertEqual(node.requests.filter { $0.method == "PUT" }.count, 0)
+        XCTAssertEqual(b.registrar.state.validFrom, a.registrar.state.validFrom)
         try b.stop(flushUntil: EventLoop.deadline(after: 2))
     }
 
