@@ -30,7 +30,7 @@ public enum Check {
                     http.probePublicKey { r in
                         pending -= 1
                         if case .success(let key) = r {
-                            lines.append(Line(ok: false, text: "the server's public key is sha256//\(key): if this is your node, "
+                            lines.append(Line(ok: false, text: "the server's public key hash is sha256//\(key) ; if this is your node, "
                                               + "pin it (--pin-sha256 \(key)) or trust its certificate"))
                         }
                     }

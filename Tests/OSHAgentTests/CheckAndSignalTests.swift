@@ -75,3 +75,58 @@ final class CheckAndSignalTests: XCTestCase {
         XCTAssertNotNil(RegistrationState.decode(Array(bytes)), "the id cache is intact")
     }
 }
+
+/// TLS end to end: our libcurl client against the development node over HTTPS.
+final class TLSAgentTests: XCTestCase {
+    private func selfSigned() throws -> (cert: String, key: String, certPath: String) {
+        let dir = NSTemporaryDirectory() + "osh-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
+                       "-days", "2", "-subj", "/CN=osh-edge test node", "-addext", "subjectAltName=IP:127.0.0.1"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        let cert = try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8)
+        let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
+        return (cert, key, dir + "/cert.pem")
+    }
+
+    func testVerifyByDefaultTrustPerHostAndPinning() throws {
+        Log.muted = true
+        guard DevNode.tlsSupported else { throw XCTSkip("libmicrohttpd built without TLS") }
+        let tls = try selfSigned()
+        let node = DevNode(config: DevNodeConfig(tls: (tls.cert, tls.key)))
+        _ = try node.start()
+        defer { node.stop() }
+        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000aabbccdd", label: "TLS Pi", serial: "x")
+        let https = node.apiRoot
+        XCTAssertTrue(https.hasPrefix("https://127.0.0.1:"), https)
+
+        // Verification is on by default: a self-signed node is refused, and the message says what to do.
+        let refused = try Check.run(server: HTTPServer(apiRoot: https), identity: identity, outputs: [])
+        XCTAssertFalse(refused[0].ok)
+        XCTAssertTrue(refused[0].text.contains("TLS"), refused[0].text)
+        let key = try XCTUnwrap(refused.last?.text.split(separator: " ").first { $0.hasPrefix("sha256//") }
+            .map { String($0.dropFirst("sha256//".count)) }, "the node's key is reported for pinning")
+
+        // Trusting that certificate for that host works…
+        let trusted = try Check.run(server: HTTPServer(apiRoot: https, tls: .trustCertificate(pemPath: tls.certPath)),
+                                    identity: identity, outputs: [])
+        XCTAssertTrue(trusted[0].ok, trusted[0].text)
+        // …but not for a name the certificate does not carry.
+        let otherHost = https.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        let wrongHost = try Check.run(server: HTTPServer(apiRoot: otherHost, tls: .trustCertificate(pemPath: tls.certPath)),
+                                      identity: identity, outputs: [])
+        XCTAssertFalse(wrongHost[0].ok)
+
+        // Pinning the reported key works; a different pin is refused.
+        let pinned = try Check.run(server: HTTPServer(apiRoot: https, tls: .pinnedKey(sha256Base64: key)), identity: identity, outputs: [])
+        XCTAssertTrue(pinned[0].ok, pinned[0].text)
+        let wrongPin = try Check.run(server: HTTPServer(apiRoot: https, tls: .pinnedKey(sha256Base64: String(repeating: "A", count: 43) + "=")),
+                                     identity: identity, outputs: [])
+        XCTAssertFalse(wrongPin[0].ok)
+    }
+}
