@@ -14,6 +14,9 @@ packages=(
   libx264-dev            # software H.264 (CX264)
   libmicrohttpd-dev      # the development node (CMicroHTTPD)
   valgrind               # scripts/bench-allocs.sh
+  openssl                # self-signed certificates for the TLS tests
+  curl                   # the development node's HTTPS tests
+  python3                # throwaway HTTP servers in the libcurl transport tests
 )
 
 missing=()

@@ -20,6 +20,9 @@ commands:
          --valid-from ISO-TIME  --pretty
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
+  run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
+                       --secrets FILE (default /etc/osh-edge/secrets)
+  config check [FILE]  validate a configuration file (every error with file:line)
   demo                 the whole agent on this machine: the built-in development node on
                        loopback, simulated sensors, a live table of what each datastream sent
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
@@ -252,6 +255,21 @@ guard let command = args.positional() else {
 switch command {
 case "schema": schema(&args)
 case "bench": bench(&args)
+case "run":
+    let config = args.value("--config") ?? Daemon.defaultConfigPath
+    let secrets = args.value("--secrets")
+    args.finish()
+    exit(Daemon.run(configPath: config, secretsPath: secrets))
+case "config":
+    guard args.positional() == "check" else { fail("usage: osh-edge config check [FILE]") }
+    let path = args.positional() ?? Daemon.defaultConfigPath
+    args.finish()
+    do {
+        let loaded = try Daemon.load(configPath: path, secretsPath: nil)
+        print("\(path): OK — node \(loaded.config.server.apiRoot), outputs \(loaded.config.outputs?.joined(separator: ", ") ?? "")")
+    } catch {
+        fail("\(error)", code: 1)
+    }
 case "demo": demo(&args)
 case "node": node(&args)
 case "check": check(&args)

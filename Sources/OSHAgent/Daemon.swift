@@ -1,0 +1,155 @@
+import OSHCore
+import OSHPlatform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `osh-edge run --config FILE`: the agent as a service. The file is checked whole before
+/// anything starts; SIGHUP re-reads it (a bad file is refused and the agent keeps running
+/// with the old one); SIGTERM/SIGINT stop after flushing what the node takes within 5 s.
+public enum Daemon {
+    public static let defaultConfigPath = "/etc/osh-edge/osh-edge.conf"
+    public static let defaultSecretsPath = "/etc/osh-edge/secrets"
+
+    /// Outputs that have a hardware source in this build (the sensor issues add the rest).
+    public static let hardwareOutputs: Set<String> = ["device_health"]
+
+    public struct Loaded {
+        public var settings: AgentSettings
+        public var config: AgentConfig
+    }
+
+    /// Reads and validates everything `run` needs; the error text names file, line and key.
+    public static func load(configPath: String, secretsPath: String?) throws -> Loaded {
+        guard let bytes = try StateFiles.read(configPath) else {
+            throw DaemonError.message("\(configPath): no such file; start from deploy/osh-edge.conf.example")
+        }
+        let settings = try AgentSettings.parse(bytes: bytes, path: configPath)
+        let server = settings.activeServer
+        let secrets = try loadSecrets(path: secretsPath)
+        let credentials = server.credentials(from: secrets)
+        let tls: TLSPolicy
+        switch server.tls {
+        case .verify: tls = .verify
+        case .trustCertificate(let path): tls = .trustCertificate(pemPath: path)
+        case .pin(let b64): tls = .pinnedKey(sha256Base64: b64)
+        }
+        let identity = try Agent.localIdentity(uid: settings.system.uid.isEmpty ? nil : settings.system.uid,
+                                               uidExtension: settings.system.uidExtension,
+                                               label: settings.system.label.isEmpty ? nil : settings.system.label)
+        var options = OutputOptions(uid: identity.uid, north: settings.north)
+        options.cameraIndex = 0
+        var config = AgentConfig(server: HTTPServer(apiRoot: server.url, credentials: credentials, tls: tls,
+                                                    connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout),
+                                 identity: identity, options: options, stateDirectory: settings.stateDirectory)
+        config.publisher = settings.publisher
+        config.ringCapacity = settings.ringCapacity
+        config.trustHostClock = !settings.requireClockSync
+        config.notBefore = settings.notBefore
+        var enabled: [String] = []
+        var problems: [String] = []
+        for spec in OutputCatalogue.all(options) where spec.binaryEncoding == nil {
+            let key = settingsKey(spec.outputName)
+            guard let o = settings.outputs[key], o.enabled else { continue }
+            if o.source == .hardware && !hardwareOutputs.contains(spec.outputName) {
+                problems.append("\(configPath): [outputs.\(key)] has no hardware driver in this build yet; "
+                                + "set source = \"simulated\" to try the node with simulated values, or enabled = false")
+                continue
+            }
+            enabled.append(spec.outputName)
+            config.rates[spec.outputName] = o.rate
+        }
+        if !problems.isEmpty { throw DaemonError.message(problems.joined(separator: "\n")) }
+        if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }
+        config.outputs = enabled
+        return Loaded(settings: settings, config: config)
+    }
+
+    /// The config file's name for an output (inertial outputs are named after their chip on the wire).
+    static func settingsKey(_ outputName: String) -> String {
+        if outputName.hasSuffix("_Accelerometer_data") { return "accelerometer" }
+        if outputName.hasSuffix("_Gyroscope_data") { return "gyroscope" }
+        if outputName.hasSuffix("_Magnetometer_data") { return "magnetometer" }
+        return outputName
+    }
+
+    /// Secrets from the systemd credential (`$CREDENTIALS_DIRECTORY/osh-edge-secrets`) or the root-only
+    /// file; a file others can read is refused rather than used.
+    static func loadSecrets(path: String?) throws -> [String: Secret] {
+        var candidates: [String] = []
+        if let dir = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), !dir.isEmpty {
+            candidates.append(dir + "/osh-edge-secrets")
+        }
+        candidates.append(path ?? defaultSecretsPath)
+        for p in candidates {
+            guard let bytes = try StateFiles.read(p) else { continue }
+            var st = stat()
+            if stat(p, &st) == 0, st.st_mode & 0o077 != 0 {
+                throw DaemonError.message("\(p) is readable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); "
+                                          + "run: chmod 600 \(p)")
+            }
+            return try Secrets.parse(bytes: bytes, path: p)
+        }
+        return [:]
+    }
+
+    /// Runs until SIGTERM/SIGINT. Returns the process exit code.
+    public static func run(configPath: String, secretsPath: String?) -> Int32 {
+        var loaded: Loaded
+        do {
+            loaded = try load(configPath: configPath, secretsPath: secretsPath)
+        } catch {
+            Log.error("\(error)")
+            return 2
+        }
+        Log.threshold = logLevel(loaded.settings.logLevel)
+        do {
+            let loop = try EventLoop()
+            var agent = try AgentRuntime(config: loaded.config, loop: loop)
+            try agent.start()
+            Log.notice("osh-edge \(Agent.version) running: \(loaded.config.identity.uid) → \(loaded.config.server.apiRoot), "
+                       + "outputs \(loaded.config.outputs?.joined(separator: ", ") ?? "")")
+            var stopping = false
+            try loop.onSignals([SIGTERM, SIGINT, SIGHUP]) { sig in
+                if sig == SIGHUP {
+                    do {
+                        let fresh = try load(configPath: configPath, secretsPath: secretsPath)
+                        try agent.stop(flushUntil: EventLoop.deadline(after: 2))
+                        loaded = fresh
+                        Log.threshold = logLevel(fresh.settings.logLevel)
+                        agent = try AgentRuntime(config: fresh.config, loop: loop)
+                        try agent.start()
+                        Log.notice("configuration reloaded from \(configPath)")
+                    } catch {
+                        Log.error("configuration not reloaded, keeping the running one: \(error)")
+                    }
+                } else {
+                    stopping = true
+                    loop.stop()
+                }
+            }
+            while !stopping { try loop.run() }
+            try agent.stop(flushUntil: EventLoop.deadline(after: 5))
+            Log.notice("stopped")
+            return 0
+        } catch {
+            Log.error("\(error)")
+            return 1
+        }
+    }
+
+    static func logLevel(_ s: String) -> Log.Level {
+        switch s {
+        case "error": return .error
+        case "warning": return .warning
+        case "notice": return .notice
+        case "debug": return .debug
+        default: return .info
+        }
+    }
+}
+
+public enum DaemonError: Error, CustomStringConvertible {
+    case message(String)
+    public var description: String { if case .message(let m) = self { return m }; return "" }
+}

@@ -1,0 +1,179 @@
+// The agent's settings, read from `/etc/osh-edge/osh-edge.conf` (SPEC §7): typed, with
+// defaults, validated before anything starts. Unknown sections and keys and bad values are
+// refused; every problem in the file is reported at once, each naming file, line, key and
+// what is allowed. `deploy/osh-edge.conf.example` documents every key.
+
+/// How the agent trusts a node's TLS certificate (SPEC §3).
+public enum ServerTLS: Sendable, Equatable {
+    /// Checked against the system's CA store (the default).
+    case verify
+    /// Checked against this PEM file only (a self-signed certificate or a private CA).
+    case trustCertificate(path: String)
+    /// The node's public key must hash to this base64 SHA-256 (of the DER SubjectPublicKeyInfo),
+    /// without a `sha256//` prefix.
+    case pin(sha256Base64: String)
+}
+
+/// One `[server.NAME]` section: a node the agent can stream to.
+public struct ServerSettings: Sendable, Equatable {
+    public var name: String
+    /// The CS API root, e.g. `https://node.example.org/sensorhub/api`, without a trailing `/`.
+    public var url: String
+    /// Empty: no credentials are sent. The password or token is in the secrets file.
+    public var user: String
+    public var tls: ServerTLS
+    /// Seconds.
+    public var connectTimeout: Double
+    /// Seconds.
+    public var requestTimeout: Double
+
+    public init(name: String, url: String, user: String = "", tls: ServerTLS = .verify,
+                connectTimeout: Double = 10, requestTimeout: Double = 30) {
+        self.name = name
+        self.url = url
+        self.user = user
+        self.tls = tls
+        self.connectTimeout = connectTimeout
+        self.requestTimeout = requestTimeout
+    }
+
+    /// The credentials to send to this server, given the secrets file's entries:
+    /// a token → Bearer; a user name → Basic (with the password, if any); else none.
+    public func credentials(from secrets: [String: Secret]) -> CSCredentials {
+        switch secrets[name] {
+        case .token(let t)?: return .bearer(token: t)
+        case .password(let p)?: return user.isEmpty ? .none : .basic(username: user, password: p)
+        case nil: return user.isEmpty ? .none : .basic(username: user, password: "")
+        }
+    }
+}
+
+/// `[system]`: how the board names itself on the node. Empty strings mean "the default".
+public struct SystemSettings: Sendable, Equatable {
+    /// The whole UID; empty = `urn:osh:rpi:<board serial>`.
+    public var uid: String
+    /// Appended as `urn:osh:rpi:<serial>:<extension>` when `uid` is empty.
+    public var uidExtension: String
+    /// Empty = `Raspberry Pi Sensors [<hostname>]`.
+    public var label: String
+
+    public init(uid: String = "", uidExtension: String = "", label: String = "") {
+        self.uid = uid
+        self.uidExtension = uidExtension
+        self.label = label
+    }
+}
+
+/// Where an output's values come from.
+public enum OutputSource: String, Sendable, CaseIterable {
+    case hardware
+    /// The demo's simulated sensor: try a node before wiring hardware.
+    case simulated
+}
+
+/// One `[outputs.NAME]` section.
+public struct OutputSettings: Sendable, Equatable {
+    public var enabled: Bool
+    /// Hz (frames per second for the camera).
+    public var rate: Double
+    public var source: OutputSource
+
+    public init(enabled: Bool, rate: Double, source: OutputSource = .hardware) {
+        self.enabled = enabled
+        self.rate = rate
+        self.source = source
+    }
+
+    /// SPEC §2 defaults. Only `device_health` is on until the other drivers exist.
+    public static func defaults(for output: String) -> OutputSettings {
+        let rate: Double
+        switch output {
+        case "gps_data", "barometer": rate = 1
+        case "device_health": rate = 1.0 / 60
+        default: rate = 10
+        }
+        return OutputSettings(enabled: output == "device_health", rate: rate)
+    }
+
+    /// Allowed rates: more than 0 and at most 100 Hz; the camera 1 to 25 frames per second (SPEC §2).
+    static func rateRange(for output: String) -> (ClosedRange<Double>, lowerExclusive: Bool, unit: String) {
+        output == "camera0_H264" ? (1...25, false, "frames per second") : (0...100, true, "Hz")
+    }
+}
+
+/// Everything in `osh-edge.conf`.
+public struct AgentSettings: Sendable, Equatable {
+    public static let defaultPath = "/etc/osh-edge/osh-edge.conf"
+    /// The `[outputs.NAME]` names, in the order the example file lists them. The raw inertial
+    /// outputs are published as `<chip>_Accelerometer_data` etc.
+    public static let outputNames = [
+        "gps_data", "quat_orientation_data", "euler_orientation_data", "barometer", "audio_level",
+        "camera0_H264", "accelerometer", "gyroscope", "magnetometer", "device_health",
+    ]
+    static let defaultOutputs = Dictionary(uniqueKeysWithValues: outputNames.map { ($0, OutputSettings.defaults(for: $0)) })
+    public static let logLevels = ["error", "warning", "notice", "info", "debug"]
+    /// 2026-01-01T00:00:00Z.
+    public static let defaultNotBefore: Double = 1_767_225_600
+
+    /// Every `[server.NAME]`, in file order.
+    public var servers: [ServerSettings]
+    /// The one `[node] active` names (or the only one).
+    public var activeServer: ServerSettings
+    public var system: SystemSettings
+    /// format, batch_max, flush_interval (backoff and jitter keep their defaults).
+    public var publisher: PublisherSettings
+    /// Scalar observations held while the node is unreachable.
+    public var ringCapacity: Int
+    /// Hold observations until the clock is synchronised (SPEC §6).
+    public var requireClockSync: Bool
+    /// Never stamp a time before this (epoch seconds).
+    public var notBefore: Double
+    /// Every name in `outputNames`, with defaults filled in.
+    public var outputs: [String: OutputSettings]
+    public var north: NorthReference
+    /// error, warning, notice, info or debug.
+    public var logLevel: String
+    public var stateDirectory: String
+
+    /// All defaults, streaming to `server`.
+    public init(server: ServerSettings) {
+        servers = [server]
+        activeServer = server
+        system = SystemSettings()
+        publisher = PublisherSettings()
+        ringCapacity = 1000
+        requireClockSync = true
+        notBefore = Self.defaultNotBefore
+        outputs = Self.defaultOutputs
+        north = .true
+        logLevel = "info"
+        stateDirectory = "/var/lib/osh-edge"
+    }
+
+    /// Reads the file's bytes; `path` is only used in messages. Throws every problem at once.
+    public static func parse(bytes: [UInt8], path: String) throws(ConfigErrors) -> AgentSettings {
+        let (doc, syntax) = ConfigParser.parseRecovering(bytes: bytes, path: path)
+        // The reader gave up (far too many errors): what it read is incomplete, check no more.
+        if syntax.count > ConfigParser.maxErrors || syntax.contains(where: { $0.line == nil }) {
+            throw ConfigErrors(syntax)
+        }
+        var r = SettingsReader(path: path)
+        let settings = r.read(doc)
+        let all = Self.ordered(syntax + r.errors)
+        if !all.isEmpty { throw ConfigErrors(all) }
+        guard let settings else { throw ConfigErrors([ConfigError(path: path, line: nil, message: "no usable server")]) }
+        return settings
+    }
+
+    /// By line (whole-file problems last), keeping the order found within a line; capped.
+    static func ordered(_ errors: [ConfigError]) -> [ConfigError] {
+        let sorted = errors.enumerated().sorted { a, b in
+            let la = a.element.line ?? Int.max, lb = b.element.line ?? Int.max
+            return la != lb ? la < lb : a.offset < b.offset
+        }.map(\.element)
+        guard sorted.count > ConfigParser.maxErrors else { return sorted }
+        return Array(sorted.prefix(ConfigParser.maxErrors)) + [ConfigError(
+            path: sorted[0].path, line: nil,
+            message: "… and \(sorted.count - ConfigParser.maxErrors) more errors")]
+    }
+}

@@ -1,0 +1,519 @@
+// Decodes a parsed osh-edge.conf into AgentSettings: the schema (sections, keys, types,
+// ranges), the cross-checks, and the messages with their suggestions. Collects every problem.
+
+struct SettingsReader {
+    let path: String
+    var errors: [ConfigError] = []
+
+    init(path: String) { self.path = path }
+
+    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "orientation", "log", "paths"]
+    static let sectionList = "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
+        + "[orientation], [log], [paths]"
+    static let keys: [String: [String]] = [
+        "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
+        "node": ["active"],
+        "system": ["uid", "uid_extension", "label"],
+        "publisher": ["format", "ring_capacity", "flush_interval", "batch_max"],
+        "time": ["require_sync", "not_before"],
+        "outputs": ["enabled", "rate", "source"],
+        "orientation": ["north"],
+        "log": ["level"],
+        "paths": ["state_directory"],
+    ]
+    static let tlsModes = ["verify", "trust-certificate", "pin"]
+
+    mutating func fail(_ line: Int?, _ message: String) {
+        errors.append(ConfigError(path: path, line: line, message: message))
+    }
+
+    // MARK: The document
+
+    mutating func read(_ doc: ConfigDocument) -> AgentSettings? {
+        var servers: [ServerSettings] = []
+        var serverSections: [ConfigSection] = []
+        var nodeSection: ConfigSection?
+        var unnamedServer = false
+        var system = SystemSettings()
+        var publisher = PublisherSettings()
+        var ringCapacity = 1000
+        var requireSync = true
+        var notBefore = AgentSettings.defaultNotBefore
+        var outputs = AgentSettings.defaultOutputs
+        var north = NorthReference.true
+        var logLevel = "info"
+        var stateDirectory = "/var/lib/osh-edge"
+
+        for s in doc.sections where !s.isDamaged {
+            guard let kind = s.name.first else {
+                topLevel(s)
+                continue
+            }
+            guard Self.sectionKinds.contains(kind) else {
+                fail(s.line, "section \(s.title) is not known\(Self.hint(kind, Self.sectionKinds, bracket: true)); "
+                    + "known sections: \(Self.sectionList)")
+                continue
+            }
+            let named = kind == "server" || kind == "outputs"
+            if named, s.name.count == 1 {
+                if kind == "server" {
+                    unnamedServer = true
+                    fail(s.line, "[server] needs a name, as [server.main]: one [server.NAME] section per node")
+                } else {
+                    fail(s.line, "[outputs] needs an output name, as [outputs.gps_data]; outputs: "
+                        + AgentSettings.outputNames.joined(separator: ", "))
+                }
+                continue
+            }
+            if !named, s.name.count == 2 {
+                fail(s.line, "[\(kind)] takes no name: write [\(kind)]")
+                continue
+            }
+            checkKeys(s, known: Self.keys[kind] ?? [])
+            switch kind {
+            case "server":
+                serverSections.append(s)
+                if let server = readServer(s) { servers.append(server) }
+            case "node":
+                nodeSection = s
+            case "system":
+                system = readSystem(s)
+            case "publisher":
+                if let f = choice(s, "format", ScalarFormat.allCases.map { ($0.rawValue, $0) }) { publisher.format = f }
+                if let v = integer(s, "ring_capacity", 100...1_000_000) { ringCapacity = v }
+                if let v = number(s, "flush_interval", 0.05...10, unit: "seconds") { publisher.flushInterval = v }
+                if let v = integer(s, "batch_max", 1...500) { publisher.batchMax = v }
+            case "time":
+                if let v = bool(s, "require_sync") { requireSync = v }
+                if let (text, line) = string(s, "not_before") {
+                    if let t = ISOTime.parse(text) {
+                        notBefore = t
+                    } else {
+                        fail(line, "not_before = \(ConfigValue.quote(text)) in [time] is not an ISO-8601 time "
+                            + "with a zone; write it as \"2026-01-01T00:00:00Z\"")
+                    }
+                }
+            case "outputs":
+                let name = s.name[1]
+                guard AgentSettings.outputNames.contains(name) else {
+                    fail(s.line, "output '\(name)' in \(s.title) is not known"
+                        + "\(Self.hint(name, AgentSettings.outputNames)); known outputs: "
+                        + AgentSettings.outputNames.joined(separator: ", "))
+                    continue
+                }
+                var o = OutputSettings.defaults(for: name)
+                if let v = bool(s, "enabled") { o.enabled = v }
+                let (range, exclusive, unit) = OutputSettings.rateRange(for: name)
+                if let v = number(s, "rate", range, lowerExclusive: exclusive, unit: unit) { o.rate = v }
+                if let v = choice(s, "source", OutputSource.allCases.map { ($0.rawValue, $0) }) { o.source = v }
+                outputs[name] = o
+            case "orientation":
+                if let v = choice(s, "north", NorthReference.allCases.map { ($0.rawValue, $0) }) { north = v }
+            case "log":
+                if let v = choice(s, "level", AgentSettings.logLevels.map { ($0, $0) }) { logLevel = v }
+            case "paths":
+                if let (dir, line) = string(s, "state_directory") {
+                    if let problem = Self.pathProblem(dir) {
+                        fail(line, "state_directory in [paths] \(problem)")
+                    } else {
+                        stateDirectory = dir
+                    }
+                }
+            default:
+                break
+            }
+        }
+
+        let active = activeServer(servers, serverSections, nodeSection,
+                                  anyDamaged: unnamedServer || doc.sections.contains { $0.isDamaged })
+        guard let active else { return nil }
+        var settings = AgentSettings(server: active)
+        settings.servers = servers
+        settings.system = system
+        settings.publisher = publisher
+        settings.ringCapacity = ringCapacity
+        settings.requireClockSync = requireSync
+        settings.notBefore = notBefore
+        settings.outputs = outputs
+        settings.north = north
+        settings.logLevel = logLevel
+        settings.stateDirectory = stateDirectory
+        return settings
+    }
+
+    mutating func topLevel(_ s: ConfigSection) {
+        for e in s.entries {
+            if Self.isSecretKey(e.key) {
+                secretKey(e, s)
+                continue
+            }
+            let homes = Self.sectionKinds.filter { Self.keys[$0]?.contains(e.key) == true }
+            let home = homes.isEmpty ? "put it under the [section] it belongs to"
+                : "it belongs under " + homes.map { $0 == "server" ? "[server.NAME]" : $0 == "outputs" ? "[outputs.NAME]" : "[\($0)]" }
+                    .joined(separator: " or ")
+            fail(e.line, "key '\(e.key)' is outside any section (before the first [section] header); \(home)")
+        }
+    }
+
+    static func isSecretKey(_ key: String) -> Bool {
+        let k = key.lowercased()
+        return k == "password" || k == "token"
+    }
+
+    mutating func secretKey(_ e: ConfigEntry, _ s: ConfigSection) {
+        let section = s.name.first == "server" && s.name.count == 2 ? s.title : "[server.NAME]"
+        fail(e.line, "'\(e.key)' does not belong in this file (others can read it): put \(e.key.lowercased()) = \"…\" "
+            + "under \(section) in \(Secrets.defaultPath) (root-only)")
+    }
+
+    /// Refuses passwords and tokens, and keys the section does not know (with a suggestion).
+    mutating func checkKeys(_ s: ConfigSection, known: [String]) {
+        for e in s.entries where !known.contains(e.key) {
+            if Self.isSecretKey(e.key) {
+                secretKey(e, s)
+            } else {
+                fail(e.line, "key '\(e.key)' is not known in \(s.title)\(Self.hint(e.key, known)); "
+                    + "known keys: \(known.joined(separator: ", "))")
+            }
+        }
+    }
+
+    // MARK: Sections
+
+    mutating func readServer(_ s: ConfigSection) -> ServerSettings? {
+        let name = s.name[1]
+        var ok = true
+        var url = ""
+        if let (u, line) = string(s, "url") {
+            if let problem = Self.urlProblem(u) {
+                fail(line, "url = \(ConfigValue.quote(u)) in \(s.title) \(problem)")
+                ok = false
+            } else {
+                url = u
+                while url.hasSuffix("/") { url.removeLast() }
+            }
+        } else {
+            if !present(s, "url") {
+                fail(s.line, "\(s.title) needs url = \"https://HOST/sensorhub/api\" (the node's API root)")
+            }
+            ok = false
+        }
+        var server = ServerSettings(name: name, url: url)
+        if let (user, line) = string(s, "user") {
+            if user.contains(":") {
+                fail(line, "user in \(s.title) cannot contain ':' (HTTP Basic authentication)")
+            } else if user.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                fail(line, "user in \(s.title) cannot contain control characters")
+            } else {
+                server.user = user
+            }
+        }
+        if let v = number(s, "connect_timeout", 1...120, unit: "seconds") { server.connectTimeout = v }
+        if let v = number(s, "request_timeout", 1...300, unit: "seconds") { server.requestTimeout = v }
+
+        let tlsEntry = s.entry("tls")
+        let mode: String? = tlsEntry == nil && !present(s, "tls") ? "verify" : choice(s, "tls", Self.tlsModes.map { ($0, $0) })
+        var certificate: String?
+        if let (c, line) = string(s, "certificate") {
+            if let problem = Self.pathProblem(c) {
+                fail(line, "certificate in \(s.title) \(problem)")
+                ok = false
+            } else if let mode, mode != "trust-certificate" {
+                fail(line, "certificate in \(s.title) is only used with tls = \"trust-certificate\"; "
+                    + "set that, or remove certificate")
+                ok = false
+            } else {
+                certificate = c
+            }
+        }
+        var pin: String?
+        if let (p, line) = string(s, "pin_sha256") {
+            if let normalised = Self.normalisedPin(p) {
+                if let mode, mode != "pin" {
+                    fail(line, "pin_sha256 in \(s.title) is only used with tls = \"pin\"; set that, or remove pin_sha256")
+                    ok = false
+                } else {
+                    pin = normalised
+                }
+            } else {
+                fail(line, "pin_sha256 in \(s.title) must be the base64 SHA-256 of the node's public key "
+                    + "(44 characters ending in '='; `osh-edge check` prints it)")
+                ok = false
+            }
+        }
+        switch mode {
+        case "verify"?:
+            server.tls = .verify
+        case "trust-certificate"?:
+            if let certificate {
+                server.tls = .trustCertificate(path: certificate)
+            } else {
+                if !present(s, "certificate") {
+                    fail(tlsEntry?.line ?? s.line, "tls = \"trust-certificate\" in \(s.title) needs "
+                        + "certificate = \"/etc/osh-edge/node.pem\" (the node's certificate, PEM)")
+                }
+                ok = false
+            }
+        case "pin"?:
+            if let pin {
+                server.tls = .pin(sha256Base64: pin)
+            } else {
+                if !present(s, "pin_sha256") {
+                    fail(tlsEntry?.line ?? s.line, "tls = \"pin\" in \(s.title) needs pin_sha256 = \"BASE64\" "
+                        + "(the SHA-256 of the node's public key; `osh-edge check` prints it)")
+                }
+                ok = false
+            }
+        default:
+            ok = false
+        }
+        return ok ? server : nil
+    }
+
+    mutating func readSystem(_ s: ConfigSection) -> SystemSettings {
+        var out = SystemSettings()
+        if let (uid, line) = string(s, "uid") {
+            if uid.isEmpty || SystemUID.isValid(uid) {
+                out.uid = uid
+            } else {
+                fail(line, "uid = \(ConfigValue.quote(uid)) in [system] is not a usable UID: at least "
+                    + "\(SystemUID.minimumLength) characters, no spaces, URN characters only, as "
+                    + "\"urn:osh:rpi:garden-01\"; \"\" uses the board's serial")
+            }
+        }
+        if let (ext, line) = string(s, "uid_extension") {
+            if !ext.utf8.allSatisfy(SystemUID.isAllowed) {
+                fail(line, "uid_extension = \(ConfigValue.quote(ext)) in [system] may hold only letters, digits and "
+                    + "-._~!$&()*+,;=:@/#% (no spaces)")
+            } else if !ext.isEmpty, s.entry("uid").map({ $0.value != .string("") }) == true {
+                fail(line, "uid_extension in [system] is only used when uid is empty "
+                    + "(the UID is then urn:osh:rpi:<serial>:<uid_extension>); remove one of them")
+            } else {
+                out.uidExtension = ext
+            }
+        }
+        if let (label, line) = string(s, "label") {
+            if label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                fail(line, "label in [system] must be one line of text, without control characters")
+            } else {
+                out.label = label
+            }
+        }
+        return out
+    }
+
+    mutating func activeServer(_ servers: [ServerSettings], _ sections: [ConfigSection],
+                               _ node: ConfigSection?, anyDamaged: Bool) -> ServerSettings? {
+        let names = sections.map { $0.name[1] }
+        let list = names.joined(separator: ", ")
+        if names.isEmpty {
+            // A header that could not be read (or [server] without a name) may have been the server:
+            // that error is enough.
+            if !anyDamaged {
+                fail(nil, "no [server.NAME] section: add one with url = \"https://HOST/sensorhub/api\" "
+                    + "(the node to stream to)")
+            }
+            return nil
+        }
+        if let node, let (active, line) = string(node, "active") {
+            guard names.contains(active) else {
+                fail(line, "active = \(ConfigValue.quote(active)) in [node] does not name a server"
+                    + "\(Self.hint(active, names, quoted: true)); servers: \(list)")
+                return nil
+            }
+            return servers.first { $0.name == active }
+        }
+        if let node, present(node, "active") { return nil } // already reported
+        if names.count > 1 {
+            fail(node?.line ?? sections[1].line, "\(names.count) servers are defined (\(list)); choose one with "
+                + "active = \(ConfigValue.quote(names[0])) in [node]")
+            return nil
+        }
+        return servers.first
+    }
+
+    // MARK: Typed values
+
+    /// Set in the file, even if its line had a syntax error (so "missing" is not reported twice).
+    func present(_ s: ConfigSection, _ key: String) -> Bool {
+        s.entry(key) != nil || s.damagedKeys.contains(key)
+    }
+
+    mutating func string(_ s: ConfigSection, _ key: String) -> (String, Int)? {
+        guard let e = s.entry(key) else { return nil }
+        guard case .string(let v) = e.value else {
+            let hint = e.value.rendered.contains(" ") ? "" : ": write \(ConfigValue.quote(e.value.rendered))"
+            fail(e.line, "'\(key)' in \(s.title) must be a quoted string; got \(e.value.kindName)"
+                + (e.value.kindName == "a list" ? "" : hint))
+            return nil
+        }
+        return (v, e.line)
+    }
+
+    mutating func bool(_ s: ConfigSection, _ key: String) -> Bool? {
+        guard let e = s.entry(key) else { return nil }
+        guard case .boolean(let v) = e.value else {
+            var m = "'\(key)' in \(s.title) must be true or false; got \(e.value.kindName)"
+            if case .string(let t) = e.value, t == "true" || t == "false" { m += ": remove the quotes" }
+            fail(e.line, m)
+            return nil
+        }
+        return v
+    }
+
+    mutating func integer(_ s: ConfigSection, _ key: String, _ range: ClosedRange<Int>) -> Int? {
+        guard let e = s.entry(key) else { return nil }
+        let allowed = "\(range.lowerBound) to \(range.upperBound)"
+        guard case .integer(let v) = e.value else {
+            var m = "'\(key)' in \(s.title) must be a whole number from \(allowed); got \(e.value.kindName)"
+            if case .string(let t) = e.value, Int(t) != nil { m += ": remove the quotes" }
+            fail(e.line, m)
+            return nil
+        }
+        guard range.contains(v) else {
+            fail(e.line, "\(key) = \(v) in \(s.title) is out of range; allowed: \(allowed)")
+            return nil
+        }
+        return v
+    }
+
+    mutating func number(_ s: ConfigSection, _ key: String, _ range: ClosedRange<Double>,
+                         lowerExclusive: Bool = false, unit: String) -> Double? {
+        guard let e = s.entry(key) else { return nil }
+        let allowed = lowerExclusive
+            ? "more than \(Self.format(range.lowerBound)), up to \(Self.format(range.upperBound)) \(unit)"
+            : "\(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)) \(unit)"
+        let v: Double
+        switch e.value {
+        case .integer(let i): v = Double(i)
+        case .decimal(let d): v = d
+        default:
+            var m = "'\(key)' in \(s.title) must be a number, \(allowed); got \(e.value.kindName)"
+            if case .string(let t) = e.value, Double(t) != nil { m += ": remove the quotes" }
+            fail(e.line, m)
+            return nil
+        }
+        let low = lowerExclusive ? v > range.lowerBound : v >= range.lowerBound
+        guard low, v <= range.upperBound else {
+            fail(e.line, "\(key) = \(e.value.rendered) in \(s.title) is out of range; allowed: \(allowed)")
+            return nil
+        }
+        return v
+    }
+
+    mutating func choice<T>(_ s: ConfigSection, _ key: String, _ options: [(String, T)]) -> T? {
+        guard let e = s.entry(key) else { return nil }
+        let names = options.map(\.0)
+        let allowed = names.map(ConfigValue.quote).joined(separator: ", ")
+        guard case .string(let v) = e.value else {
+            var m = "'\(key)' in \(s.title) must be one of \(allowed); got \(e.value.kindName)"
+            if names.contains(e.value.rendered) { m += ": write it in quotes, \(ConfigValue.quote(e.value.rendered))" }
+            fail(e.line, m)
+            return nil
+        }
+        guard let hit = options.first(where: { $0.0 == v }) else {
+            fail(e.line, "\(key) = \(ConfigValue.quote(v)) in \(s.title) is not allowed"
+                + "\(Self.hint(v, names, quoted: true)); allowed: \(allowed)")
+            return nil
+        }
+        return hit.1
+    }
+
+    // MARK: Checks
+
+    static func urlProblem(_ u: String) -> String? {
+        let lower = u.lowercased()
+        let scheme = lower.hasPrefix("http://") ? 7 : lower.hasPrefix("https://") ? 8 : 0
+        guard scheme > 0 else {
+            return "must start with http:// or https://, as \"https://node.example.org/sensorhub/api\""
+        }
+        let bytes = Array(u.utf8)
+        if bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F || $0 == UInt8(ascii: "\"") }) {
+            return "cannot contain spaces, quotes or control characters"
+        }
+        var end = scheme
+        while end < bytes.count, bytes[end] != UInt8(ascii: "/"), bytes[end] != UInt8(ascii: "?"),
+              bytes[end] != UInt8(ascii: "#") {
+            if bytes[end] == UInt8(ascii: "@") {
+                return "cannot hold a user name or password: put the user in 'user' and the password in "
+                    + Secrets.defaultPath
+            }
+            end += 1
+        }
+        if end == scheme { return "has no host name after the scheme" }
+        return nil
+    }
+
+    static func pathProblem(_ p: String) -> String? {
+        if !p.hasPrefix("/") { return "must be an absolute path (starting with /)" }
+        if p.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return "cannot contain control characters"
+        }
+        return nil
+    }
+
+    /// Base64 of 32 bytes, 44 characters ending in '=', optionally after `sha256//`; returned without it.
+    static func normalisedPin(_ p: String) -> String? {
+        var v = Substring(p)
+        if v.hasPrefix("sha256//") { v = v.dropFirst(8) }
+        let u = Array(v.utf8)
+        guard u.count == 44, u.last == UInt8(ascii: "="), u[42] != UInt8(ascii: "="),
+              !u.contains(where: { $0 <= 0x20 }), Base64.decode(u)?.count == 32 else { return nil }
+        return String(v)
+    }
+
+    static func format(_ d: Double) -> String {
+        if d == d.rounded(), abs(d) < 1e15 { return String(Int(d)) }
+        return String(d)
+    }
+
+    // MARK: Suggestions
+
+    /// ` (did you mean 'x'?)` when a known word is close to `word`, else "".
+    static func hint(_ word: String, _ known: [String], bracket: Bool = false, quoted: Bool = false) -> String {
+        guard let s = suggestion(word, known) else { return "" }
+        let shown = bracket ? (s == "server" ? "[server.NAME]" : s == "outputs" ? "[outputs.NAME]" : "[\(s)]")
+            : quoted ? ConfigValue.quote(s) : "'\(s)'"
+        return " (did you mean \(shown)?)"
+    }
+
+    static func suggestion(_ word: String, _ known: [String]) -> String? {
+        let w = Array(word.lowercased().unicodeScalars)
+        guard !w.isEmpty, w.count <= 64 else { return nil }
+        var best: (String, Int)?
+        for k in known {
+            let c = Array(k.lowercased().unicodeScalars)
+            if c == w { return k }
+            guard abs(c.count - w.count) <= 2 else { continue }
+            let d = distance(w, c)
+            let limit = min(c.count, w.count) <= 4 ? 1 : 2
+            if d <= limit, best.map({ d < $0.1 }) ?? true { best = (k, d) }
+        }
+        if let best { return best.0 }
+        // A prefix of exactly one known word: `gps` → `gps_data`.
+        let word = word.lowercased()
+        let prefixed = known.filter { $0.lowercased().hasPrefix(word) }
+        return word.count >= 3 && prefixed.count == 1 ? prefixed[0] : nil
+    }
+
+    /// Edit distance counting an adjacent transposition as one edit.
+    static func distance(_ a: [Unicode.Scalar], _ b: [Unicode.Scalar]) -> Int {
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        let w = b.count + 1
+        var d = [Int](repeating: 0, count: (a.count + 1) * w)
+        for i in 0...a.count { d[i * w] = i }
+        for j in 0...b.count { d[j] = j }
+        for i in 1...a.count {
+            for j in 1...b.count {
+                let cost = a[i - 1] == b[j - 1] ? 0 : 1
+                var v = min(d[(i - 1) * w + j] + 1, d[i * w + j - 1] + 1, d[(i - 1) * w + j - 1] + cost)
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
+                    v = min(v, d[(i - 2) * w + j - 2] + 1)
+                }
+                d[i * w + j] = v
+            }
+        }
+        return d[a.count * w + b.count]
+    }
+}
