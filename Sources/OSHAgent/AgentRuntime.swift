@@ -70,6 +70,7 @@ public final class AgentRuntime {
                               specs: specs, format: config.publisher.format, cached: cached,
                               now: { Clock.realtimeSeconds() })
         scratch = .allocate(capacity: 32)
+        lastValues = [Double](repeating: .nan, count: specs.count)
         health = HealthProbe(diskPath: config.stateDirectory)
         startTime = Double(Clock.monotonicNanoseconds()) / 1e9
         publisher.onDatastreamLost = { [unowned self] i in
@@ -147,7 +148,11 @@ public final class AgentRuntime {
             sim.fill(spec.outputName, at: now - startTime, into: out)
         }
         publisher.record(datastream: i, monotonicTime: now, values: UnsafeBufferPointer(out))
+        lastValues[i] = n > 0 ? out[0] : .nan
     }
+
+    /// The first value of each output's latest observation (the demo's table).
+    private var lastValues: [Double] = []
 
     // MARK: Clock
 
@@ -218,10 +223,17 @@ public final class AgentRuntime {
         public var outputName: String
         public var counters: StreamCounters
         public var datastreamID: String?
+        /// The first field of the latest observation, with its name (e.g. `pressure`).
+        public var lastValue: Double
+        public var lastField: String
     }
 
     public var rows: [Row] {
-        specs.indices.map { Row(outputName: specs[$0].outputName, counters: publisher.counters($0), datastreamID: publisher.datastreamID($0)) }
+        specs.indices.map { i in
+            let leaves = specs[i].leaves
+            return Row(outputName: specs[i].outputName, counters: publisher.counters(i), datastreamID: publisher.datastreamID(i),
+                       lastValue: lastValues[i], lastField: leaves.count > 1 ? leaves[1].names.last ?? "" : "")
+        }
     }
 }
 
@@ -242,10 +254,20 @@ final class HTTPNodeClient: NodeClient, PublisherTransport {
         }
     }
 
+    /// Observation requests per datastream id and format: built once, not per POST.
+    private var observationRequests: [String: CSRequest] = [:]
+
     func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
                           completion: @escaping (TransportOutcome) -> Void) {
-        let format: ScalarFormat = contentType == MediaType.sweJSON ? .sweJSON : .omJSON
-        let request = builder.postObservations(datastreamID: datastreamID, format: format)
+        let key = datastreamID + contentType
+        let request: CSRequest
+        if let cached = observationRequests[key] {
+            request = cached
+        } else {
+            let format: ScalarFormat = contentType == MediaType.sweJSON ? .sweJSON : .omJSON
+            request = builder.postObservations(datastreamID: datastreamID, format: format)
+            observationRequests[key] = request
+        }
         // The body goes from the publisher's buffer straight to curl: no copy.
         http.send(request, body: UnsafeRawBufferPointer(start: body.base, count: body.count)) { r in
             completion(TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body))

@@ -81,13 +81,14 @@ struct StatusTable {
         case .probing: state = "probing the node"
         }
         lines.append("\(state); clock: \(a.clockState.isSynchronized ? "trusted" : "held"); queued \(a.publisher.ring.occupied)")
-        lines.append(pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last error")
+        lines.append(pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last value" + "                  last error")
         for (i, r) in rows.enumerated() {
             let prev = i < memory.lastSent.count ? memory.lastSent[i] : 0
             let rate = dt > 0 ? Double(r.counters.sent - prev) / dt : 0
             lines.append(pad(r.outputName, 30) + lpad(String(r.counters.sent), 8) + lpad(String(r.counters.bytes), 10)
                          + lpad(String(Int(rate.rounded())), 8) + lpad(String(r.counters.dropped), 9)
-                         + "  " + (r.counters.lastError.map { String($0.prefix(60)) } ?? ""))
+                         + "  " + pad(r.lastValue.isNaN ? "-" : "\(r.lastField) \(short(r.lastValue))", 26)
+                         + (r.counters.lastError.map { String($0.prefix(60)) } ?? ""))
         }
         memory.lastSent = rows.map(\.counters.sent)
         memory.lastTime = now
@@ -98,6 +99,15 @@ struct StatusTable {
         }
         memory.drawnLines = interactive ? lines.count : 0
         return text
+    }
+
+    /// A value with about four significant digits, for a table cell.
+    private func short(_ v: Double) -> String {
+        let digits = v == 0 ? 0 : max(0, 3 - Int(log10(abs(v)).rounded(.down)))
+        var scale = 1.0
+        for _ in 0..<min(digits, 7) { scale *= 10 }
+        let r = (v * scale).rounded() / scale
+        return "\(r)"
     }
 
     private func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s + " " : s + String(repeating: " ", count: n - s.count) }

@@ -16,6 +16,37 @@ public enum PublishBench {
         public var observationsPerSecond: Double { Double(observations) / max(seconds, 1e-9) }
     }
 
+    /// The publisher's own cost: a transport that accepts every batch at once, no network.
+    /// Compared with the run against a node, it separates our allocations from libcurl's.
+    public static func runWithoutNetwork(format: ScalarFormat, count: Int, output name: String = "barometer") throws -> Result {
+        final class Accepting: PublisherTransport {
+            func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
+                                  completion: @escaping (TransportOutcome) -> Void) { completion(TransportOutcome(status: 201)) }
+            func probe(completion: @escaping (TransportOutcome) -> Void) { completion(TransportOutcome(status: 200)) }
+        }
+        let spec = try spec(named: name, uid: "urn:osh:rpi:bench0000000000")
+        var settings = PublisherSettings()
+        settings.format = format
+        let ring = ObservationRing(capacity: 1100, maxValues: spec.leaves.count, datastreams: 1)
+        let publisher = Publisher(ring: ring, encoders: [try ObservationEncoder(spec: spec, format: format)], transport: Accepting(),
+                                  settings: settings, now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
+        publisher.clockOffset = 1_773_853_000
+        publisher.setDatastreamID(0, "ds")
+        var values = [Double](repeating: 1013.25, count: spec.leaves.count - 1)
+        let t0 = Clock.monotonicNanoseconds()
+        values.withUnsafeMutableBufferPointer { v in
+            for k in 0..<count {
+                v[0] += 0.01
+                publisher.record(datastream: 0, monotonicTime: Double(k) * 0.1, values: UnsafeBufferPointer(v))
+                if format == .omJSON && k % 50 == 49 { publisher.tick(now: 0) }
+            }
+        }
+        publisher.tick(now: 0)
+        let c = publisher.counters(0)
+        return Result(format: format, observations: c.sent, seconds: Double(Clock.monotonicNanoseconds() - t0) / 1e9,
+                      requests: c.requests, bodyBytes: c.bytes, backlogDrainSeconds: 0)
+    }
+
     public static func run(apiRoot: String, format: ScalarFormat, count: Int, backlog: Int = 1000,
                            output name: String = "barometer") throws -> Result {
         let loop = try EventLoop()

@@ -155,7 +155,9 @@ func bench(_ a: inout Arguments) {
 }
 
 func benchPublish(_ a: inout Arguments) {
-    guard let url = a.value("--node") else { fail("bench publish needs --node URL (start one with: osh-edge node --port 18181)") }
+    guard let url = a.value("--node") else {
+        fail("bench publish needs --node URL (start one with: osh-edge node --port 18181), or --node none for the publisher alone")
+    }
     let count = Int(a.value("--count") ?? "20000") ?? 0
     let backlog = Int(a.value("--backlog") ?? "1000") ?? 1000
     let formats = parseFormat(a.value("--format")).map { [$0] } ?? ScalarFormat.allCases
@@ -165,7 +167,8 @@ func benchPublish(_ a: inout Arguments) {
     Log.muted = true
     do {
         for f in formats {
-            let r = try PublishBench.run(apiRoot: url, format: f, count: count, backlog: backlog, output: output)
+            let r = url == "none" ? try PublishBench.runWithoutNetwork(format: f, count: count, output: output)
+                : try PublishBench.run(apiRoot: url, format: f, count: count, backlog: backlog, output: output)
             if quiet { continue }
             print("\(output) \(f.rawValue): \(r.observations) obs in \(format1(r.seconds)) s = \(Int(r.observationsPerSecond)) obs/s; "
                   + "\(r.requests) requests; body \(format1(Double(r.bodyBytes) / Double(max(r.observations, 1)))) B/obs; "
@@ -201,7 +204,7 @@ func demo(_ a: inout Arguments) {
     o.user = a.value("--user")
     if let pem = a.value("--insecure-trust-cert") { o.tls = .trustCertificate(pemPath: pem) }
     if let pin = a.value("--pin-sha256") { o.tls = .pinnedKey(sha256Base64: pin) }
-    if o.user != nil { o.password = getenv("OSH_EDGE_PASSWORD").map { String(cString: $0) } ?? "" }
+    if o.user != nil { o.password = password(for: o.user ?? "") }
     a.finish()
     do {
         try Demo.run(o) { text in print(text) }
@@ -218,7 +221,7 @@ func check(_ a: inout Arguments) {
     if let pin = a.value("--pin-sha256") { tls = .pinnedKey(sha256Base64: pin) }
     let uid = a.value("--uid")
     a.finish()
-    let password = getenv("OSH_EDGE_PASSWORD").map { String(cString: $0) } ?? ""
+    let password = user.isEmpty ? "" : password(for: user)
     do {
         let identity = try Agent.localIdentity(uid: uid, uidExtension: "", label: nil)
         let server = HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
@@ -229,6 +232,14 @@ func check(_ a: inout Arguments) {
     } catch {
         fail("\(error)", code: 1)
     }
+}
+
+/// The node password: OSH_EDGE_PASSWORD, else a prompt on the terminal (never an argument,
+/// which `ps` would show).
+func password(for user: String) -> String {
+    if let p = getenv("OSH_EDGE_PASSWORD") { return String(cString: p) }
+    guard isatty(0) != 0, let typed = getpass("password for \(user): ") else { return "" }
+    return String(cString: typed)
 }
 
 func node(_ a: inout Arguments) {

@@ -208,4 +208,50 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertEqual(times[0], startWall, accuracy: 0.5)
         XCTAssertEqual(times, times.sorted())
     }
+
+    /// Deletes a datastream on the node through our own HTTP client (as an operator would).
+    private func deleteOnNode(_ loop: EventLoop, datastream id: String) throws {
+        let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
+        var status = 0
+        http.send(CSRequestBuilder().request(.delete, "/datastreams/" + id)) { status = $0.status }
+        XCTAssertTrue(try run(loop, timeout: 5) { status != 0 })
+        XCTAssertEqual(status, 204)
+    }
+
+    func testADatastreamDeletedOnTheNodeWhileRunningIsRegisteredAgain() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(outputs: ["barometer", "quat_orientation_data"]), loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent > 0 } })
+        // quat_orientation_data, 10 Hz (rows follow the catalogue's order).
+        let q = try XCTUnwrap(a.rows.firstIndex { $0.outputName == "quat_orientation_data" })
+        let old = try XCTUnwrap(a.rows[q].datastreamID)
+        try deleteOnNode(loop, datastream: old)
+        XCTAssertTrue(try run(loop, timeout: 10) { (a.rows[q].datastreamID ?? old) != old && a.rows[q].counters.sent > 30 })
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        // Nothing lost: what the deleted datastream had plus what the new one got is everything produced.
+        let newID = try XCTUnwrap(a.rows[q].datastreamID)
+        let onNode = node.observations(datastreamID: newID).count
+        XCTAssertEqual(a.rows[q].counters.dropped, 0)
+        XCTAssertGreaterThan(onNode, 0)
+        XCTAssertEqual(a.rows[q].counters.sent, a.rows[q].counters.produced)
+    }
+
+    func testACachedIdDeletedBetweenRunsIsCreatedAgainAlone() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(), loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered })
+        try a.stop(flushUntil: EventLoop.deadline(after: 1))
+        let gone = try XCTUnwrap(a.rows[0].datastreamID)
+        try deleteOnNode(loop, datastream: gone)
+        let loop2 = try EventLoop()
+        let b = try AgentRuntime(config: config(), loop: loop2)
+        try b.start()
+        XCTAssertTrue(try run(loop2, timeout: 10) { b.registered && b.rows.allSatisfy { $0.counters.sent > 0 } })
+        try b.stop(flushUntil: EventLoop.deadline(after: 1))
+        XCTAssertEqual(b.registrar.created, ["datastream:" + a.rows[0].outputName])
+        XCTAssertNotEqual(b.rows[0].datastreamID, gone)
+        XCTAssertEqual(b.rows[1].datastreamID, a.rows[1].datastreamID)
+    }
 }

@@ -112,6 +112,8 @@ public final class Publisher {
         var inFlight = false
         var batch: [Int] = []
         let body: ByteBuffer
+        /// Made once: a closure created per request would allocate its context every time.
+        var completion: (TransportOutcome) -> Void = { _ in }
         init(outputName: String, encoder: ObservationEncoder, batchMax: Int) {
             self.outputName = outputName
             self.encoder = encoder
@@ -128,6 +130,9 @@ public final class Publisher {
         self.settings = settings
         self.transport = transport
         self.streams = encoders.map { Stream(outputName: $0.outputName, encoder: $0, batchMax: settings.batchMax) }
+        for (i, s) in streams.enumerated() {
+            s.completion = { [unowned self] outcome in self.completed(i, outcome) }
+        }
         ring.relocate = { [unowned self] from, to in
             for s in self.streams where s.inFlight {
                 if let k = s.batch.firstIndex(of: from) { s.batch[k] = to }
@@ -216,9 +221,8 @@ public final class Publisher {
         if array { ObservationEncoder.endBatch(s.body) }
         s.inFlight = true
         s.counters.requests += 1
-        transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: s.body) {
-            [unowned self] outcome in self.completed(i, outcome)
-        }
+        transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: s.body,
+                                   completion: s.completion)
     }
 
     private func completed(_ i: Int, _ outcome: TransportOutcome) {
