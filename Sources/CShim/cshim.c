@@ -125,3 +125,126 @@ int osh_adjtimex_state(int *unsync) {
     if (unsync) *unsync = (tx.status & STA_UNSYNC) != 0;
     return rc;
 }
+
+// ---- Serial ports and pseudo-terminals (GPS receivers) ----
+#include <stdlib.h>
+#include <termios.h>
+#include <sys/file.h>
+
+static speed_t osh_speed(int baud) {
+    switch (baud) {
+    case 1200: return B1200;
+    case 2400: return B2400;
+    case 4800: return B4800;
+    case 9600: return B9600;
+    case 19200: return B19200;
+    case 38400: return B38400;
+    case 57600: return B57600;
+    case 115200: return B115200;
+    case 230400: return B230400;
+    case 460800: return B460800;
+    case 921600: return B921600;
+    default: return (speed_t)0;
+    }
+}
+
+int osh_serial_baud_supported(int baud) { return osh_speed(baud) != (speed_t)0; }
+
+int osh_serial_configure(int fd, int baud) {
+    speed_t speed = osh_speed(baud);
+    if (speed == (speed_t)0) { errno = EINVAL; return -1; }
+    struct termios t;
+    if (tcgetattr(fd, &t) != 0) return -1;
+    cfmakeraw(&t);                                   // no echo, no canonical mode, no CR/NL mapping, 8 bits
+    t.c_cflag &= ~(tcflag_t)(CSIZE | PARENB | CSTOPB | CRTSCTS | HUPCL);
+    t.c_cflag |= CS8 | CLOCAL | CREAD;
+    t.c_iflag &= ~(tcflag_t)(IXON | IXOFF | IXANY);
+    t.c_cc[VMIN] = 0;
+    t.c_cc[VTIME] = 0;
+    if (cfsetispeed(&t, speed) != 0 || cfsetospeed(&t, speed) != 0) return -1;
+    if (tcsetattr(fd, TCSANOW, &t) != 0) return -1;
+    return tcflush(fd, TCIFLUSH);
+}
+
+int osh_serial_set_baud(int fd, int baud) {
+    speed_t speed = osh_speed(baud);
+    if (speed == (speed_t)0) { errno = EINVAL; return -1; }
+    struct termios t;
+    if (tcgetattr(fd, &t) != 0) return -1;
+    if (cfsetispeed(&t, speed) != 0 || cfsetospeed(&t, speed) != 0) return -1;
+    if (tcsetattr(fd, TCSANOW, &t) != 0) return -1;
+    return tcflush(fd, TCIFLUSH);
+}
+
+int osh_tty_set_exclusive(int fd) { return ioctl(fd, TIOCEXCL); }
+
+int osh_flock_exclusive_nb(int fd) { return flock(fd, LOCK_EX | LOCK_NB); }
+
+int osh_pty_open(char *name, size_t name_len) {
+    int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct termios t;
+    if (grantpt(fd) != 0 || unlockpt(fd) != 0 || ptsname_r(fd, name, name_len) != 0 ||
+        tcgetattr(fd, &t) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    cfmakeraw(&t);
+    if (tcsetattr(fd, TCSANOW, &t) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+// ---- TCP clients (gpsd) ----
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+int osh_tcp_connect_numeric(const char *host, uint16_t port, int *in_progress) {
+    struct sockaddr_storage ss;
+    socklen_t len;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        len = sizeof *v4;
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        len = sizeof *v6;
+    } else {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    if (in_progress) *in_progress = 0;
+    if (connect(fd, (struct sockaddr *)&ss, len) != 0) {
+        if (errno == EINPROGRESS) {
+            if (in_progress) *in_progress = 1;
+            return fd;
+        }
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int osh_socket_error(int fd) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return -1;
+    return err;
+}
+
+ssize_t osh_send_nosignal(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }

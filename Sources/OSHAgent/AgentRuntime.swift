@@ -18,6 +18,8 @@ public struct AgentConfig: Sendable {
     public var trustHostClock = false
     /// Never stamp a time before this (epoch seconds): the build's date.
     public var notBefore: Double = 1_767_225_600 // 2026-01-01
+    /// Where gps_data comes from; nil = simulated (demo) or disabled.
+    public var gps: GPSInputConfig?
 
     public init(server: HTTPServer, identity: SystemIdentity, options: OutputOptions, stateDirectory: String) {
         self.server = server
@@ -49,6 +51,9 @@ public final class AgentRuntime {
     private var registrationDelay = 1.0
     private var registering = false
     private var registrationTimer: EventLoop.Timer?
+    private var gpsInput: GPSInput?
+    /// Wall-clock offset learnt from GPS time (used while the system clock is not synchronised).
+    private var gpsClockOffset: Double?
 
     public init(config: AgentConfig, loop: EventLoop) throws {
         self.loop = loop
@@ -109,7 +114,15 @@ public final class AgentRuntime {
         timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { [unowned self] _ in
             self.checkClock()
         })
+        if let gps = config.gps, let gi = specs.firstIndex(where: { $0.outputName == "gps_data" }) {
+            let input = try GPSInput(loop: loop, config: gps, notBefore: config.notBefore) { [unowned self] p in
+                self.recordPosition(gi, p)
+            }
+            try input.start()
+            gpsInput = input
+        }
         for (i, spec) in specs.enumerated() {
+            if spec.outputName == "gps_data" && gpsInput != nil { continue } // the receiver paces it
             let rate = config.rates[spec.outputName] ?? SimulatedSensors.defaultRate(spec.outputName)
             let period = UInt64(1e9 / max(rate, 0.001))
             timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
@@ -121,6 +134,8 @@ public final class AgentRuntime {
 
     /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
     public func stop(flushUntil deadline: UInt64) throws {
+        gpsInput?.stop()
+        gpsInput = nil
         for t in timers { loop.cancel(t) }
         timers.removeAll()
         publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
@@ -154,13 +169,41 @@ public final class AgentRuntime {
     /// The first value of each output's latest observation (the demo's table).
     private var lastValues: [Double] = []
 
+    /// A GPS position: stamped with the receiver's UTC time when it has one (as Android stamps a
+    /// location with its fix time), else with the time it arrived. A valid GPS time also stands in
+    /// for an unsynchronised system clock (SPEC §6).
+    private func recordPosition(_ i: Int, _ p: GPSPosition) {
+        let mono = Double(Clock.monotonicNanoseconds()) / 1e9
+        var t = mono
+        if let epoch = p.epochTime, epoch >= config.notBefore {
+            var systemSynced = false
+            if case .synchronized(let source) = clockState, source != "GPS" { systemSynced = true }
+            if !systemSynced {
+                if gpsClockOffset == nil { Log.info("clock: using GPS time until the system clock is synchronised") }
+                gpsClockOffset = epoch - mono
+                checkClock()
+            }
+            if let offset = publisher.clockOffset { t = epoch - offset }
+        }
+        let n = specs[i].leaves.count - 1
+        guard n >= 3 else { return }
+        scratch[0] = p.lat
+        scratch[1] = p.lon
+        scratch[2] = p.altHAE
+        publisher.record(datastream: i, monotonicTime: t, values: UnsafeBufferPointer(rebasing: scratch[0..<n]))
+        lastValues[i] = p.lat
+    }
+
+    /// What the GPS input is doing (status line).
+    public var gpsState: String? { gpsInput?.stateText }
+
     // MARK: Clock
 
     /// Replaces the clock check (tests simulate an unsynchronised board with it).
     public var clockProvider: (() -> ClockSync.State)?
 
     private func checkClock() {
-        let state: ClockSync.State
+        var state: ClockSync.State
         if let p = clockProvider {
             state = p()
         } else if config.trustHostClock {
@@ -169,6 +212,8 @@ public final class AgentRuntime {
         } else {
             state = ClockSync.current(notBefore: config.notBefore)
         }
+        // A GPS time stands in while the system clock is not synchronised.
+        if !state.isSynchronized, gpsClockOffset != nil { state = .synchronized(source: "GPS") }
         if state != clockState {
             if case .unsynchronized(let why) = state { Log.warning("holding observations: \(why)") }
             else if case .synchronized(let src) = state { Log.info("clock trusted (\(src)); observations get wall-clock times") }
@@ -176,8 +221,12 @@ public final class AgentRuntime {
         }
         // Re-read the offset every second: it follows NTP's corrections, and held observations
         // (sampled on CLOCK_MONOTONIC) get correct times when they finally go out.
-        publisher.clockOffset = state.isSynchronized
-            ? Clock.realtimeSeconds() - Double(Clock.monotonicNanoseconds()) / 1e9 : nil
+        if case .synchronized("GPS") = state, let g = gpsClockOffset {
+            publisher.clockOffset = g
+        } else {
+            publisher.clockOffset = state.isSynchronized
+                ? Clock.realtimeSeconds() - Double(Clock.monotonicNanoseconds()) / 1e9 : nil
+        }
     }
 
     // MARK: Registration

@@ -12,7 +12,7 @@ public enum Daemon {
     public static let defaultSecretsPath = "/etc/osh-edge/secrets"
 
     /// Outputs that have a hardware source in this build (the sensor issues add the rest).
-    public static let hardwareOutputs: Set<String> = ["device_health"]
+    public static let hardwareOutputs: Set<String> = ["device_health", "gps_data"]
 
     public struct Loaded {
         public var settings: AgentSettings
@@ -58,6 +58,11 @@ public enum Daemon {
             }
             enabled.append(spec.outputName)
             config.rates[spec.outputName] = o.rate
+            if spec.outputName == "gps_data", o.source == .hardware {
+                let g = settings.gps
+                if let (host, port) = GPSSettings.parseGPSD(g.gpsd) { config.gps = .gpsd(host: host, port: port) }
+                else { config.gps = .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud) }
+            }
         }
         if !problems.isEmpty { throw DaemonError.message(problems.joined(separator: "\n")) }
         if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }

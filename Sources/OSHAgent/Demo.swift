@@ -20,6 +20,10 @@ public struct DemoOptions: Sendable {
     public var uid: String?
     public var label: String?
     public var trustHostClock = true
+    /// A recorded NMEA log replayed through a pseudo-terminal for gps_data (nil = simulated positions).
+    public var gpsLog: String? = DemoOptions.defaultGPSLog
+    /// A u-blox NEO-M9N recording (gpsd's regression log, BSD-2-Clause; see the fixture README).
+    public static let defaultGPSLog = "Tests/OSHCoreTests/Fixtures/nmea/gpsd-3.22/ublox-neo-m9n-nmea.log"
     public init() {}
 }
 
@@ -46,6 +50,10 @@ public enum Demo {
                                  stateDirectory: o.stateDirectory ?? Agent.defaultStateDirectory())
         config.publisher.format = o.format
         config.trustHostClock = o.trustHostClock
+        if let log = o.gpsLog {
+            if access(log, R_OK) == 0 { config.gps = .replay(logPath: log) }
+            else { output("no NMEA log at \(log) (run from the repository, or --gps-log FILE): gps_data is simulated") }
+        }
         let loop = try EventLoop()
         let agent = try AgentRuntime(config: config, loop: loop)
         output("osh-edge demo: \(identity.uid) → \(apiRoot)" + (devNode != nil ? " (built-in development node)" : ""))

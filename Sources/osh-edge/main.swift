@@ -23,9 +23,13 @@ commands:
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
+  nmea [FILE|-]        decode NMEA 0183 (a log, stdin or a serial device) into one JSON line per
+                       fix and a final counts line   --baud N (for a device, default 9600)
   demo                 the whole agent on this machine: the built-in development node on
                        loopback, simulated sensors, a live table of what each datastream sent
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
+         --gps-log FILE  an NMEA log replayed through a pseudo-terminal for gps_data
+                       (default: the u-blox NEO-M9N log in Tests/…/Fixtures/nmea; none = simulated)
          --node URL [--user NAME]  use an external node (password from OSH_EDGE_PASSWORD)
          --insecure-trust-cert PEM | --pin-sha256 BASE64   TLS for that node
   check --node URL     can this board reach the node, are the credentials right, is it registered
@@ -201,6 +205,7 @@ func demo(_ a: inout Arguments) {
     o.uid = a.value("--uid")
     o.label = a.value("--label")
     o.nodeURL = a.value("--node")
+    if let log = a.value("--gps-log") { o.gpsLog = log == "none" ? nil : log }
     o.user = a.value("--user")
     if let pem = a.value("--insecure-trust-cert") { o.tls = .trustCertificate(pemPath: pem) }
     if let pin = a.value("--pin-sha256") { o.tls = .pinnedKey(sha256Base64: pin) }
@@ -281,6 +286,12 @@ case "config":
     } catch {
         fail("\(error)", code: 1)
     }
+case "nmea":
+    let baud = args.value("--baud").map { Int($0) ?? 0 }
+    if let b = baud, b <= 0 { fail("--baud must be a positive integer") }
+    let path = args.positional()
+    args.finish()
+    exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
 case "demo": demo(&args)
 case "node": node(&args)
 case "check": check(&args)

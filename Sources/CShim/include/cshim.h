@@ -55,4 +55,31 @@ int64_t osh_realtime_ns(void);
 // or -1), and whether STA_UNSYNC is set in *unsync.
 int osh_adjtimex_state(int *unsync);
 
+// ---- Serial ports and pseudo-terminals (GPS receivers) ----
+// termios raw 8N1: no parity, no flow control (neither RTS/CTS nor XON/XOFF), CLOCAL|CREAD,
+// VMIN=0/VTIME=0, at `baud`; the input queue is flushed. -1 with errno EINVAL for a baud
+// termios cannot express, ENOTTY when fd is not a terminal.
+int osh_serial_configure(int fd, int baud);
+// Changes only the speed (both directions) and flushes the input queue.
+int osh_serial_set_baud(int fd, int baud);
+// 1 when `baud` is one of the standard rates termios names (B1200 … B921600).
+int osh_serial_baud_supported(int baud);
+// ioctl(TIOCEXCL): later open(2)s of the tty fail with EBUSY (except for CAP_SYS_ADMIN).
+int osh_tty_set_exclusive(int fd);
+// flock(LOCK_EX | LOCK_NB); -1 with EWOULDBLOCK when another open file description holds it.
+int osh_flock_exclusive_nb(int fd);
+// A new pseudo-terminal: posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC), grantpt, unlockpt, the master
+// made raw. Returns the master fd and writes the slave's path into name; -1 with errno.
+int osh_pty_open(char *name, size_t name_len);
+
+// ---- TCP clients (gpsd) ----
+// A non-blocking, close-on-exec TCP socket connecting to a numeric IPv4/IPv6 address.
+// Returns the fd; *in_progress = 1 when the connection completes later (wait for writable,
+// then read osh_socket_error). -1 with errno (EINVAL: not a numeric address).
+int osh_tcp_connect_numeric(const char *host, uint16_t port, int *in_progress);
+// getsockopt(SO_ERROR): the pending error of a socket (0 = none), or -1 with errno.
+int osh_socket_error(int fd);
+// send(2) with MSG_NOSIGNAL, so a reset peer gives EPIPE instead of SIGPIPE.
+ssize_t osh_send_nosignal(int fd, const void *buf, size_t len);
+
 #endif

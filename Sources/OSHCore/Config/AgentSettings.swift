@@ -134,6 +134,8 @@ public struct AgentSettings: Sendable, Equatable {
     /// error, warning, notice, info or debug.
     public var logLevel: String
     public var stateDirectory: String
+    /// `[gps]`: the receiver behind gps_data.
+    public var gps = GPSSettings()
 
     /// All defaults, streaming to `server`.
     public init(server: ServerSettings) {
@@ -175,5 +177,25 @@ public struct AgentSettings: Sendable, Equatable {
         return Array(sorted.prefix(ConfigParser.maxErrors)) + [ConfigError(
             path: sorted[0].path, line: nil,
             message: "… and \(sorted.count - ConfigParser.maxErrors) more errors")]
+    }
+}
+
+/// `[gps]`: a receiver on a serial port (automatic baud by default), or a running gpsd.
+public struct GPSSettings: Sendable, Equatable {
+    public static let bauds = [4800, 9600, 19_200, 38_400, 57_600, 115_200, 230_400, 460_800, 921_600]
+    /// `/dev/serial0` is the Pi's primary UART, whichever chip it maps to.
+    public var device = "/dev/serial0"
+    /// 0 = try 9600, 38400, 115200, 4800, 57600, 230400 until valid NMEA arrives.
+    public var baud = 0
+    /// "HOST:PORT" of a gpsd to read instead of the device ("" = read the device).
+    public var gpsd = ""
+    public init() {}
+
+    public static func parseGPSD(_ s: String) -> (host: String, port: UInt16)? {
+        guard let colon = s.lastIndex(of: ":"), let port = UInt16(s[s.index(after: colon)...]), port > 0 else { return nil }
+        var host = String(s[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard host == "localhost" || host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" }), !host.isEmpty else { return nil }
+        return (host == "localhost" ? "127.0.0.1" : host, port)
     }
 }

@@ -7,9 +7,9 @@ struct SettingsReader {
 
     init(path: String) { self.path = path }
 
-    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "orientation", "log", "paths"]
+    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "orientation", "gps", "log", "paths"]
     static let sectionList = "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
-        + "[orientation], [log], [paths]"
+        + "[orientation], [gps], [log], [paths]"
     static let keys: [String: [String]] = [
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
@@ -18,6 +18,7 @@ struct SettingsReader {
         "time": ["require_sync", "not_before"],
         "outputs": ["enabled", "rate", "source"],
         "orientation": ["north"],
+        "gps": ["device", "baud", "gpsd"],
         "log": ["level"],
         "paths": ["state_directory"],
     ]
@@ -43,6 +44,7 @@ struct SettingsReader {
         var north = NorthReference.true
         var logLevel = "info"
         var stateDirectory = "/var/lib/osh-edge"
+        var gps = GPSSettings()
 
         for s in doc.sections where !s.isDamaged {
             guard let kind = s.name.first else {
@@ -109,6 +111,21 @@ struct SettingsReader {
                 outputs[name] = o
             case "orientation":
                 if let v = choice(s, "north", NorthReference.allCases.map { ($0.rawValue, $0) }) { north = v }
+            case "gps":
+                if let (dev, line) = string(s, "device") {
+                    if let problem = Self.pathProblem(dev) { fail(line, "device in [gps] \(problem)") } else { gps.device = dev }
+                }
+                if let b = integer(s, "baud", 0...921_600) {
+                    if b == 0 || GPSSettings.bauds.contains(b) { gps.baud = b }
+                    else {
+                        fail(s.entries.first { $0.key == "baud" }?.line,
+                             "baud in [gps] must be 0 (automatic) or one of " + GPSSettings.bauds.map(String.init).joined(separator: ", "))
+                    }
+                }
+                if let (g, line) = string(s, "gpsd") {
+                    if g.isEmpty || GPSSettings.parseGPSD(g) != nil { gps.gpsd = g }
+                    else { fail(line, "gpsd in [gps] must be HOST:PORT with a numeric address, e.g. \"127.0.0.1:2947\", or \"\" to read the device") }
+                }
             case "log":
                 if let v = choice(s, "level", AgentSettings.logLevels.map { ($0, $0) }) { logLevel = v }
             case "paths":
@@ -138,6 +155,7 @@ struct SettingsReader {
         settings.north = north
         settings.logLevel = logLevel
         settings.stateDirectory = stateDirectory
+        settings.gps = gps
         return settings
     }
 

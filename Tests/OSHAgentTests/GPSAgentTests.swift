@@ -1,0 +1,116 @@
+import CShim
+import Foundation
+import OSHAgent
+import OSHCore
+import OSHDevNode
+import OSHPlatform
+import XCTest
+
+/// gps_data end to end: NMEA through a pseudo-terminal → parser → ring → node.
+final class GPSAgentTests: XCTestCase {
+    private var node: DevNode!
+    private var stateDir = ""
+    private let identity = SystemIdentity(uid: "urn:osh:rpi:10000000a0b0c0d0", label: "GPS Pi", serial: "10000000a0b0c0d0")
+
+    override func setUpWithError() throws {
+        Log.muted = true
+        node = DevNode(config: DevNodeConfig())
+        _ = try node.start()
+        stateDir = NSTemporaryDirectory() + "osh-gps-\(UUID().uuidString)"
+    }
+
+    override func tearDown() {
+        node.stop()
+        try? FileManager.default.removeItem(atPath: stateDir)
+    }
+
+    private func config(_ gps: GPSInputConfig) -> AgentConfig {
+        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+                            options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
+        c.outputs = ["gps_data"]
+        c.gps = gps
+        return c
+    }
+
+    private func run(_ loop: EventLoop, timeout: Double, until condition: () -> Bool) throws -> Bool {
+        let end = EventLoop.deadline(after: timeout)
+        while !condition() {
+            if Clock.monotonicNanoseconds() > end { return false }
+            try loop.runOnce(timeoutMs: 20)
+        }
+        return true
+    }
+
+    func testAReplayedReceiverLogReachesTheNodeWithItsPositions() throws {
+        let log = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("OSHCoreTests/Fixtures/nmea/gpsd-3.22/ublox-neo-m9n-nmea.log").path
+        // The fixes the parser finds in the log, to compare with what the node received.
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: log))
+        var expected: [(Double, Double)] = []
+        let parser = NMEAParser(notBefore: 0)
+        bytes.withUnsafeBytes { parser.feed($0) { if $0.mode >= 2 { expected.append(($0.lat, $0.lon)) } } }
+        XCTAssertGreaterThan(expected.count, 50)
+
+        var c = config(.replay(logPath: log))
+        c.trustHostClock = true
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: c, loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 15) { a.rows[0].counters.sent >= 3 })
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        let obs = node.observations(datastreamID: try XCTUnwrap(a.rows[0].datastreamID))
+        XCTAssertGreaterThanOrEqual(obs.count, 3)
+        for (k, o) in obs.prefix(3).enumerated() {
+            XCTAssertEqual(o["/location/lat"]?.double, expected[k].0, "fix \(k)")
+            XCTAssertEqual(o["/location/lon"]?.double, expected[k].1, "fix \(k)")
+            // Replayed positions carry the host's time, not the recording's.
+            XCTAssertEqual(try XCTUnwrap(o.phenomenonTime), Clock.realtimeSeconds(), accuracy: 30)
+        }
+    }
+
+    /// NMEA with a checksum, as a receiver sends it.
+    private func sentence(_ body: String) -> String {
+        var x: UInt8 = 0
+        for b in body.utf8 { x ^= b }
+        return "$" + body + "*" + String(format: "%02X", x) + "\r\n"
+    }
+
+    func testGPSTimeStandsInForAnUnsynchronisedClock() throws {
+        var name = [CChar](repeating: 0, count: 128)
+        let master = osh_pty_open(&name, name.count)
+        XCTAssertGreaterThanOrEqual(master, 0)
+        defer { close(master) }
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(.serial(path: String(cString: name), baud: 9600)), loop: loop)
+        a.clockProvider = { .unsynchronized(reason: "no NTP in this test") }
+        try a.start()
+        // Without GPS nothing is sent: the clock is not trusted.
+        XCTAssertFalse(try run(loop, timeout: 1) { a.rows[0].counters.sent > 0 })
+        // A receiver with today's date: its time becomes the clock.
+        let f = DateFormatter()
+        f.timeZone = TimeZone(identifier: "UTC")
+        f.locale = Locale(identifier: "en_US_POSIX")
+        var written = 0
+        let feeder = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: 200_000_000) { _ in
+            let now = Date()
+            f.dateFormat = "HHmmss.SS"
+            let t = f.string(from: now)
+            f.dateFormat = "ddMMyy"
+            let d = f.string(from: now)
+            let text = self.sentence("GPGGA,\(t),4807.038,N,01131.000,E,1,08,0.9,545.4,M,47.0,M,,")
+                + self.sentence("GPRMC,\(t),A,4807.038,N,01131.000,E,0.0,0.0,\(d),,,A")
+            _ = text.withCString { write(master, $0, strlen($0)) }
+            written += 1
+        }
+        XCTAssertTrue(try run(loop, timeout: 15) { a.rows[0].counters.sent >= 3 })
+        loop.cancel(feeder)
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        let obs = node.observations(datastreamID: try XCTUnwrap(a.rows[0].datastreamID))
+        XCTAssertGreaterThanOrEqual(obs.count, 3)
+        let o = obs[0]
+        XCTAssertEqual(try XCTUnwrap(o["/location/lat"]?.double), 48 + 7.038 / 60, accuracy: 1e-9)
+        XCTAssertEqual(try XCTUnwrap(o["/location/lon"]?.double), 11 + 31.0 / 60, accuracy: 1e-9)
+        XCTAssertEqual(try XCTUnwrap(o["/location/alt"]?.double), 545.4 + 47.0, accuracy: 1e-6, "height above the ellipsoid")
+        XCTAssertEqual(try XCTUnwrap(o.phenomenonTime), Date().timeIntervalSince1970, accuracy: 5, "stamped with GPS time")
+    }
+}
