@@ -110,4 +110,36 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(log.contains("[outputs.gps_data] has no hardware driver"), log)
         XCTAssertEqual(node.stats.totalRequests, 0, "nothing was sent to the node")
     }
+
+    func testGPSConfigChoosesTheReceiver() throws {
+        let serial = try writeConfig("""
+        [gps]
+        device = "/dev/ttyACM0"
+        baud = 115200
+
+        [outputs.gps_data]
+        enabled = true
+        """)
+        XCTAssertEqual(try Daemon.load(configPath: serial, secretsPath: dir + "/none").config.gps, .serial(path: "/dev/ttyACM0", baud: 115200))
+        let gpsd = try writeConfig("""
+        [gps]
+        gpsd = "127.0.0.1:2947"
+
+        [outputs.gps_data]
+        enabled = true
+        """)
+        XCTAssertEqual(try Daemon.load(configPath: gpsd, secretsPath: dir + "/none").config.gps, .gpsd(host: "127.0.0.1", port: 2947))
+        let auto = try writeConfig("""
+        [outputs.gps_data]
+        enabled = true
+        """)
+        XCTAssertEqual(try Daemon.load(configPath: auto, secretsPath: dir + "/none").config.gps, .serial(path: "/dev/serial0", baud: nil))
+        let bad = try writeConfig("""
+        [gps]
+        baud = 12345
+        """)
+        XCTAssertThrowsError(try Daemon.load(configPath: bad, secretsPath: nil)) { e in
+            XCTAssertTrue("\(e)".contains("osh-edge.conf:14: baud in [gps] must be 0 (automatic) or one of"), "\(e)")
+        }
+    }
 }
