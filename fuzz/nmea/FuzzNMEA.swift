@@ -61,7 +61,7 @@ public func fuzzNMEA(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         start = j + 1
         lines += 1
     }
-    precondition(lines == a.count + 1 && start == bytes.count)
+    precondition(lines == decoder.parser.counters.fixes + 1 && start == bytes.count)
 
     // Date resolution with values taken from the input.
     if size >= 9 {

@@ -21,6 +21,9 @@
 //    indicator other than N; else RMC: status A and mode indicator not N; else GLL likewise.
 //  * and a position from a sentence that itself claims validity (GGA quality > 0, GNS not N,
 //    RMC/GLL status A); the latest one in the cycle wins.
+//  GGA/GNS take precedence because NMEA 2.3 sets the RMC/GLL status to V for every mode but
+//  A and D: a dead-reckoning, manual or simulator fix (GGA quality 6/7/8) comes with status V.
+//  `GPSFix.quality` tells those apart; callers that want only measured fixes filter on it.
 // Mode: the latest GSA fix type when it is 2 or 3 (GSA may precede the timestamped sentences
 // or come from an earlier cycle), else 3 with an altitude and at least four satellites (when
 // GGA/GNS gives the count), 2 otherwise.
