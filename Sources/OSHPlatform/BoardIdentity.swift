@@ -122,21 +122,7 @@ public struct BoardIdentity: Sendable, Equatable {
     /// A small file's content as UTF-8 (invalid bytes replaced); nil if it cannot be opened.
     /// /proc and /sys files report size 0, so this reads to EOF rather than trusting stat.
     static func readText(_ path: String, limit: Int = 64 * 1024) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var out = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while out.count < limit {
-            let n = chunk.withUnsafeMutableBytes { sysRead(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            if n == 0 { break }
-            out.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: out, as: UTF8.self)
+        StateFiles.readText(path, limit: limit)
     }
 
     static func unameNodename() -> String? {

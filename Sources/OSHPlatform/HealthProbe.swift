@@ -48,9 +48,7 @@ public struct HealthProbe {
 
     private func file(_ rel: String) -> String? {
         let path = root.hasSuffix("/") ? root + rel : root + "/" + rel
-        guard let bytes = try? StateFiles.read(path, limit: 64 * 1024) else { return nil }
-        let s = String(decoding: bytes, as: UTF8.self)
-        return s.trimmingCharacters()
+        return StateFiles.readText(path)?.trimmingCharacters()
     }
 
     private func number(_ s: String?) -> Double? { s.flatMap { Double($0) } }

@@ -64,6 +64,13 @@ public enum StateFiles {
         return out
     }
 
+    /// A small file's text (invalid UTF-8 replaced), read to EOF — /proc and /sys files report
+    /// size 0 — or nil when it cannot be read. For kernel and system files, not state.
+    public static func readText(_ path: String, limit: Int = 64 * 1024) -> String? {
+        guard let bytes = (try? read(path, limit: limit)) ?? nil else { return nil }
+        return String(decoding: bytes.prefix(limit), as: UTF8.self)
+    }
+
     public static func remove(_ path: String) { unlink(path) }
 
     /// mkdir -p with mode 0700 (state may name the node and its ids).

@@ -149,21 +149,7 @@ public enum SerialPortDiagnostics {
 
     /// A small file's content (/proc files report size 0, so this reads to EOF); nil if unreadable.
     static func readSmallFile(_ path: String, limit: Int = 64 * 1024) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var out = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while out.count < limit {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return nil
-            }
-            if n == 0 { break }
-            out.append(contentsOf: chunk[0..<n])
-        }
-        return String(decoding: out, as: UTF8.self)
+        StateFiles.readText(path, limit: limit)
     }
 
     /// Calls `body` with each entry name of a directory (not "." or ".."); nothing if it cannot be opened.
