@@ -85,10 +85,14 @@ public final class AgentRuntime {
         publisher.onFirstRejection = { [unowned self] i, message in
             Log.error("the node rejected \(self.specs[i].outputName) observations: \(message) (dropped and counted; logged once)")
         }
-        publisher.onConnectivity = { state in
+        publisher.onConnectivity = { [unowned self] state in
             switch state {
-            case .online: Log.notice("node reachable again; sending the backlog in order")
-            case .backoff(_, let d): Log.warning("node unreachable, retrying in \(Int(d)) s")
+            case .online:
+                Log.notice("node reachable again; sending the backlog in order")
+                self.onStatus?(self.streamingStatus)
+            case .backoff(_, let d):
+                Log.warning("node unreachable, retrying in \(Int(d)) s")
+                self.onStatus?("node unreachable, retrying in \(Int(d)) s")
             case .probing: break
             }
         }
@@ -199,6 +203,16 @@ public final class AgentRuntime {
 
     // MARK: Clock
 
+    /// A line for people (systemd STATUS=, the LED later): registration, streaming, outages.
+    public var onStatus: ((String) -> Void)?
+    /// Called after each successful registration (systemd READY=1 the first time).
+    public var onRegistered: (() -> Void)?
+
+    public var streamingStatus: String {
+        let host = config.server.apiRoot.split(separator: "/").dropFirst().first.map(String.init) ?? config.server.apiRoot
+        return "streaming \(specs.count) output\(specs.count == 1 ? "" : "s") to \(host)"
+    }
+
     /// Replaces the clock check (tests simulate an unsynchronised board with it).
     public var clockProvider: (() -> ClockSync.State)?
 
@@ -255,11 +269,15 @@ public final class AgentRuntime {
                 catch { Log.warning("could not save the id cache (\(error)); registration repeats at the next start") }
                 self.publisher.setFOI(state.foiID)
                 for (i, id) in self.registrar.datastreamIDs.enumerated() { self.publisher.setDatastreamID(i, id) }
+                self.onRegistered?()
+                self.onStatus?(self.streamingStatus)
                 Log.notice("registered \(self.config.identity.uid) with \(self.config.server.apiRoot): "
                            + "\(self.specs.count) datastreams" + (self.registrar.created.isEmpty ? "" : ", created \(self.registrar.created.joined(separator: ", "))"))
             case .failure(let e):
                 self.lastRegistrationError = e
                 Log.error("registration failed: \(e); retrying in \(Int(self.registrationDelay)) s")
+                self.onStatus?(e.status == 0 ? "node unreachable, retrying in \(Int(self.registrationDelay)) s"
+                               : "registration refused (HTTP \(e.status)), retrying in \(Int(self.registrationDelay)) s")
                 self.scheduleRegistration(after: self.registrationDelay)
                 self.registrationDelay = min(self.registrationDelay * 2, 30)
             }

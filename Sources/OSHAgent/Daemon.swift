@@ -110,7 +110,22 @@ public enum Daemon {
         Log.threshold = logLevel(loaded.settings.logLevel)
         do {
             let loop = try EventLoop()
+            let notify = SDNotify()
+            var announcedReady = false
+            func attach(_ a: AgentRuntime) {
+                a.onStatus = { notify.status($0) }
+                a.onRegistered = {
+                    if !announcedReady { announcedReady = true; notify.ready(status: a.streamingStatus) }
+                }
+            }
             var agent = try AgentRuntime(config: loaded.config, loop: loop)
+            attach(agent)
+            notify.status("starting: registering with \(loaded.config.server.apiRoot)")
+            // The watchdog is fed from the loop itself: if the loop stops turning, systemd restarts us.
+            if let period = SDNotify.watchdogInterval() {
+                let every = UInt64(period / 2 * 1e9)
+                try loop.addTimer(firstAt: EventLoop.deadline(after: period / 2), interval: every) { _ in notify.watchdog() }
+            }
             try agent.start()
             Log.notice("osh-edge \(Agent.version) running: \(loaded.config.identity.uid) → \(loaded.config.server.apiRoot), "
                        + "outputs \(loaded.config.outputs?.joined(separator: ", ") ?? "")")
@@ -123,6 +138,7 @@ public enum Daemon {
                         loaded = fresh
                         Log.threshold = logLevel(fresh.settings.logLevel)
                         agent = try AgentRuntime(config: fresh.config, loop: loop)
+                        attach(agent)
                         try agent.start()
                         Log.notice("configuration reloaded from \(configPath)")
                     } catch {
@@ -134,6 +150,7 @@ public enum Daemon {
                 }
             }
             while !stopping { try loop.run() }
+            notify.stopping()
             try agent.stop(flushUntil: EventLoop.deadline(after: 5))
             Log.notice("stopped")
             return 0

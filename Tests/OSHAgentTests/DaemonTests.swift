@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import OSHAgent
 import OSHCore
 import OSHDevNode
@@ -143,5 +144,78 @@ final class DaemonTests: XCTestCase {
         XCTAssertThrowsError(try Daemon.load(configPath: bad, secretsPath: nil)) { e in
             XCTAssertTrue("\(e)".contains("osh-edge.conf:14: baud in [gps] must be 0 (automatic) or one of"), "\(e)")
         }
+    }
+
+    /// Under systemd: READY=1 after registration with a readable STATUS, WATCHDOG=1 from the
+    /// loop at half the watchdog period, STOPPING=1 on SIGTERM — over a real notify socket.
+    func testSystemdNotifyReadyStatusWatchdogStopping() throws {
+        let sockPath = dir + "/notify.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { dst in for (i, b) in sockPath.utf8.enumerated() { dst[i] = b } }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        XCTAssertEqual(bound, 0)
+        var tv = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        source = "simulated"
+        """)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
+        var env = ProcessInfo.processInfo.environment
+        env["NOTIFY_SOCKET"] = sockPath
+        env["WATCHDOG_USEC"] = "600000"
+        p.environment = env
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        var messages: [String] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        func receive(for seconds: Double) {
+            let end = Date().addingTimeInterval(seconds)
+            while Date() < end {
+                let n = recv(fd, &buf, buf.count, 0)
+                if n > 0 { messages.append(String(decoding: buf[0..<n], as: UTF8.self)) }
+            }
+        }
+        receive(for: 2.5)
+        p.terminate()
+        receive(for: 1.5)
+        p.waitUntilExit()
+        let ready = messages.first { $0.hasPrefix("READY=1") }
+        XCTAssertEqual(ready, "READY=1\nSTATUS=streaming 2 outputs to 127.0.0.1:\(node.port)", "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("STATUS=starting") })
+        XCTAssertGreaterThanOrEqual(messages.filter { $0 == "WATCHDOG=1" }.count, 4, "every 0.3 s from the loop")
+        XCTAssertTrue(messages.contains("STOPPING=1\nSTATUS=stopping"))
+        XCTAssertEqual(p.terminationStatus, 0)
+    }
+
+    func testTheUnitFileScoresWellInSystemdAnalyzeSecurity() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") else {
+            throw XCTSkip("systemd-analyze is not installed")
+        }
+        let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("deploy/osh-edge.service").path
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+        p.arguments = ["security", "--offline=true", "--no-pager", unit]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        let line = try XCTUnwrap(text.split(separator: "\n").first { $0.contains("Overall exposure level") })
+        let score = try XCTUnwrap(line.split(separator: " ").compactMap { Double($0) }.first, String(line))
+        XCTAssertLessThanOrEqual(score, 2.0, String(line))
     }
 }
