@@ -50,7 +50,7 @@ public final class AgentRuntime {
     private let startTime: Double
     private var registrationDelay = 1.0
     private var registering = false
-    private var registrationTimer: EventLoop.Timer?
+    private lazy var registrationDeadline = LoopDeadline(loop: loop) { [unowned self] in self.register() }
     private var gpsInput: GPSInput?
     /// Wall-clock offset learnt from GPS time (used while the system clock is not synchronised).
     private var gpsClockOffset: Double?
@@ -140,6 +140,7 @@ public final class AgentRuntime {
     public func stop(flushUntil deadline: UInt64) throws {
         gpsInput?.stop()
         gpsInput = nil
+        registrationDeadline.cancel()
         for t in timers { loop.cancel(t) }
         timers.removeAll()
         publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
@@ -247,12 +248,8 @@ public final class AgentRuntime {
 
     private func scheduleRegistration(after seconds: Double) {
         if registering { return }
-        if let t = registrationTimer { loop.cancel(t) }
-        registrationTimer = try? loop.addTimer(firstAt: EventLoop.deadline(after: seconds)) { [unowned self] _ in
-            self.registrationTimer.map { self.loop.cancel($0) }
-            self.registrationTimer = nil
-            self.register()
-        }
+        do { try registrationDeadline.arm(after: seconds) }
+        catch { Log.error("cannot schedule registration: \(error)") }
     }
 
     private func register() {

@@ -221,3 +221,37 @@ public final class EventLoop {
     /// Makes `run` return after the current event.
     public func stop() { stopping = true }
 }
+
+/// A one-shot deadline on the loop that can be moved or cleared (a source's retry, probe or
+/// staleness deadline): one timerfd, made on first use and re-armed after that.
+public final class LoopDeadline {
+    private let loop: EventLoop
+    private var timer: EventLoop.Timer?
+    private let fired: () -> Void
+
+    public init(loop: EventLoop, fired: @escaping () -> Void) {
+        self.loop = loop
+        self.fired = fired
+    }
+
+    deinit { if let t = timer { loop.cancel(t) } }
+
+    /// Fires once, `seconds` from now; replaces any earlier deadline.
+    public func arm(after seconds: Double) throws {
+        let at = EventLoop.deadline(after: seconds)
+        if let t = timer, loop.isRegistered(t.registration) {
+            try loop.rearm(t, at: at)
+        } else {
+            timer = try loop.addTimer(firstAt: at) { [weak self] _ in self?.fired() }
+        }
+    }
+
+    /// Clears the deadline, keeping the timerfd for the next `arm`.
+    public func disarm() { if let t = timer { loop.disarm(t) } }
+
+    /// Clears the deadline and releases the timerfd.
+    public func cancel() {
+        if let t = timer { loop.cancel(t) }
+        timer = nil
+    }
+}

@@ -101,7 +101,7 @@ public final class GPSDSource {
 
     private enum Phase { case idle, retry, connectTimeout }
     private var phase: Phase = .idle
-    private var timer: EventLoop.Timer?
+    private lazy var deadline = LoopDeadline(loop: loop) { [weak self] in self?.timerFired() }
     private var fd: Int32 = -1
     private var registration: EventLoop.Registration?
     private var connected = false
@@ -128,7 +128,7 @@ public final class GPSDSource {
     deinit {
         if let r = registration { loop.remove(r) }
         if fd >= 0 { close(fd) }
-        if let t = timer { loop.cancel(t) }
+        deadline.cancel()
         buffer.deallocate()
     }
 
@@ -146,8 +146,7 @@ public final class GPSDSource {
         guard running else { return }
         running = false
         closeSocket()
-        if let t = timer { loop.cancel(t) }
-        timer = nil
+        deadline.cancel()
         phase = .idle
         setState(.disconnected("stopped"))
     }
@@ -215,7 +214,7 @@ public final class GPSDSource {
     private func didConnect() {
         connected = true
         phase = .idle
-        if let t = timer { loop.disarm(t) }
+        deadline.disarm()
         line.removeAll(keepingCapacity: true)
         discarding = false
         let sent = Self.watchBytes.withUnsafeBytes { osh_send_nosignal(fd, $0.baseAddress, $0.count) }
@@ -360,13 +359,8 @@ public final class GPSDSource {
     private func schedule(_ p: Phase, after seconds: Double) {
         guard running else { return }
         phase = p
-        let at = EventLoop.deadline(after: seconds)
         do {
-            if let t = timer, loop.isRegistered(t.registration) {
-                try loop.rearm(t, at: at)
-            } else {
-                timer = try loop.addTimer(firstAt: at) { [weak self] _ in self?.timerFired() }
-            }
+            try deadline.arm(after: seconds)
         } catch {
             Log.error("gps: cannot arm a timer: \(error)")
         }

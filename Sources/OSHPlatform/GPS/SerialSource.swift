@@ -82,7 +82,7 @@ public final class SerialSource {
 
     private enum Phase { case idle, retry, probe, stale }
     private var phase: Phase = .idle
-    private var timer: EventLoop.Timer?
+    private lazy var deadline = LoopDeadline(loop: loop) { [weak self] in self?.timerFired() }
     private var fd: Int32 = -1
     private var registration: EventLoop.Registration?
     /// Bumped whenever the port is closed, so a callback that closed it is noticed mid-loop.
@@ -117,7 +117,7 @@ public final class SerialSource {
     deinit {
         if let r = registration { loop.remove(r) }
         if fd >= 0 { close(fd) }
-        if let t = timer { loop.cancel(t) }
+        deadline.cancel()
         buffer.deallocate()
     }
 
@@ -139,8 +139,7 @@ public final class SerialSource {
         guard running else { return }
         running = false
         closePort()
-        if let t = timer { loop.cancel(t) }
-        timer = nil
+        deadline.cancel()
         phase = .idle
         setState(.disconnected("stopped"))
     }
@@ -405,13 +404,8 @@ public final class SerialSource {
     private func schedule(_ p: Phase, after seconds: Double) {
         guard running else { return }
         phase = p
-        let at = EventLoop.deadline(after: seconds)
         do {
-            if let t = timer, loop.isRegistered(t.registration) {
-                try loop.rearm(t, at: at)
-            } else {
-                timer = try loop.addTimer(firstAt: at) { [weak self] _ in self?.timerFired() }
-            }
+            try deadline.arm(after: seconds)
         } catch {
             // timerfd exhaustion: nothing sensible to do but say so; the next event retries.
             Log.error("gps: cannot arm a timer: \(error)")
