@@ -334,13 +334,18 @@ final class HTTPNodeClient: NodeClient, PublisherTransport {
         }
         // The body goes from the publisher's buffer straight to curl: no copy.
         http.send(request, body: UnsafeRawBufferPointer(start: body.base, count: body.count)) { r in
-            completion(TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body))
+            completion(HTTPNodeClient.outcome(r))
         }
+    }
+
+    /// A transport failure is status 0 with curl's explanation, as the publisher's verdicts expect.
+    static func outcome(_ r: HTTPResult) -> TransportOutcome {
+        TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body)
     }
 
     func probe(completion: @escaping (TransportOutcome) -> Void) {
         http.send(builder.landingPage()) { r in
-            completion(TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body))
+            completion(HTTPNodeClient.outcome(r))
         }
     }
 }
