@@ -17,6 +17,8 @@ packages=(
   openssl                # self-signed certificates for the TLS tests
   curl                   # the development node's HTTPS tests
   python3                # throwaway HTTP servers in the libcurl transport tests
+  ffmpeg                 # ffprobe/ffmpeg check the H.264 the video tests encode
+  alsa-utils             # aplay -L in probe tests; arecord for checking the file plugin by hand
 )
 
 missing=()
