@@ -82,4 +82,13 @@ int osh_socket_error(int fd);
 // send(2) with MSG_NOSIGNAL, so a reset peer gives EPIPE instead of SIGPIPE.
 ssize_t osh_send_nosignal(int fd, const void *buf, size_t len);
 
+// ---- I²C (/dev/i2c-N) ----
+// One I2C_RDWR transaction to a 7-bit address: `wlen` bytes written, then (with a repeated
+// start, no stop in between) `rlen` bytes read. wlen or rlen may be 0 (a write-only or
+// read-only transfer). Returns 0, or -1 with errno as the adapter driver left it (ENXIO or
+// EREMOTEIO: no ACK; EIO, ETIMEDOUT, EAGAIN: bus trouble).
+int osh_i2c_transfer(int fd, uint16_t addr, const uint8_t *wbuf, uint16_t wlen, uint8_t *rbuf, uint16_t rlen);
+// I2C_FUNCS: the adapter's functionality bits (I2C_FUNC_I2C = 0x1 means I2C_RDWR works).
+int osh_i2c_funcs(int fd, unsigned long *funcs);
+
 #endif
