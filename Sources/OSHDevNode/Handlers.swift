@@ -706,29 +706,8 @@ final class RequestHandler {
         }
     }
 
-    func listObservations(of indices: [Int]) throws -> HTTPResponse {
-        switch try responseFormat(default: MediaType.omJSON) {
-        case MediaType.omJSON, MediaType.json: break
-        case let f: throw NodeFailure.unsupportedFormat(f)
-        }
-        let limit = min(try intParam("limit") ?? 100, 10_000)
-        let offset = max(try intParam("offset") ?? 0, 0)
-        let descending = ["desc", "descending"].contains(param("order")?.lowercased() ?? "")
-        var all: [(obs: StoredObservation, ds: Int, seq: Int)] = []
-        for i in indices {
-            for (k, o) in store.datastreams[i].observations.enumerated() { all.append((o, i, all.count + k)) }
-        }
-        all.sort { $0.obs.phenomenonTime != $1.obs.phenomenonTime ? $0.obs.phenomenonTime < $1.obs.phenomenonTime : $0.seq < $1.seq }
-        if descending { all.reverse() }
-        let window = all.dropFirst(offset).prefix(max(limit, 0))
-        return json(jsonBytes { w in
-            w.beginObject()
-            w.key("items"); w.beginArray()
-            for e in window { writeObservation(e.obs, store.datastreams[e.ds], &w) }
-            w.endArray()
-            w.endObject()
-        })
-    }
+    /// Filters, order, paging and formats: ReadSideObservations.swift.
+    func listObservations(of indices: [Int]) throws -> HTTPResponse { try readSideListObservations(of: indices) }
 
     func postObservations(datastream i: Int) throws -> HTTPResponse {
         if case .rejectObservations(let status) = store.mode {

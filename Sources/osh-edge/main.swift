@@ -34,6 +34,15 @@ commands:
          --insecure-trust-cert PEM | --pin-sha256 BASE64   TLS for that node
   check --node URL     can this board reach the node, are the credentials right, is it registered
          [--user NAME] [--uid UID] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
+  systems              the node's systems, live (newest observation ≤ 5 min) / stale (≤ 30 min) / offline
+         [--limit N]
+  datastreams SYSTEM   a system's datastreams (SYSTEM: id or UID) with their newest observation time
+  schema --remote DATASTREAM   a datastream's schema as the node holds it  [--format om+json|swe+json|swe+binary]
+  observations DATASTREAM      its newest records whatever their age, decoded with its schema
+         [--latest N] (default 10) | --current (resultTime=latest)  [--format om+json|swe+json|swe+binary]
+  command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and the status the node reports
+                       these five: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
+                       for check, or the configured node (--config FILE --secrets FILE); --json for JSON
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
   version              this build and the C libraries it is linked with
   help                 this text
@@ -81,6 +90,7 @@ func parseFormat(_ s: String?) -> ScalarFormat? {
 }
 
 func schema(_ a: inout Arguments) {
+    if a.flag("--remote") { return runRemoteSchemaCommand(&a) }
     var what: SchemaRequest.What = .all
     if a.flag("--system") { what = .system } else if a.flag("--feature") { what = .feature } else if a.flag("--list") { what = .list }
     _ = a.flag("--all")
@@ -295,6 +305,10 @@ case "nmea":
 case "demo": demo(&args)
 case "node": node(&args)
 case "check": check(&args)
+case "systems": runSystemsCommand(&args)
+case "datastreams": runDatastreamsCommand(&args)
+case "observations": runObservationsCommand(&args)
+case "command": runCommandCommand(&args)
 case "version":
     args.finish()
     print("osh-edge \(Agent.version)")
