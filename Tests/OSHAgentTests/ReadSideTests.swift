@@ -228,7 +228,7 @@ final class ReadSideTests: XCTestCase {
         } catch let e as ReadSideError {
             guard case .http(_, 405, let node) = e else { throw e }
             XCTAssertTrue(node.summary.contains("not supported by the development node"), node.summary)
-            throw XCTSkip("the development node does not take commands yet (405); the request and its parsing are covered by ReadSideCoreTests")
+            throw XCTSkip("the development node does not take commands yet (405); the client is covered against a canned OSH-like peer by ReadSideCommandTests")
         }
     }
 
