@@ -1240,9 +1240,11 @@ final class RequestHandler {
         w.key("system@id"); w.string(d.systemID)
         w.key("outputName"); w.string(d.outputName)
         writeValidTime(d.validFrom, &w)
-        if let first = d.observations.first, let last = d.observations.last {
-            w.key("phenomenonTime"); w.beginArray(); w.isoTime(first.phenomenonTime); w.isoTime(last.phenomenonTime); w.endArray()
-            w.key("resultTime"); w.beginArray(); w.isoTime(first.resultTime); w.isoTime(last.resultTime); w.endArray()
+        // The ranges span what is held, whatever order it arrived in (a backlog replays old times last).
+        if let p0 = d.observations.map(\.phenomenonTime).min(), let p1 = d.observations.map(\.phenomenonTime).max(),
+           let r0 = d.observations.map(\.resultTime).min(), let r1 = d.observations.map(\.resultTime).max() {
+            w.key("phenomenonTime"); w.beginArray(); w.isoTime(p0); w.isoTime(p1); w.endArray()
+            w.key("resultTime"); w.beginArray(); w.isoTime(r0); w.isoTime(r1); w.endArray()
         }
         w.key("resultType"); w.string("record")
         w.key("live"); w.bool(false)

@@ -314,6 +314,26 @@ final class ReadSideTests: XCTestCase {
         XCTAssertTrue(noNode.err.contains("--node URL"), noNode.err)
     }
 
+    /// Without --node: the configured node, its user, and the password from the secrets file.
+    func testTheConfiguredNodeAndItsSecrets() throws {
+        Log.muted = true
+        let node = DevNode(config: DevNodeConfig(users: [("sensor", "pwd")]))
+        _ = try node.start()
+        defer { node.stop() }
+        let dir = NSTemporaryDirectory() + "osh-readside-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "[server.main]\nurl = \"\(node.apiRoot)\"\nuser = \"sensor\"\n".write(toFile: dir + "/osh-edge.conf", atomically: true, encoding: .utf8)
+        try "[server.main]\npassword = \"pwd\"\n".write(toFile: dir + "/secrets", atomically: true, encoding: .utf8)
+        chmod(dir + "/secrets", 0o600)
+        let server = try ReadSide.configuredServer(configPath: dir + "/osh-edge.conf", secretsPath: dir + "/secrets")
+        XCTAssertEqual(server.apiRoot, node.apiRoot)
+        XCTAssertEqual(server.credentials, .basic(username: "sensor", password: "pwd"))
+        let ok = try run(["systems", "--config", dir + "/osh-edge.conf", "--secrets", dir + "/secrets", "--json"])
+        XCTAssertEqual(ok.status, 0, ok.err)
+        XCTAssertEqual((try jsonObject(ok.out)["systems"] as? [Any])?.count, 0)
+    }
+
     func testCredentialsComeFromTheEnvironment() throws {
         Log.muted = true
         let node = DevNode(config: DevNodeConfig(users: [("sensor", "pwd")]))
