@@ -46,7 +46,7 @@ public final class NodeReader {
         self.server = s
         builder = CSRequestBuilder(credentials: s.credentials)
         loop = try EventLoop()
-        http = try HTTPClient(loop: loop, server: s, maxResponseBody: 64 << 20)
+        http = try HTTPClient(loop: loop, server: s, maxResponseBody: 64 << 20, maxHostConnections: 4)
     }
 
     /// The answer, whatever its status; transport failures and timeouts throw.
@@ -61,9 +61,28 @@ public final class NodeReader {
         return res
     }
 
+    /// Several requests in flight at once (answers in request order): a node far away answers
+    /// a list of systems' datastreams in a few round trips instead of one per system.
+    public func exchangeAll(_ rs: [CSRequest], what: (Int) -> String) throws -> [HTTPResult] {
+        var results = [HTTPResult?](repeating: nil, count: rs.count)
+        var pending = rs.count
+        for (i, r) in rs.enumerated() { http.send(r) { results[i] = $0; pending -= 1 } }
+        let seconds = server.requestTimeout > 0 ? server.requestTimeout + 5 : 3600
+        let end = EventLoop.deadline(after: seconds)
+        while pending > 0, Clock.monotonicNanoseconds() < end { try loop.runOnce(timeoutMs: 100) }
+        return try results.enumerated().map { i, res in
+            guard let res else { throw ReadSideError.noAnswer(what: what(i), seconds: Int(seconds)) }
+            if let e = res.error { throw ReadSideError.transport(what: what(i), e) }
+            return res
+        }
+    }
+
     /// A 2xx answer's body; 404 and other statuses throw with the node's message.
     public func body(_ r: CSRequest, what: String) throws -> HTTPResult {
-        let res = try exchange(r, what: what)
+        try checked(try exchange(r, what: what), what: what)
+    }
+
+    func checked(_ res: HTTPResult, what: String) throws -> HTTPResult {
         if res.status == 404 { throw ReadSideError.notFound(what: what) }
         guard (200..<300).contains(res.status) else {
             throw ReadSideError.http(what: what, status: res.status, node: NodeError.parse(res.body))
@@ -119,10 +138,17 @@ public enum ReadSide {
     public static func systems(_ r: NodeReader, limit: Int = 100, now: Double,
                                thresholds: ActivityThresholds = .standard) throws -> [SystemRow] {
         let list = try r.json(r.builder.listSystems(limit: Swift.max(1, Swift.min(limit, 10_000))), what: "listing systems")
+        let systems = NodeCollection.items(list).compactMap(NodeSystem.init)
+        let answers = try r.exchangeAll(systems.map { r.builder.listDatastreams(systemID: $0.id, limit: 10_000) },
+                                        what: { "datastreams of system \(systems[$0].id)" })
         var rows: [SystemRow] = []
-        for item in NodeCollection.items(list) {
-            guard let s = NodeSystem(item) else { continue }
-            let ds = try datastreamList(r, systemID: s.id)
+        for (s, res) in zip(systems, answers) {
+            let what = "datastreams of system \(s.id)"
+            let v: JSONValue
+            do { v = try JSONValue.parse(try r.checked(res, what: what).body) } catch let e as ReadSideError { throw e } catch {
+                throw ReadSideError.badAnswer(what: what, detail: "\(error)")
+            }
+            let ds = NodeCollection.items(v).compactMap(NodeDatastream.init)
             let newest = Activity.newest(ds.map(\.newest))
             rows.append(SystemRow(system: s, datastreamCount: ds.count, newest: newest,
                                   activity: Activity.classify(newest: newest, now: now, thresholds: thresholds)))

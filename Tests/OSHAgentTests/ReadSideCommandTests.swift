@@ -95,7 +95,7 @@ final class ReadSideCommandTests: XCTestCase {
 
     func testCommandIDThenTheStatusTheNodeEndsUpHolding() throws {
         Log.muted = true
-        let node = try CannedNode(answer: Self.answer)
+        let node = try CannedNode(answer: { Self.answer($0) })
         defer { node.stop() }
         let r = try NodeReader(server: HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "op", password: "pw")))
 
@@ -127,7 +127,7 @@ final class ReadSideCommandTests: XCTestCase {
     }
 
     func testCommandThroughTheBinary() throws {
-        let node = try CannedNode(answer: Self.answer)
+        let node = try CannedNode(answer: { Self.answer($0) })
         defer { node.stop() }
         let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
         let p = Process()
