@@ -147,13 +147,85 @@ public final class AgentRuntime {
         for (i, spec) in specs.enumerated() {
             if spec.outputName == "gps_data" && gpsInput != nil { continue } // the receiver paces it
             if config.externalOutputs.contains(spec.outputName) { continue } // its device input paces it
-            let rate = config.rates[spec.outputName] ?? SimulatedSensors.defaultRate(spec.outputName)
-            let period = UInt64(1e9 / max(rate, 0.001))
-            timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
-                // Missed ticks are not back-filled: a sensor reading is taken now, once.
-                self.sample(i)
-            })
+            try armSampleTimer(i)
         }
+    }
+
+    /// Outputs sampled on a timer (simulated values, device_health), by datastream index.
+    private var sampleTimers: [Int: EventLoop.Timer] = [:]
+
+    private func armSampleTimer(_ i: Int) throws {
+        if let t = sampleTimers[i] { loop.cancel(t) }
+        let period = UInt64(1e9 / max(rate(i), 0.001))
+        sampleTimers[i] = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
+            // Missed ticks are not back-filled: a sensor reading is taken now, once.
+            self.sample(i)
+        }
+    }
+
+    // MARK: Control (the node's commands, SIGHUP-free changes)
+
+    /// Per output: published at all, and at most how often (device inputs may sample faster —
+    /// the IMU runs its filter at 100 Hz — and are thinned here to the output's rate).
+    private lazy var enabled = [Bool](repeating: true, count: specs.count)
+    private lazy var rates: [Double] = specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) }
+    private lazy var nextDue = [Double](repeating: 0, count: specs.count)
+
+    public func rate(_ i: Int) -> Double { rates[i] }
+    public func isEnabled(_ i: Int) -> Bool { enabled[i] }
+
+    public struct ControlError: Error, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
+    private func controlIndex(_ outputName: String) throws(ControlError) -> Int {
+        guard let i = index(of: outputName) else {
+            throw ControlError(description: "no output named '\(outputName)' is published by this board; outputs: "
+                               + specs.map(\.outputName).joined(separator: ", "))
+        }
+        return i
+    }
+
+    /// Changes an output's rate (Hz, more than 0 and up to 100, as the config allows).
+    public func setRate(_ outputName: String, _ hz: Double) throws(ControlError) {
+        let i = try controlIndex(outputName)
+        guard hz.isFinite, hz > 0, hz <= 100 else {
+            throw ControlError(description: "rate \(hz) Hz for \(outputName) is out of range: more than 0, up to 100 Hz")
+        }
+        if outputName == "gps_data" && gpsInput != nil {
+            throw ControlError(description: "gps_data follows the receiver's own rate; change it on the receiver")
+        }
+        rates[i] = hz
+        nextDue[i] = 0
+        if sampleTimers[i] != nil {
+            do { try armSampleTimer(i) } catch { throw ControlError(description: "cannot re-arm \(outputName)'s timer: \(error)") }
+        }
+        Log.notice("\(outputName): rate set to \(hz) Hz")
+    }
+
+    /// Turns an output on or off (its datastream stays registered; off sends nothing).
+    public func setEnabled(_ outputName: String, _ on: Bool) throws(ControlError) {
+        let i = try controlIndex(outputName)
+        enabled[i] = on
+        nextDue[i] = 0
+        Log.notice("\(outputName): \(on ? "enabled" : "disabled")")
+    }
+
+    /// Registers again now: the cached ids are checked against the node and whatever it lost
+    /// (system, datastreams) is created again.
+    public func reregister() {
+        scheduleRegistration(after: 0)
+    }
+
+    /// True when output `i` should take a sample at `t` (enabled, and due at its rate).
+    private func due(_ i: Int, _ t: Double) -> Bool {
+        guard enabled[i] else { return false }
+        let interval = 1 / rates[i]
+        // 5 % slack so a 100 Hz source thinned to 10 Hz keeps every tenth sample despite jitter.
+        guard t >= nextDue[i] - interval * 0.05 else { return false }
+        nextDue[i] += interval
+        if nextDue[i] < t { nextDue[i] = t + interval }
+        return true
     }
 
     /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
@@ -163,6 +235,8 @@ public final class AgentRuntime {
         registrationDeadline.cancel()
         for t in timers { loop.cancel(t) }
         timers.removeAll()
+        for t in sampleTimers.values { loop.cancel(t) }
+        sampleTimers.removeAll()
         publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
         while !publisher.isIdle, publisher.connectivity == .online, Clock.monotonicNanoseconds() < deadline {
             try loop.runOnce(timeoutMs: 50)
@@ -174,6 +248,7 @@ public final class AgentRuntime {
     // MARK: Sources
 
     private func sample(_ i: Int) {
+        guard enabled[i] else { return }
         let spec = specs[i]
         let n = spec.leaves.count - 1
         let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<n])
@@ -199,6 +274,7 @@ public final class AgentRuntime {
 
     /// One observation from a device input: values in the output's leaf order, time excluded.
     public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>) {
+        guard due(i, monotonicTime) else { return }
         publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
         lastValues[i] = values.first ?? .nan
     }
