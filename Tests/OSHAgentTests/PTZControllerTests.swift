@@ -34,6 +34,7 @@ final class PTZControllerTests: XCTestCase {
         XCTAssertEqual(chip.channel(0).off, PCA9685Math.counts(pulseMicros: cal.pan.pulseMicros(degrees: 3), prescale: 121))
         XCTAssertEqual(Int(chip.channel(0).off) - Int(countsBefore), 7) // 33.3 µs at 4.88 µs per count
         XCTAssertEqual(ptz.positionValues, [3, 0])
+        XCTAssertEqual(ptz.withPosition { Array($0) }, [3, 0])
         XCTAssertEqual(reported.last?.0, 3)
         // Tilt untouched.
         XCTAssertEqual(chip.channel(1).off, PCA9685Math.counts(pulseMicros: cal.tilt.pulseMicros(degrees: 0), prescale: 121))
