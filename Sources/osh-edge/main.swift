@@ -34,6 +34,9 @@ commands:
          --insecure-trust-cert PEM | --pin-sha256 BASE64   TLS for that node
   check --node URL     can this board reach the node, are the credentials right, is it registered
          [--user NAME] [--uid UID] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
+  decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows
+                       them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
+         --json        one JSON object instead of the table
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
   version              this build and the C libraries it is linked with
   help                 this text
@@ -293,6 +296,7 @@ case "nmea":
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
 case "demo": demo(&args)
+case "decode": runDecodeCommand(args.rest)
 case "node": node(&args)
 case "check": check(&args)
 case "version":
