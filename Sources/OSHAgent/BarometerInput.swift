@@ -42,6 +42,9 @@ public final class BarometerInput {
     public private(set) var samples = 0
     public private(set) var skipped = 0
     private let sink: Sink
+    private var consecutiveEmpty = 0
+    /// Reads without a conversion tolerated before they count as failures (start-up takes one or two).
+    static let emptyReadsTolerated = 10
 
     /// Opens the chip on `bus` (identify, reset, calibration, configuration). Throws an `I2CError`
     /// when it is absent (`isAbsent`: do not register the output) or answers wrongly, or a
@@ -72,8 +75,16 @@ public final class BarometerInput {
     func poll(at t: Double) throws {
         guard let r = try driver.read() else {
             skipped += 1
+            consecutiveEmpty += 1
+            // A chip that was reset behind our back (a brown-out: sleep mode, data at the reset value) answers but never
+            // delivers: after a while that counts as a failure, so the poller reconfigures it.
+            if consecutiveEmpty > Self.emptyReadsTolerated {
+                throw I2CError(.unexpectedResponse, bus: driver.bus.number, address: driver.address,
+                               operation: "reading: no conversion in \(consecutiveEmpty) reads (the chip left normal mode?)")
+            }
             return
         }
+        consecutiveEmpty = 0
         let rel = altitude.update(pressureHPa: r.pressureHPa)
         guard rel.isFinite else {
             skipped += 1

@@ -20,6 +20,7 @@ commands:
          --valid-from ISO-TIME  --pretty
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
+  bench baro           barometer compensation and driver read, ns/sample  --count N (default 1000000)
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
@@ -136,6 +137,7 @@ func schema(_ a: inout Arguments) {
 func bench(_ a: inout Arguments) {
     let which = a.positional()
     if which == "publish" { return benchPublish(&a) }
+    if which == "baro" { return runBaroBench(&a) }
     guard which == "encode" else { fail("bench needs a benchmark name: encode or publish") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }

@@ -46,6 +46,27 @@ final class BarometerInputTests: XCTestCase {
         input.stop()
     }
 
+    /// A chip reset behind the agent's back answers but never converts: after a few empty reads it
+    /// counts as failing, and the poller's reopen configures it again.
+    func testChipResetMidRunIsReconfigured() throws {
+        let loop = try EventLoop()
+        let bus = SimulatedI2CBus(recordsTrace: false)
+        try SimulatedBarometerBoard.attach(to: bus, chip: "BMP280", address: 0x76) { (1000, 20) }
+        var count = 0
+        let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "BMP280", rateHz: 100),
+                                       backoff: Backoff(initial: 0.02, maximum: 0.05)) { _, _, _ in count += 1 }
+        try input.start()
+        try loop.run(until: EventLoop.deadline(after: 0.05))
+        try bus.writeRegister(0x76, 0xE0, 0xB6)
+        try loop.run(until: EventLoop.deadline(after: 0.05))
+        let during = count
+        XCTAssertGreaterThan(input.skipped, 0)
+        try loop.run(until: EventLoop.deadline(after: 0.4))
+        XCTAssertEqual(input.poller.reopens, 1)
+        XCTAssertGreaterThan(count, during + 3)
+        input.stop()
+    }
+
     func testAbsentChipThrowsAbsent() throws {
         let loop = try EventLoop()
         XCTAssertThrowsError(try BarometerInput(loop: loop, bus: SimulatedI2CBus(), settings: BarometerSettings()) { _, _, _ in }) { e in
