@@ -138,7 +138,7 @@ func bench(_ a: inout Arguments) {
     let which = a.positional()
     if which == "publish" { return benchPublish(&a) }
     if which == "baro" { return runBaroBench(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode or publish") }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish or baro") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
