@@ -20,6 +20,7 @@ commands:
          --valid-from ISO-TIME  --pretty
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
+  bench baro           barometer compensation and driver read, ns/sample  --count N (default 1000000)
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
@@ -43,6 +44,9 @@ commands:
   command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and the status the node reports
                        these five: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
                        for check, or the configured node (--config FILE --secrets FILE); --json for JSON
+  decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows
+                       them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
+         --json        one JSON object instead of the table
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
   version              this build and the C libraries it is linked with
   help                 this text
@@ -143,7 +147,8 @@ func schema(_ a: inout Arguments) {
 func bench(_ a: inout Arguments) {
     let which = a.positional()
     if which == "publish" { return benchPublish(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode or publish") }
+    if which == "baro" { return runBaroBench(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish or baro") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -303,6 +308,7 @@ case "nmea":
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
 case "demo": demo(&args)
+case "decode": runDecodeCommand(args.rest)
 case "node": node(&args)
 case "check": check(&args)
 case "systems": runSystemsCommand(&args)
