@@ -10,6 +10,14 @@ public struct WAVHeader: Sendable, Equatable {
     /// Bytes of sample data actually present (whole frames only).
     public var dataBytes: Int
 
+    public init(format: PCMSampleFormat, sampleRate: Int, channels: Int, dataOffset: Int, dataBytes: Int) {
+        self.format = format
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.dataOffset = dataOffset
+        self.dataBytes = dataBytes
+    }
+
     public var bytesPerFrame: Int { format.bytesPerSample * channels }
     public var frames: Int { dataBytes / bytesPerFrame }
 
