@@ -202,9 +202,10 @@ public final class ALSACapture: AudioCapture {
         if unpollable {
             let every = pacing ?? Double(granted.periodFrames) / Double(max(1, granted.sampleRate))
             let ns = UInt64(max(every, 0.0001) * 1e9)
-            pacingTimer = try loop.addTimer(firstAt: Clock.monotonicNanoseconds() + ns, interval: ns) { [weak self] _ in
+            pacingTimer = try loop.addTimer(firstAt: Clock.monotonicNanoseconds() + ns, interval: ns) { [weak self] expirations in
                 guard let self, self.generation == gen else { return }
-                self.serve(index: nil, events: [])
+                // One period per tick (and per missed tick), so a replay runs at the device's rate.
+                self.serve(index: nil, events: [], periods: Int(min(expirations, 64)))
             }
         }
     }
@@ -309,7 +310,7 @@ public final class ALSACapture: AudioCapture {
     // MARK: - Reading
 
     /// `index` nil: a pacing tick, every descriptor reported ready for what it waits for.
-    private func serve(index: Int?, events: EventLoop.Events) {
+    private func serve(index: Int?, events: EventLoop.Events, periods: Int? = nil) {
         guard let p = pcm, let fds = pollFDs else { return }
         // ALSA translates the raw descriptor events (plugins may use timers or several fds).
         for i in 0..<pollCount { fds[i].revents = index == nil ? fds[i].events : 0 }
@@ -326,15 +327,15 @@ public final class ALSACapture: AudioCapture {
             }
         }
         guard revents & UInt16(POLLIN) != 0 else { return }
-        readAvailable(p)
+        readAvailable(p, periods: periods)
     }
 
-    private func readAvailable(_ p: OpaquePointer) {
+    private func readAvailable(_ p: OpaquePointer, periods: Int?) {
         guard let f = format, let buf = buffer else { return }
         let gen = generation
-        // Bounded, so a source that is always ready (the file plugin on a null slave) cannot hold the loop.
-        let maxReads = f.bufferFrames / max(1, f.periodFrames) + 1
-        for _ in 0..<maxReads {
+        // Bounded, so a source that is always ready cannot hold the loop: at most a buffer's worth.
+        let maxReads = min(periods ?? Int.max, f.bufferFrames / max(1, f.periodFrames) + 1)
+        for _ in 0..<max(1, maxReads) {
             let n = snd_pcm_readi(p, buf, snd_pcm_uframes_t(f.periodFrames))
             if n == -Int(EAGAIN) { return }
             if n < 0 { return recover(p, Int32(truncatingIfNeeded: n)) }

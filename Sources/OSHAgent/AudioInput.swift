@@ -1,0 +1,98 @@
+import OSHCore
+import OSHPlatform
+
+/// The `audio_level` source: a capture device and a level meter on the loop. Each completed
+/// window (default 0.1 s, 0.1–1 s) is handed to `sink` as (monotonic seconds of the window's
+/// last frame, rmsdB, peakdB) — the leaf order of `OutputCatalogue.audioLevel` after time.
+/// Samples never leave this class: only the two levels do.
+///
+/// The window is counted in frames at the rate the device granted; a reopened device with a
+/// different format starts a fresh window. The window's time is the read's monotonic time
+/// minus the frames that followed the window in that read (the driver's own buffering, at
+/// most one period, is not subtracted).
+public final class AudioInput {
+    public typealias Sink = (_ monotonicTime: Double, _ rmsdB: Double, _ peakdB: Double) -> Void
+
+    public let device: String
+    /// Seconds per window, clamped to 0.1–1.
+    public let window: Double
+    public var sink: Sink?
+    public private(set) var stateText = "not started"
+    /// The format the device granted, while capturing.
+    public private(set) var format: AudioCaptureFormat?
+    public private(set) var windowsReported = 0
+
+    private let capture: AudioCapture
+    private var meter: LevelMeter
+    private var loggedFormat: AudioCaptureFormat?
+    private var replay: ALSAFileReplay?
+
+    /// Captures from an ALSA device (`default`, `hw:1,0`, `plughw:CARD=Device`, `dsnoop:…`).
+    public convenience init(loop: EventLoop, device: String, window: Double = LevelMeter.defaultWindow) {
+        self.init(capture: ALSACapture(loop: loop, device: device), device: device, window: window)
+    }
+
+    /// Replays a WAV file through ALSA's `file` plugin in real time (the demo's microphone):
+    /// its samples are written to `directory` as a raw file the plugin reads. After the end of
+    /// the file the plugin repeats its last buffer, so the levels hold at the last period's.
+    public convenience init(loop: EventLoop, replayingWAV wavPath: String, directory: String,
+                            window: Double = LevelMeter.defaultWindow) throws {
+        let r = try ALSAFileReplay.prepare(wavPath: wavPath, directory: directory)
+        self.init(capture: ALSACapture(loop: loop, device: r.device, request: r.request, configText: r.configText),
+                  device: wavPath, window: window)
+        replay = r
+    }
+
+    /// Any capture source (tests pass a scripted one).
+    public init(capture: AudioCapture, device: String, window: Double = LevelMeter.defaultWindow) {
+        self.capture = capture
+        self.device = device
+        self.window = window.isNaN ? LevelMeter.defaultWindow
+            : min(max(window, LevelMeter.windowRange.lowerBound), LevelMeter.windowRange.upperBound)
+        meter = LevelMeter(window: self.window, sampleRate: 48000)
+        capture.onState = { [unowned self] s in self.stateChanged(s) }
+        capture.onChunk = { [unowned self] c in self.consume(c) }
+    }
+
+    deinit {
+        capture.onState = nil
+        capture.onChunk = nil
+        replay?.remove()
+    }
+
+    public func start() { capture.start() }
+
+    public func stop() { capture.stop() }
+
+    private func stateChanged(_ s: AudioCaptureState) {
+        switch s {
+        case .capturing(let f):
+            format = f
+            meter = LevelMeter(window: window, sampleRate: f.sampleRate)
+            if f != loggedFormat {
+                Log.info("audio: \(device): \(f); \(meter.windowFrames)-frame windows (\(window) s)")
+                loggedFormat = f
+            }
+        case .disconnected, .stopped:
+            format = nil
+        }
+        let text = s.description
+        if text != stateText, case .disconnected = s { Log.warning("audio: \(text)") }
+        stateText = text
+    }
+
+    private func consume(_ chunk: AudioChunk) {
+        let readAt = Double(chunk.readAtNanos) / 1e9
+        let rate = Double(max(1, chunk.sampleRate))
+        switch chunk.samples {
+        case .s16(let s): meter.feed(s, channels: chunk.channels) { report($0, readAt, rate) }
+        case .s32(let s): meter.feed(s, channels: chunk.channels) { report($0, readAt, rate) }
+        }
+    }
+
+    @inline(__always)
+    private func report(_ l: AudioLevel, _ readAt: Double, _ rate: Double) {
+        windowsReported += 1
+        sink?(readAt - Double(l.framesAfter) / rate, l.rmsdB, l.peakdB)
+    }
+}
