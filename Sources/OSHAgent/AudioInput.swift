@@ -21,6 +21,8 @@ public final class AudioInput {
     /// The format the device granted, while capturing.
     public private(set) var format: AudioCaptureFormat?
     public private(set) var windowsReported = 0
+    /// Why the device was last lost or could not be opened.
+    public private(set) var lastError: String?
 
     private let capture: AudioCapture
     private var meter: LevelMeter
@@ -77,7 +79,10 @@ public final class AudioInput {
             format = nil
         }
         let text = s.description
-        if text != stateText, case .disconnected = s { Log.warning("audio: \(text)") }
+        if case .disconnected(let why, _) = s {
+            lastError = why
+            if text != stateText { Log.warning("audio: \(text)") }
+        }
         stateText = text
     }
 

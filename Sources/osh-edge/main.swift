@@ -25,6 +25,9 @@ commands:
   config check [FILE]  validate a configuration file (every error with file:line)
   nmea [FILE|-]        decode NMEA 0183 (a log, stdin or a serial device) into one JSON line per
                        fix and a final counts line   --baud N (for a device, default 9600)
+  levels FILE.wav|DEVICE  per window, the rmsdB/peakdB audio_level would publish (a WAV read
+                       directly, or an ALSA capture device until Ctrl-C)
+         --window S (0.1–1, default 0.1)  --json (one object per line)  --duration S (device)
   demo                 the whole agent on this machine: the built-in development node on
                        loopback, simulated sensors, a live table of what each datastream sent
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
@@ -292,6 +295,7 @@ case "nmea":
     let path = args.positional()
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
+case "levels": runLevelsCommand(args.rest)
 case "demo": demo(&args)
 case "node": node(&args)
 case "check": check(&args)

@@ -49,9 +49,10 @@ final class AudioInputTests: XCTestCase {
         XCTAssertEqual(input.format?.sampleRate, 48000)
 
         // A reopened device at 16 kHz starts a fresh 1600-frame window (the 200 pending frames are dropped).
-        cap.set(.disconnected("gone; reopening in 0.5 s"))
+        cap.set(.disconnected("gone", retryIn: 0.5))
         XCTAssertNil(input.format)
-        XCTAssertEqual(input.stateText, "gone; reopening in 0.5 s")
+        XCTAssertEqual(input.stateText, "gone; retrying in 0.5 s")
+        XCTAssertEqual(input.lastError, "gone")
         cap.set(.capturing(format(rate: 16000, period: 320)))
         cap.push([Int16](repeating: 0, count: 1600), rate: 16000, at: 9_000_000_000)
         XCTAssertEqual(got.count, 2)

@@ -133,9 +133,10 @@ final class AudioCaptureTests: XCTestCase {
         let deadline = Clock.monotonicNanoseconds() + 2_000_000_000
         while capture.openAttempts < 3, Clock.monotonicNanoseconds() < deadline { _ = try loop.runOnce(timeoutMs: 50) }
         XCTAssertGreaterThanOrEqual(capture.openAttempts, 3)
-        guard case .disconnected(let why) = capture.state else { return XCTFail("state \(capture.state)") }
-        XCTAssertTrue(why.contains("osh_no_such_pcm"), why)
-        XCTAssertTrue(why.contains("retrying in"), why)
+        guard case .disconnected(let why, let wait) = capture.state else { return XCTFail("state \(capture.state)") }
+        XCTAssertTrue(why.contains("'osh_no_such_pcm'"), why)
+        XCTAssertTrue(why.contains("arecord -L"), why) // says what to do
+        XCTAssertEqual(wait, 0.02)
         XCTAssertEqual(loop.sourceCount, 1, "only the retry timer")
         capture.stop()
         XCTAssertEqual(capture.state, .stopped)

@@ -95,3 +95,45 @@ public struct WAVHeader: Sendable, Equatable {
         try bytes.withUnsafeBytes { try parse($0) }
     }
 }
+
+extension WAVHeader {
+    /// Meters the samples of this WAV in `file` (the whole file's bytes) with `meter`, reporting
+    /// each completed window; the trailing partial window stays open in `meter` (call `flush`
+    /// for it). Samples are read little-endian through one small scratch buffer, so any
+    /// alignment and any host byte order work — the same `LevelMeter.feed` the capture uses.
+    public func meter(_ file: UnsafeRawBufferPointer, with meter: inout LevelMeter, _ onWindow: (AudioLevel) -> Void) {
+        let end = min(dataOffset + dataBytes, file.count)
+        guard dataOffset < end else { return }
+        let chunkFrames = max(1, 4096 / channels)
+        let framesTotal = (end - dataOffset) / bytesPerFrame
+        var frame = 0
+        switch format {
+        case .s16:
+            var scratch = [Int16](repeating: 0, count: chunkFrames * channels)
+            while frame < framesTotal {
+                let n = min(chunkFrames, framesTotal - frame)
+                scratch.withUnsafeMutableBufferPointer { s in
+                    let at = dataOffset + frame * bytesPerFrame
+                    for i in 0..<(n * channels) {
+                        s[i] = Int16(littleEndian: file.loadUnaligned(fromByteOffset: at + 2 * i, as: Int16.self))
+                    }
+                    meter.feed(UnsafeBufferPointer(rebasing: s[0..<(n * channels)]), channels: channels, onWindow)
+                }
+                frame += n
+            }
+        case .s32:
+            var scratch = [Int32](repeating: 0, count: chunkFrames * channels)
+            while frame < framesTotal {
+                let n = min(chunkFrames, framesTotal - frame)
+                scratch.withUnsafeMutableBufferPointer { s in
+                    let at = dataOffset + frame * bytesPerFrame
+                    for i in 0..<(n * channels) {
+                        s[i] = Int32(littleEndian: file.loadUnaligned(fromByteOffset: at + 4 * i, as: Int32.self))
+                    }
+                    meter.feed(UnsafeBufferPointer(rebasing: s[0..<(n * channels)]), channels: channels, onWindow)
+                }
+                frame += n
+            }
+        }
+    }
+}

@@ -121,7 +121,7 @@ public final class ALSACapture: AudioCapture {
             closeDevice()
             failures += 1
             let wait = backoff.delay(afterFailures: failures)
-            setState(.disconnected("\(error); retrying in \(wait) s"))
+            setState(.disconnected("\(error)", retryIn: wait))
             try? retry.arm(after: wait)
         }
     }
@@ -303,7 +303,7 @@ public final class ALSACapture: AudioCapture {
         guard running else { return }
         failures += 1
         let wait = backoff.delay(afterFailures: failures)
-        setState(.disconnected("\(why); reopening in \(wait) s"))
+        setState(.disconnected(why, retryIn: wait))
         try? retry.arm(after: wait)
     }
 

@@ -51,14 +51,14 @@ public struct AudioChunk {
 public enum AudioCaptureState: Sendable, Equatable, CustomStringConvertible {
     case stopped
     case capturing(AudioCaptureFormat)
-    /// Not capturing, and why; it is retried with backoff.
-    case disconnected(String)
+    /// Not capturing, why, and when the next attempt is (seconds from then).
+    case disconnected(String, retryIn: Double)
 
     public var description: String {
         switch self {
         case .stopped: return "stopped"
         case .capturing(let f): return "capturing \(f)"
-        case .disconnected(let why): return why
+        case .disconnected(let why, let wait): return "\(why); retrying in \(wait) s"
         }
     }
 }
