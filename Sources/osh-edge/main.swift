@@ -20,6 +20,9 @@ commands:
          --valid-from ISO-TIME  --pretty
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
+  bench audio          CPU per second of 48 kHz audio metered: the meter alone, and ALSA capture
+                       (file plugin) + meter   --seconds N  --path meter|alsa  --format S16_LE|S32_LE
+                       --channels N
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
@@ -136,7 +139,8 @@ func schema(_ a: inout Arguments) {
 func bench(_ a: inout Arguments) {
     let which = a.positional()
     if which == "publish" { return benchPublish(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode or publish") }
+    if which == "audio" { return benchAudio(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish or audio") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
