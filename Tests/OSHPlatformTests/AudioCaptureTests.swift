@@ -122,6 +122,33 @@ final class AudioCaptureTests: XCTestCase {
         }
     }
 
+    /// A consumer that stops (or restarts) the capture from inside the chunk callback, while it
+    /// is still reading the samples: the buffer must outlive the callback.
+    func testStopAndRestartFromInsideTheCallback() throws {
+        let replay = try ALSAFileReplay.prepare(wavPath: Self.audioFixtures.appendingPathComponent("sine_1k_-6dBFS.wav").path,
+                                                directory: dir)
+        let loop = try EventLoop()
+        let capture = ALSACapture(loop: loop, device: replay.device, request: replay.request, configText: replay.configText)
+        capture.pacing = 0.0005
+        var chunks = 0
+        var peaks: [Int16] = []
+        capture.onChunk = { chunk in
+            chunks += 1
+            guard case .s16(let s) = chunk.samples else { return XCTFail("S16 expected") }
+            capture.stop()
+            if chunks == 1 { capture.start() } // reopen while the first buffer is still being read
+            peaks.append(s.max() ?? 0)         // still readable after stop()
+        }
+        capture.start()
+        let deadline = Clock.monotonicNanoseconds() + 2_000_000_000
+        while chunks < 2, Clock.monotonicNanoseconds() < deadline { _ = try loop.runOnce(timeoutMs: 50) }
+        XCTAssertEqual(chunks, 2)
+        XCTAssertEqual(peaks, [16423, 16423])
+        XCTAssertEqual(capture.state, .stopped)
+        XCTAssertEqual(capture.reopenCount, 1)
+        XCTAssertEqual(loop.sourceCount, 0)
+    }
+
     func testMissingDeviceIsRetriedWithBackoff() throws {
         let loop = try EventLoop()
         // An empty private configuration: no PCM of that name exists.

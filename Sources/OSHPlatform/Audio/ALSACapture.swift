@@ -71,6 +71,9 @@ public final class ALSACapture: AudioCapture {
     private var registrations: [EventLoop.Registration] = []
     private var pacingTimer: EventLoop.Timer?
     private var buffer: UnsafeMutableRawPointer?
+    /// True while `onChunk` runs: a close then must not free the buffer the callback is reading.
+    private var delivering = false
+    private var retiredBuffer: UnsafeMutableRawPointer?
     private var running = false
     private var everOpened = false
     private var failures = 0
@@ -292,7 +295,8 @@ public final class ALSACapture: AudioCapture {
         pollFDs?.deallocate()
         pollFDs = nil
         pollCount = 0
-        buffer?.deallocate()
+        // Only the buffer of the read being delivered can be in use; one opened since is not.
+        if delivering && retiredBuffer == nil { retiredBuffer = buffer } else { buffer?.deallocate() }
         buffer = nil
         format = nil
     }
@@ -347,8 +351,14 @@ public final class ALSACapture: AudioCapture {
             case .s16: samples = .s16(UnsafeBufferPointer(start: buf.assumingMemoryBound(to: Int16.self), count: frames * f.channels))
             case .s32: samples = .s32(UnsafeBufferPointer(start: buf.assumingMemoryBound(to: Int32.self), count: frames * f.channels))
             }
+            delivering = true
             onChunk?(AudioChunk(samples: samples, channels: f.channels, frames: frames, sampleRate: f.sampleRate,
                                 readAtNanos: Clock.monotonicNanoseconds()))
+            delivering = false
+            if let r = retiredBuffer {
+                r.deallocate()
+                retiredBuffer = nil
+            }
             // The callback may have stopped or replaced the device.
             guard generation == gen else { return }
         }
