@@ -28,6 +28,9 @@ public final class AudioInput {
     private var meter: LevelMeter
     private var loggedFormat: AudioCaptureFormat?
     private var replay: ALSAFileReplay?
+    /// Frames of the replayed file not yet delivered in this pass.
+    private var replayFramesLeft = 0
+    private var restartingReplay = false
 
     /// Captures from an ALSA device (`default`, `hw:1,0`, `plughw:CARD=Device`, `dsnoop:…`).
     public convenience init(loop: EventLoop, device: String, window: Double = LevelMeter.defaultWindow) {
@@ -35,8 +38,9 @@ public final class AudioInput {
     }
 
     /// Replays a WAV file through ALSA's `file` plugin in real time (the demo's microphone):
-    /// its samples are written to `directory` as a raw file the plugin reads. After the end of
-    /// the file the plugin repeats its last buffer, so the levels hold at the last period's.
+    /// its samples are written to `directory` as a raw file the plugin reads. At the end of the
+    /// file the PCM is closed and reopened, so the replay loops (one reopen per pass; the
+    /// plugin itself would repeat its last buffer). The window runs on across the seam.
     public convenience init(loop: EventLoop, replayingWAV wavPath: String, directory: String,
                             window: Double = LevelMeter.defaultWindow) throws {
         let r = try ALSAFileReplay.prepare(wavPath: wavPath, directory: directory)
@@ -67,6 +71,12 @@ public final class AudioInput {
     public func stop() { capture.stop() }
 
     private func stateChanged(_ s: AudioCaptureState) {
+        if let r = replay, case .capturing = s { replayFramesLeft = r.header.frames }
+        if restartingReplay {
+            // The replay's own close and reopen: same format, same window; anything else is news.
+            if case .stopped = s { return }
+            if case .capturing(let f) = s, f == format { return }
+        }
         switch s {
         case .capturing(let f):
             format = f
@@ -89,9 +99,21 @@ public final class AudioInput {
     private func consume(_ chunk: AudioChunk) {
         let readAt = Double(chunk.readAtNanos) / 1e9
         let rate = Double(max(1, chunk.sampleRate))
+        // A replay delivers exactly the file's frames per pass (past the end the plugin repeats itself).
+        let frames = replay == nil ? chunk.frames : min(chunk.frames, replayFramesLeft)
+        let n = frames * chunk.channels
         switch chunk.samples {
-        case .s16(let s): meter.feed(s, channels: chunk.channels) { report($0, readAt, rate) }
-        case .s32(let s): meter.feed(s, channels: chunk.channels) { report($0, readAt, rate) }
+        case .s16(let s): meter.feed(UnsafeBufferPointer(rebasing: s[0..<n]), channels: chunk.channels) { report($0, readAt, rate) }
+        case .s32(let s): meter.feed(UnsafeBufferPointer(rebasing: s[0..<n]), channels: chunk.channels) { report($0, readAt, rate) }
+        }
+        if replay != nil {
+            replayFramesLeft -= frames
+            if replayFramesLeft <= 0 {
+                restartingReplay = true
+                capture.stop()
+                capture.start()
+                restartingReplay = false
+            }
         }
     }
 

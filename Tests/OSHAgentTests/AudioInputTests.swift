@@ -98,4 +98,39 @@ final class AudioInputTests: XCTestCase {
         XCTAssertEqual(input.format?.sampleRate, nil) // stopped
         XCTAssertEqual(loop.sourceCount, 0)
     }
+
+    /// A replay loops from the start: a 0.3 s WAV (0.1 s silence, 0.2 s sine) gives the same
+    /// three windows again past its end.
+    func testReplayLoops() throws {
+        var template = Array("/tmp/osh-audioin-XXXXXX".utf8CString)
+        guard let p = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
+        let dir = String(cString: p)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let src = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("OSHCoreTests/Fixtures/audio/sine_1k_-6dBFS.wav"))
+        // The 44-byte header with the data size patched to 0.3 s; 0.1 s of silence, then 0.2 s of sine.
+        var wav = [UInt8](src.prefix(44)) + [UInt8](repeating: 0, count: 9600) + [UInt8](src[44..<(44 + 19200)])
+        wav[40] = UInt8(28800 & 0xFF)
+        wav[41] = UInt8(28800 >> 8)
+        wav[42] = 0
+        wav[43] = 0
+        let path = dir + "/short.wav"
+        try Data(wav).write(to: URL(fileURLWithPath: path))
+        let loop = try EventLoop()
+        let input = try AudioInput(loop: loop, replayingWAV: path, directory: dir, window: 0.1)
+        var got: [(Double, Double, Double)] = []
+        input.sink = { got.append(($0, $1, $2)) }
+        input.start()
+        let deadline = Clock.monotonicNanoseconds() + 3_000_000_000
+        while got.count < 7, Clock.monotonicNanoseconds() < deadline { _ = try loop.runOnce(timeoutMs: 50) }
+        input.stop()
+        XCTAssertEqual(got.count, 7)
+        for (i, (_, rms, peak)) in got.enumerated() {
+            XCTAssertEqual(rms, i % 3 == 0 ? -160 : -9.01, accuracy: 0.05, "window \(i)")
+            XCTAssertEqual(peak, i % 3 == 0 ? -160 : -6.00, accuracy: 0.05, "window \(i)")
+        }
+        for i in 1..<got.count { XCTAssertGreaterThan(got[i].0, got[i - 1].0) }
+        XCTAssertNil(input.lastError)
+        XCTAssertEqual(loop.sourceCount, 0)
+    }
 }

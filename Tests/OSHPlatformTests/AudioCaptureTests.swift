@@ -1,6 +1,6 @@
 import Foundation
 import OSHCore
-@testable import OSHPlatform
+import OSHPlatform
 import XCTest
 
 /// ALSACapture through the real libasound: each reference WAV replayed by ALSA's `file` plugin
