@@ -327,7 +327,14 @@ public final class ALSACapture: AudioCapture {
             case SND_PCM_STATE_DISCONNECTED: return lose("ALSA device '\(device)' was disconnected")
             case SND_PCM_STATE_XRUN: return recover(p, -EPIPE)
             case SND_PCM_STATE_SUSPENDED: return recover(p, -ESTRPIPE)
-            default: break
+            case SND_PCM_STATE_RUNNING: break
+            case SND_PCM_STATE_PREPARED:
+                let rc = snd_pcm_start(p)
+                if rc < 0 { return lose(failure("restarting", rc).description) }
+                return
+            default:
+                // An error the state does not explain would keep the descriptor ready forever: start over.
+                return lose("ALSA device '\(device)' reported an error in state \(snd_pcm_state(p).rawValue)")
             }
         }
         guard revents & UInt16(POLLIN) != 0 else { return }
