@@ -21,11 +21,17 @@ commands:
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
   bench baro           barometer compensation and driver read, ns/sample  --count N (default 1000000)
+  bench audio          CPU per second of 48 kHz audio metered: the meter alone, and ALSA capture
+                       (file plugin) + meter   --seconds N  --path meter|alsa  --format S16_LE|S32_LE
+                       --channels N
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
   nmea [FILE|-]        decode NMEA 0183 (a log, stdin or a serial device) into one JSON line per
                        fix and a final counts line   --baud N (for a device, default 9600)
+  levels FILE.wav|DEVICE  per window, the rmsdB/peakdB audio_level would publish (a WAV read
+                       directly, or an ALSA capture device until Ctrl-C)
+         --window S (0.1–1, default 0.1)  --json (one object per line)  --duration S (device)
   demo                 the whole agent on this machine: the built-in development node on
                        loopback, simulated sensors, a live table of what each datastream sent
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
@@ -148,7 +154,8 @@ func bench(_ a: inout Arguments) {
     let which = a.positional()
     if which == "publish" { return benchPublish(&a) }
     if which == "baro" { return runBaroBench(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish or baro") }
+    if which == "audio" { return benchAudio(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro or audio") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -307,6 +314,7 @@ case "nmea":
     let path = args.positional()
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
+case "levels": runLevelsCommand(args.rest)
 case "demo": demo(&args)
 case "decode": runDecodeCommand(args.rest)
 case "node": node(&args)
