@@ -16,6 +16,7 @@ import Glibc
 public struct X264Error: Error, CustomStringConvertible, Equatable {
     public let message: String
     public var description: String { message }
+    public init(message: String) { self.message = message }
 }
 
 /// One encoded access unit, valid only inside the callback that receives it.
@@ -23,6 +24,12 @@ public struct EncodedFrame {
     public var monotonicTime: Double
     public var bytes: UnsafeRawBufferPointer
     public var isKeyFrame: Bool
+
+    public init(monotonicTime: Double, bytes: UnsafeRawBufferPointer, isKeyFrame: Bool) {
+        self.monotonicTime = monotonicTime
+        self.bytes = bytes
+        self.isKeyFrame = isKeyFrame
+    }
 }
 
 /// A raw or encoded picture handed from a source to an encoder; its bytes are valid only
