@@ -157,6 +157,10 @@ extension v4l2_capability {
 public struct V4L2FrameSize: Equatable, Sendable, CustomStringConvertible {
     public var width: Int
     public var height: Int
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
     public var description: String { "\(width)x\(height)" }
 }
 
