@@ -140,22 +140,22 @@ final class VideoEncoderTests: XCTestCase {
         ["/usr/bin/", "/usr/local/bin/"].map { $0 + name }.first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
+    /// Runs a tool; stderr goes to a file so a chatty ffmpeg can never fill a pipe and stall.
     static func run(_ exe: String, _ args: [String]) throws -> (status: Int32, out: String, err: String) {
+        let errFile = FileManager.default.temporaryDirectory.appendingPathComponent("osh-video-stderr-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        FileManager.default.createFile(atPath: errFile.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errFile) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: exe)
         p.arguments = args
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
         p.standardOutput = out
-        p.standardError = err
+        p.standardError = try FileHandle(forWritingTo: errFile)
         p.standardInput = FileHandle.nullDevice
         try p.run()
-        // Read stderr on another thread so a full pipe never blocks ffmpeg.
-        nonisolated(unsafe) var e = Data()
-        let t = Thread { e = err.fileHandleForReading.readDataToEndOfFile() }
-        t.start()
         let o = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
-        while t.isExecuting || !t.isFinished { usleep(1000) }
+        let e = (try? Data(contentsOf: errFile)) ?? Data()
         return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
     }
 }

@@ -250,6 +250,9 @@ public final class V4L2M2MEncoder {
         return total
     }
 
+    /// Watched for readable only (an access unit is ready). Finished input buffers (which the
+    /// kernel signals as writable) are collected on the same wake-up: the encoder has always
+    /// consumed a picture by the time its access unit is ready.
     private func readable(_ events: EventLoop.Events) {
         // Input buffers the encoder has finished with.
         while fd >= 0 {
