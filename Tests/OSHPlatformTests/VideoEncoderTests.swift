@@ -15,7 +15,7 @@ final class VideoEncoderTests: XCTestCase {
         let frameBytes = PixelFormat.i420.frameBytes(width: Self.width, height: Self.height)
         XCTAssertEqual(clip.count, frameBytes * Self.frames)
         let enc = try X264Encoder(X264Settings(width: Self.width, height: Self.height, fps: 10, keyFrameInterval: keyint,
-                                               bitrateKbps: 4000, threads: threads))
+                                               bitrateKbps: 1500, threads: threads))
         var aus: [[UInt8]] = []
         try clip.withUnsafeBytes { all in
             for i in 0..<Self.frames {
@@ -79,6 +79,7 @@ final class VideoEncoderTests: XCTestCase {
               let minimum = Double(minPart.dropFirst("min:".count)) else {
             return XCTFail("no PSNR line in ffmpeg's output:\n\(psnr.err)")
         }
+        print("x264 ultrafast, IDR every frame, 1500 kbit/s at 10 fps, decoded by ffmpeg vs source: \(line)")
         XCTAssertGreaterThanOrEqual(avg, 35, String(line))
         XCTAssertGreaterThanOrEqual(minimum, 35, String(line))
         XCTAssertTrue(psnr.err.contains("frame=   10") || psnr.err.contains("frame=10"), psnr.err)

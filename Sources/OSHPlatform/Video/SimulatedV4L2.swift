@@ -525,7 +525,8 @@ public final class SimulatedV4L2: V4L2Device {
         if q.type == V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue {
             var ts = timespec()
             clock_gettime(CLOCK_MONOTONIC, &ts)
-            b.timestamp = timeval(tv_sec: ts.tv_sec, tv_usec: ts.tv_nsec / 1000)
+            b.timestamp.tv_sec = .init(ts.tv_sec)
+            b.timestamp.tv_usec = .init(ts.tv_nsec / 1000)
         }
         for (fd, h) in handles where h === n { _ = osh_eventfd_write(fd, 1) }
     }

@@ -213,7 +213,9 @@ public final class V4L2M2MEncoder {
         plane.pointee.length = UInt32(inputs[i].length)
         // The driver copies this onto the access unit, which is how the frame keeps its time.
         let us = Int((frame.monotonicTime * 1e6).rounded())
-        b.timestamp = timeval(tv_sec: us / 1_000_000, tv_usec: us % 1_000_000)
+        // (Field types differ between 64-bit and 32-bit time_t ABIs, hence the conversions.)
+        b.timestamp.tv_sec = .init(us / 1_000_000)
+        b.timestamp.tv_usec = .init(us % 1_000_000)
         let e = device.call(fd, .qbuf, &b)
         guard e == 0 else { fail(V4L2Error.call(.qbuf, path, e)); return false }
         inputs[i].free = false
