@@ -16,6 +16,7 @@ static const unsigned long OSH_VIDIOC_STREAMON = VIDIOC_STREAMON;
 static const unsigned long OSH_VIDIOC_STREAMOFF = VIDIOC_STREAMOFF;
 static const unsigned long OSH_VIDIOC_S_PARM = VIDIOC_S_PARM;
 static const unsigned long OSH_VIDIOC_S_CTRL = VIDIOC_S_CTRL;
+static const unsigned long OSH_VIDIOC_EXPBUF = VIDIOC_EXPBUF;
 
 static const unsigned int OSH_V4L2_CID_MPEG_VIDEO_BITRATE = V4L2_CID_MPEG_VIDEO_BITRATE;
 static const unsigned int OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD = V4L2_CID_MPEG_VIDEO_H264_I_PERIOD;

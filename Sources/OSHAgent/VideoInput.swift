@@ -6,7 +6,8 @@
 // Copies of a frame on our side, by construction:
 //   test pattern → libx264: 0 (x264 reads our planes) + 1 in VideoPublisher (into the POST body)
 //   camera I420 → libx264: 0 + 1;  camera YUYV/NV12 → libx264: 1 conversion + 1
-//   camera raw → M2M: 1 (into the encoder's input buffer) + 1;  camera H.264: 0 + 1
+//   camera raw → M2M: 0 when the camera exports DMABUFs laid out as the encoder reads them,
+//   else 1 (into the encoder's input buffer); + 1;  camera H.264: 0 + 1
 
 import OSHCore
 import OSHPlatform
@@ -52,6 +53,8 @@ public final class VideoInput {
     /// The layout the current encoder was opened for.
     private var encoderInput: (PixelFormat, Int, Int, Int)?
     private var m2mFailed = false
+    /// Camera buffers lent to the hardware encoder (DMABUF), with the camera stream they belong to.
+    private var lent: [Int: Int] = [:]
 
     /// Validates the settings (all problems in one message). `device` is the V4L2 seam
     /// (`SystemV4L2()` in the agent, `SimulatedV4L2` in tests).
@@ -92,6 +95,7 @@ public final class VideoInput {
         timer = nil
         camera?.stop()
         camera = nil
+        lent.removeAll()
         m2m?.shutdown()
         m2m = nil
         x264 = nil
@@ -140,7 +144,7 @@ public final class VideoInput {
     // MARK: Encoding
 
     /// Chooses and opens the encoder for this picture layout; logs the choice once per change.
-    private func openEncoder(format: PixelFormat, width: Int, height: Int, bytesPerLine: Int) throws {
+    private func openEncoder(format: PixelFormat, width: Int, height: Int, bytesPerLine: Int, dmabuf: Bool = false) throws {
         m2m?.shutdown()
         m2m = nil
         x264 = nil
@@ -150,20 +154,25 @@ public final class VideoInput {
         guard let chosen = kind else { throw V4L2Error("camera0_H264: \(reason)", errno: ENODEV) }
         if case .m2m(let path) = chosen {
             do {
+                // DMABUF: up to two camera buffers inside the encoder, the others keep capturing.
                 let enc = try V4L2M2MEncoder(loop: loop, device: device, path: path, input: format, width: width, height: height,
-                                             bytesPerLine: bytesPerLine, settings: settings)
+                                             bytesPerLine: bytesPerLine, settings: settings, dmabufSlots: dmabuf ? 2 : 0)
                 enc.onAccessUnit = { [weak self] au in self?.deliver(au) }
+                enc.onInputReleased = { [weak self] i in self?.giveBack(i) }
                 enc.onFailure = { [weak self] e in self?.hardwareEncoderFailed(e) }
                 m2m = enc
             } catch {
                 guard settings.encoder != .hardware else { throw error }
                 m2mFailed = true
                 Log.warning("video: hardware encoder \(path) could not be set up (\(error)); falling back to libx264")
-                return try openEncoder(format: format, width: width, height: height, bytesPerLine: bytesPerLine)
+                return try openEncoder(format: format, width: width, height: height, bytesPerLine: bytesPerLine, dmabuf: dmabuf)
             }
         } else if chosen == .x264 {
             x264 = try X264Encoder(X264Settings(width: width, height: height, fps: settings.fps, keyFrameInterval: settings.keyFrameInterval,
                                                 bitrateKbps: settings.bitrateKbps, threads: settings.threads))
+        }
+        if let m = m2m {
+            reason += m.importsDMABUF ? " (camera buffers imported as DMABUF, no copy)" : " (one copy into the encoder's buffer)"
         }
         if encoderKind != chosen || encoderReason != reason {
             Log.notice("video: encoder \(chosen.name) — \(reason)")
@@ -172,6 +181,14 @@ public final class VideoInput {
         encoderReason = reason
         encoderInput = (format, width, height, bytesPerLine)
     }
+
+    private func giveBack(_ bufferIndex: Int) {
+        guard let g = lent.removeValue(forKey: bufferIndex) else { return }
+        camera?.release(bufferIndex: bufferIndex, generation: g)
+    }
+
+    /// Camera buffers currently inside the hardware encoder.
+    public var buffersLentToEncoder: Int { lent.count }
 
     private func hardwareEncoderFailed(_ e: V4L2Error) {
         counters.lastError = e.message
@@ -185,7 +202,7 @@ public final class VideoInput {
         counters.framesIn += 1
         if let e = encoderInput, e == (f.format, f.width, f.height, f.bytesPerLine) {} else {
             do {
-                try openEncoder(format: f.format, width: f.width, height: f.height, bytesPerLine: f.bytesPerLine)
+                try openEncoder(format: f.format, width: f.width, height: f.height, bytesPerLine: f.bytesPerLine, dmabuf: f.dmabufFD >= 0)
             } catch {
                 counters.encodeErrors += 1
                 counters.lastError = "\(error)"
@@ -197,7 +214,16 @@ public final class VideoInput {
         case .cameraH264?:
             deliver(EncodedFrame(monotonicTime: f.monotonicTime, bytes: f.bytes, isKeyFrame: AnnexB.summarize(f.bytes).hasIDR))
         case .m2m?:
-            if m2m?.submit(f) != true { counters.droppedEncoderBusy += 1 }
+            guard let m = m2m else { return }
+            if m.submit(f) {
+                // The encoder reads the camera's buffer itself: the camera must not refill it yet.
+                if m.importsDMABUF, let cam = camera {
+                    cam.holdCurrentBuffer()
+                    lent[f.bufferIndex] = cam.generation
+                }
+            } else {
+                counters.droppedEncoderBusy += 1
+            }
         case .x264?:
             do {
                 try x264?.encode(f) { [unowned self] au in self.deliver(au) }

@@ -89,10 +89,26 @@ final class VideoInputTests: XCTestCase {
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
         XCTAssertEqual(input.encoderKind, .m2m("/dev/video11"))
         XCTAssertTrue(input.encoderReason.contains("bcm2835-codec-encode"), input.encoderReason)
+        XCTAssertTrue(input.encoderReason.contains("DMABUF, no copy"), input.encoderReason)
         XCTAssertEqual(AnnexB.units(in: aus[0]).map(\.type), [7, 8, 5])
         XCTAssertEqual(aus[0][aus[0].count - 2], 0x33, "the camera's picture reached the encoder")
+        XCTAssertEqual(input.buffersLentToEncoder, 0, "the camera buffer came back after encoding")
         input.stop()
         XCTAssertEqual(s.openHandles, 0)
+        XCTAssertEqual(s.openDMABUFs, 0)
+
+        // A camera that cannot export: one copy into the encoder's buffer.
+        let c = simulated(cameraFormats: [.yuyv], encoder: true)
+        c.exportDisabled = ["/dev/video0"]
+        aus.removeAll()
+        let copying = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+                                     device: c) { _, au in aus.append(Array(au)) }
+        try copying.start()
+        c.deliverFrame("/dev/video0", fill: 0x44)
+        XCTAssertTrue(try spin(loop) { aus.count == 1 })
+        XCTAssertTrue(copying.encoderReason.contains("one copy"), copying.encoderReason)
+        XCTAssertEqual(aus[0][aus[0].count - 2], 0x44)
+        copying.stop()
     }
 
     func testCameraWithoutHardwareEncoderUsesX264AndH264CameraNeedsNone() throws {

@@ -73,6 +73,7 @@ final class VideoV4L2Tests: XCTestCase {
             "QUERYBUF CAPTURE #1", "MMAP CAPTURE #1", "QBUF CAPTURE #1",
             "QUERYBUF CAPTURE #2", "MMAP CAPTURE #2", "QBUF CAPTURE #2",
             "QUERYBUF CAPTURE #3", "MMAP CAPTURE #3", "QBUF CAPTURE #3",
+            "EXPBUF CAPTURE #0", "EXPBUF CAPTURE #1", "EXPBUF CAPTURE #2", "EXPBUF CAPTURE #3",
             "STREAMON CAPTURE",
         ])
         s.clearTrace()
@@ -86,7 +87,47 @@ final class VideoV4L2Tests: XCTestCase {
         cam.stop()
         XCTAssertEqual(s.openHandles, 0)
         XCTAssertEqual(s.liveMappings, 0)
+        XCTAssertEqual(s.openDMABUFs, 0, "exported DMABUF fds closed")
         XCTAssertEqual(Array(s.trace(of: Self.cam).suffix(3)), ["STREAMOFF CAPTURE", "REQBUFS CAPTURE 0", "CLOSE"])
+    }
+
+    func testHeldBuffersStayOutOfTheQueueUntilReleased() throws {
+        let loop = try EventLoop()
+        let s = sim()
+        let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 320, height: 240, fps: 25, bufferCount: 2, now: { 0 })
+        var frames: [(Int32, Int)] = []
+        cam.onFrame = { f in
+            frames.append((f.dmabufFD, f.bufferIndex))
+            cam.holdCurrentBuffer()
+        }
+        try cam.start()
+        XCTAssertTrue(cam.exportsDMABUF)
+        s.clearTrace()
+        s.deliverFrame(Self.cam)
+        XCTAssertTrue(try spin(loop) { frames.count == 1 })
+        XCTAssertGreaterThanOrEqual(frames[0].0, 0, "the frame names its DMABUF")
+        XCTAssertEqual(cam.heldCount, 1)
+        XCTAssertEqual(s.trace(of: Self.cam), ["DQBUF CAPTURE #0", "DQBUF CAPTURE → EAGAIN"], "held: not queued again")
+        XCTAssertTrue(s.deliverFrame(Self.cam))
+        XCTAssertFalse(s.deliverFrame(Self.cam), "one buffer left in the driver, now filled")
+        cam.release(bufferIndex: 0, generation: cam.generation - 1)
+        XCTAssertEqual(cam.heldCount, 1, "a release from an earlier stream is ignored")
+        cam.release(bufferIndex: 0, generation: cam.generation)
+        XCTAssertEqual(cam.heldCount, 0)
+        XCTAssertEqual(s.trace(of: Self.cam).last, "QBUF CAPTURE #0")
+        cam.stop()
+
+        let noExport = sim()
+        noExport.exportDisabled = [Self.cam]
+        let plain = V4L2Camera(loop: loop, device: noExport, path: Self.cam, width: 320, height: 240, fps: 25)
+        var fds: [Int32] = []
+        plain.onFrame = { fds.append($0.dmabufFD) }
+        try plain.start()
+        XCTAssertFalse(plain.exportsDMABUF)
+        noExport.deliverFrame(Self.cam)
+        XCTAssertTrue(try spin(loop) { fds.count == 1 })
+        XCTAssertEqual(fds, [-1], "no export: frames are copied into the encoder instead")
+        plain.stop()
     }
 
     func testPrefersH264FromTheCameraThenYUYVThenNV12() throws {
@@ -277,6 +318,38 @@ final class VideoV4L2Tests: XCTestCase {
         XCTAssertEqual(firstBytes, [0, 1, 2, 3, 4, 5])
         XCTAssertEqual(s.controls(Self.enc)[OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD], 3)
         e.shutdown()
+    }
+
+    func testM2MImportsCameraDMABUFWithoutCopyWhenLayoutsMatch() throws {
+        let loop = try EventLoop()
+        let s = sim()
+        let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 320, height: 240, fps: 25, bufferCount: 4, now: { 0 })
+        let e = try V4L2M2MEncoder(loop: loop, device: s, path: Self.enc, input: .yuyv, width: 320, height: 240, bytesPerLine: 640,
+                                   settings: VideoSettings(width: 320, height: 240), dmabufSlots: 2)
+        XCTAssertTrue(e.importsDMABUF)
+        let t = s.trace(of: Self.enc)
+        XCTAssertTrue(t.contains("REQBUFS OUTPUT_MPLANE 2 DMABUF"), "\(t)")
+        XCTAssertFalse(t.contains { $0.hasPrefix("MMAP OUTPUT_MPLANE") }, "no input buffers of its own")
+        var released: [Int] = []
+        var aus: [UInt8] = []
+        e.onInputReleased = { i in released.append(i); cam.release(bufferIndex: i, generation: cam.generation) }
+        e.onAccessUnit = { aus.append($0.bytes[$0.bytes.count - 2]) }
+        cam.onFrame = { f in if e.submit(f) { cam.holdCurrentBuffer() } }
+        try cam.start()
+        s.deliverFrame(Self.cam, fill: 0x5a)
+        XCTAssertTrue(try spin(loop) { aus.count == 1 })
+        XCTAssertEqual(aus, [0x5a], "the encoder read the camera's own buffer")
+        XCTAssertEqual(released, [0])
+        XCTAssertEqual(cam.heldCount, 0, "given back to the camera")
+        XCTAssertTrue(s.trace(of: Self.enc).contains("QBUF OUTPUT_MPLANE #0"))
+        e.shutdown()
+        cam.stop()
+
+        // Padded lines (100 px → 128-byte lines): the camera's layout is not the encoder's, so copy.
+        let padded = try V4L2M2MEncoder(loop: loop, device: sim(), path: Self.enc, input: .nv12, width: 100, height: 50, bytesPerLine: 100,
+                                        settings: VideoSettings(width: 100, height: 50), dmabufSlots: 2)
+        XCTAssertFalse(padded.importsDMABUF)
+        padded.shutdown()
     }
 
     func testM2MRefusalsAndLoss() throws {

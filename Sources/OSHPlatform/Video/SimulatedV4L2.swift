@@ -33,6 +33,8 @@ public final class SimulatedV4L2: V4L2Device {
         var sequence: UInt32 = 0
         var doneOrder = 0
         var queuedOrder = 0
+        /// DMABUF queues: the exported buffer this one currently points at.
+        var imported: Buffer?
         init(length: Int) {
             self.length = length
             memory = UnsafeMutableRawPointer.allocate(byteCount: length, alignment: 64)
@@ -48,6 +50,7 @@ public final class SimulatedV4L2: V4L2Device {
         var buffers: [Buffer] = []
         var streaming = false
         var sequence: UInt32 = 0
+        var memory = V4L2_MEMORY_MMAP.rawValue
         init(type: UInt32) { self.type = type }
     }
 
@@ -92,6 +95,13 @@ public final class SimulatedV4L2: V4L2Device {
     private var injections: [Injection] = []
     private var order = 0
     private var mappings = 0
+    /// Exported DMABUF fds (fake numbers, never real descriptors) → the buffer they share.
+    private var exported: [Int32: Buffer] = [:]
+    private var nextDMABUF: Int32 = 1_000_000
+    /// Cameras that cannot export DMABUFs (EXPBUF → ENOTTY), as some drivers.
+    public var exportDisabled: Set<String> = []
+
+    public var openDMABUFs: Int { exported.count }
 
     /// Every ioctl, open, close and mmap, e.g. "video0 S_FMT CAPTURE YUYV 640x480".
     public private(set) var trace: [String] = []
@@ -184,6 +194,7 @@ public final class SimulatedV4L2: V4L2Device {
     }
 
     public func close(_ fd: Int32) {
+        if exported.removeValue(forKey: fd) != nil { return }
         guard let n = handles.removeValue(forKey: fd) else { return }
         // The last close frees the queues, as the kernel does.
         if !handles.values.contains(where: { $0 === n }) {
@@ -261,6 +272,7 @@ public final class SimulatedV4L2: V4L2Device {
         case ENOTTY: return "ENOTTY"
         case ENOMEM: return "ENOMEM"
         case EIO: return "EIO"
+        case EBADF: return "EBADF"
         case ENOENT: return "ENOENT"
         default: return "errno \(e)"
         }
@@ -371,16 +383,29 @@ public final class SimulatedV4L2: V4L2Device {
 
         case .reqbufs:
             let r = arg.assumingMemoryBound(to: v4l2_requestbuffers.self)
-            guard let q = queue(n, type: r.pointee.type), r.pointee.memory == V4L2_MEMORY_MMAP.rawValue else { return (EINVAL, "") }
+            guard let q = queue(n, type: r.pointee.type) else { return (EINVAL, "") }
+            let dmabuf = r.pointee.memory == V4L2_MEMORY_DMABUF.rawValue
+            // Only the encoder's raw input imports DMABUFs (as bcm2835-codec does).
+            guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue || (dmabuf && q === n.output) else { return (EINVAL, "\(queueName(q)) memory \(r.pointee.memory)") }
             if q.streaming { return (EBUSY, queueName(q)) }
             let count = r.pointee.count == 0 ? 0 : min(8, max(2, Int(r.pointee.count)))
-            q.buffers = (0..<count).map { _ in Buffer(length: max(Self.page, q.sizeImage)) }
+            q.memory = r.pointee.memory
+            q.buffers = (0..<count).map { _ in Buffer(length: dmabuf ? 1 : max(Self.page, q.sizeImage)) }
             r.pointee.count = UInt32(count)
-            return (0, "\(queueName(q)) \(count)")
+            return (0, "\(queueName(q)) \(count)\(dmabuf ? " DMABUF" : "")")
+
+        case .expbuf:
+            let x = arg.assumingMemoryBound(to: v4l2_exportbuffer.self)
+            guard !n.isEncoder, !exportDisabled.contains(n.path) else { return (ENOTTY, "") }
+            guard let q = queue(n, type: x.pointee.type), Int(x.pointee.index) < q.buffers.count else { return (EINVAL, "") }
+            nextDMABUF += 1
+            exported[nextDMABUF] = q.buffers[Int(x.pointee.index)]
+            x.pointee.fd = nextDMABUF
+            return (0, "\(queueName(q)) #\(x.pointee.index)")
 
         case .querybuf, .qbuf, .dqbuf:
             let b = arg.assumingMemoryBound(to: v4l2_buffer.self)
-            guard let q = queue(n, type: b.pointee.type), b.pointee.memory == V4L2_MEMORY_MMAP.rawValue else { return (EINVAL, "") }
+            guard let q = queue(n, type: b.pointee.type), b.pointee.memory == q.memory else { return (EINVAL, "memory \(b.pointee.memory)") }
             let mplane = n.isEncoder
             if mplane && (b.pointee.length < 1 || b.pointee.m.planes == nil) { return (EINVAL, "\(queueName(q)) no planes") }
             switch request {
@@ -404,6 +429,10 @@ public final class SimulatedV4L2: V4L2Device {
                 if q === n.output, let p = b.pointee.m.planes {
                     buf.bytesused = Int(p.pointee.bytesused)
                     buf.timestamp = b.pointee.timestamp
+                    if q.memory == V4L2_MEMORY_DMABUF.rawValue {
+                        guard let src = exported[p.pointee.m.fd] else { return (EBADF, "\(queueName(q)) #\(i) dmabuf fd \(p.pointee.m.fd)") }
+                        buf.imported = src
+                    }
                 }
                 order += 1
                 buf.queuedOrder = order
@@ -503,7 +532,8 @@ public final class SimulatedV4L2: V4L2Device {
             let period = Int(n.controls[OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD] ?? 60)
             let key = n.encoded % max(1, period) == 0
             let headers = (n.controls[OSH_V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER] ?? 0) != 0 || n.encoded == 0
-            let first = input.bytesused > 0 ? input.memory.load(as: UInt8.self) : 0
+            let first = input.bytesused > 0 ? (input.imported?.memory ?? input.memory).load(as: UInt8.self) : 0
+            input.imported = nil
             let au = Self.fakeAccessUnit(key: key, frame: n.encoded, first: first, headers: headers)
             UnsafeMutableRawBufferPointer(start: out.memory, count: out.length).copyBytes(from: au.prefix(out.length))
             out.bytesused = min(out.length, au.count)

@@ -55,6 +55,13 @@ public final class V4L2Camera {
     private var fd: Int32 = -1
     private var registration: EventLoop.Registration?
     private var buffers: [(address: UnsafeMutableRawPointer, length: Int)] = []
+    /// The buffers exported as DMABUF fds (empty when the driver cannot export).
+    private var dmabufs: [Int32] = []
+    /// Buffers a consumer (the hardware encoder) is still reading; queued again on release.
+    private var held: Set<Int> = []
+    private var holdRequested = false
+    /// Changes at every open, so a release for a buffer of an earlier stream is ignored.
+    public private(set) var generation = 0
     private var retry: LoopDeadline?
     private var failures = 0
     private var lastDelivered = -Double.infinity
@@ -201,6 +208,7 @@ public final class V4L2Camera {
             e = device.call(fd, .qbuf, &b)
             guard e == 0 else { throw V4L2Error.call(.qbuf, path, e) }
         }
+        exportBuffers(count: Int(req.count))
         var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
         e = device.call(fd, .streamon, &type)
         guard e == 0 else { throw V4L2Error.call(.streamon, path, e) }
@@ -209,6 +217,44 @@ public final class V4L2Camera {
         } catch {
             throw V4L2Error("camera \(path): cannot watch it on the event loop: \(error)", errno: EIO)
         }
+    }
+
+    /// DMABUF fds for the buffers, for zero-copy hand-over to the M2M encoder. Optional:
+    /// a driver that cannot export just means one copy.
+    private func exportBuffers(count: Int) {
+        for i in 0..<count {
+            var x = v4l2_exportbuffer()
+            x.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            x.index = UInt32(i)
+            x.flags = UInt32(O_CLOEXEC | O_RDONLY)
+            guard device.call(fd, .expbuf, &x) == 0, x.fd >= 0 else {
+                for d in dmabufs { device.close(d) }
+                dmabufs.removeAll()
+                return
+            }
+            dmabufs.append(x.fd)
+        }
+    }
+
+    /// Whether frames carry DMABUF fds.
+    public var exportsDMABUF: Bool { !dmabufs.isEmpty }
+
+    /// Called inside `onFrame`: keep this frame's buffer out of the driver's queue until
+    /// `release(bufferIndex:generation:)` (the encoder reads it directly).
+    public func holdCurrentBuffer() { holdRequested = true }
+
+    /// Buffers currently held by a consumer.
+    public var heldCount: Int { held.count }
+
+    /// Gives a held buffer back to the driver.
+    public func release(bufferIndex i: Int, generation g: Int) {
+        guard g == generation, held.remove(i) != nil, fd >= 0 else { return }
+        var b = v4l2_buffer()
+        b.index = UInt32(i)
+        b.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        b.memory = V4L2_MEMORY_MMAP.rawValue
+        let q = device.call(fd, .qbuf, &b)
+        if q != 0 { lost(V4L2Error.call(.qbuf, path, q)) }
     }
 
     // MARK: Frames
@@ -229,8 +275,13 @@ public final class V4L2Camera {
             guard e == 0 else { return lost(V4L2Error.call(.dqbuf, path, e)) }
             got += 1
             counters.dequeued += 1
+            holdRequested = false
             deliver(b)
             guard fd >= 0 else { return }  // stopped from inside onFrame
+            if holdRequested {
+                held.insert(Int(b.index))
+                continue
+            }
             let q = device.call(fd, .qbuf, &b)
             guard q == 0 else { return lost(V4L2Error.call(.qbuf, path, q)) }
         }
@@ -248,8 +299,10 @@ public final class V4L2Camera {
         let buf = buffers[Int(b.index)]
         let used = min(buf.length, b.bytesused > 0 ? Int(b.bytesused) : buf.length)
         counters.delivered += 1
+        let i = Int(b.index)
         onFrame?(VideoFrame(format: n.format, width: n.width, height: n.height, bytesPerLine: n.bytesPerLine,
-                            monotonicTime: t, bytes: UnsafeRawBufferPointer(start: buf.address, count: used)))
+                            monotonicTime: t, bytes: UnsafeRawBufferPointer(start: buf.address, count: used),
+                            dmabufFD: i < dmabufs.count ? dmabufs[i] : -1, bufferIndex: i))
     }
 
     // MARK: Loss and retry
@@ -295,6 +348,10 @@ public final class V4L2Camera {
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             _ = device.call(fd, .streamoff, &type)
         }
+        for d in dmabufs { device.close(d) }
+        dmabufs.removeAll()
+        held.removeAll()
+        generation += 1
         for b in buffers { device.munmap(b.address, length: b.length) }
         buffers.removeAll(keepingCapacity: true)
         if fd >= 0 {

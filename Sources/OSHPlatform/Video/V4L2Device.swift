@@ -14,7 +14,7 @@ public enum V4L2Request: String, Sendable, CaseIterable {
     case querycap = "QUERYCAP", enumFmt = "ENUM_FMT", enumFramesizes = "ENUM_FRAMESIZES"
     case gFmt = "G_FMT", sFmt = "S_FMT", reqbufs = "REQBUFS", querybuf = "QUERYBUF"
     case qbuf = "QBUF", dqbuf = "DQBUF", streamon = "STREAMON", streamoff = "STREAMOFF"
-    case sParm = "S_PARM", sCtrl = "S_CTRL"
+    case sParm = "S_PARM", sCtrl = "S_CTRL", expbuf = "EXPBUF"
 
     public var code: UInt {
         switch self {
@@ -31,6 +31,7 @@ public enum V4L2Request: String, Sendable, CaseIterable {
         case .streamoff: return OSH_VIDIOC_STREAMOFF
         case .sParm: return OSH_VIDIOC_S_PARM
         case .sCtrl: return OSH_VIDIOC_S_CTRL
+        case .expbuf: return OSH_VIDIOC_EXPBUF
         }
     }
 }
@@ -40,6 +41,7 @@ public protocol V4L2Device: AnyObject {
     func listNodes() -> [String]
     /// Opens read-write, non-blocking, close-on-exec. Returns the fd, or the errno.
     func open(_ path: String) -> Result<Int32, SystemError>
+    /// Closes a device fd or an exported DMABUF fd.
     func close(_ fd: Int32)
     /// 0, or the errno (EINTR already retried).
     func ioctl(_ fd: Int32, _ request: V4L2Request, _ arg: UnsafeMutableRawPointer) -> Int32

@@ -1,9 +1,10 @@
 // The Pi 4's hardware H.264 encoder (bcm2835-codec-encode, usually /dev/video11) as a V4L2
 // memory-to-memory device: raw pictures queued on OUTPUT_MPLANE, access units dequeued from
 // CAPTURE_MPLANE when the poll fd is readable. IDR period and inline SPS/PPS set by control,
-// so every key frame stands alone. One copy per frame on our side: the camera's picture
-// into the encoder's input buffer (DMABUF import is not built yet; see the closing note).
-// A frame offered while every input buffer is with the encoder is dropped and counted.
+// so every key frame stands alone. Input: the camera's buffer imported as a DMABUF when the
+// camera exports one and its layout is the encoder's (no copy at all), else one copy into
+// the encoder's own mmap'd input buffer. A frame offered while every input buffer is with
+// the encoder is dropped and counted.
 
 import CV4L2
 import OSHCore
@@ -27,13 +28,19 @@ public final class V4L2M2MEncoder {
     public var onAccessUnit: ((EncodedFrame) -> Void)?
     /// The encoder failed or vanished; the owner falls back (to libx264).
     public var onFailure: ((V4L2Error) -> Void)?
+    /// DMABUF mode: the encoder has finished reading this camera buffer (give it back to the camera).
+    public var onInputReleased: ((_ bufferIndex: Int) -> Void)?
+    /// Pictures are imported from the camera's DMABUFs (no copy) instead of copied in.
+    public private(set) var importsDMABUF = false
     public private(set) var counters = M2MCounters()
 
     private let loop: EventLoop
     private let device: V4L2Device
     private var fd: Int32 = -1
     private var registration: EventLoop.Registration?
-    private var inputs: [(address: UnsafeMutableRawPointer, length: Int, free: Bool)] = []
+    private var inputs: [(address: UnsafeMutableRawPointer?, length: Int, free: Bool)] = []
+    /// DMABUF mode: which camera buffer each input slot holds.
+    private var importedIndex: [Int] = []
     private var outputs: [(address: UnsafeMutableRawPointer, length: Int)] = []
     /// The one v4l2_plane every multi-planar QBUF/DQBUF points at (allocated once).
     private let plane = UnsafeMutablePointer<v4l2_plane>.allocate(capacity: 1)
@@ -46,8 +53,10 @@ public final class V4L2M2MEncoder {
     static let captureType = V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue // H.264 out
 
     /// Opens and configures the encoder for pictures of `input` layout; throws what failed.
+    /// `dmabufSlots` > 0 asks for DMABUF import with that many pictures in the encoder at once
+    /// (used only if the layouts match; check `importsDMABUF`).
     public init(loop: EventLoop, device: V4L2Device, path: String, input: PixelFormat, width: Int, height: Int,
-                bytesPerLine: Int, settings: VideoSettings, buffers: Int = 2) throws {
+                bytesPerLine: Int, settings: VideoSettings, buffers: Int = 2, dmabufSlots: Int = 0) throws {
         guard input != .h264 else { throw V4L2Error("the hardware encoder takes raw pictures, not H.264", errno: EINVAL) }
         self.loop = loop
         self.device = device
@@ -62,7 +71,7 @@ public final class V4L2M2MEncoder {
         case .failure(let e): throw V4L2Error("cannot open the hardware encoder \(path): \(e)", errno: e.errno)
         }
         do {
-            try configure(settings, buffers: buffers)
+            try configure(settings, buffers: buffers, dmabufSlots: dmabufSlots)
         } catch {
             shutdown()
             throw error
@@ -80,7 +89,7 @@ public final class V4L2M2MEncoder {
         return order.firstIndex(of: level).map { Int32($0) }
     }
 
-    private func configure(_ s: VideoSettings, buffers: Int) throws {
+    private func configure(_ s: VideoSettings, buffers: Int, dmabufSlots: Int) throws {
         var cap = v4l2_capability()
         var e = device.call(fd, .querycap, &cap)
         guard e == 0 else { throw V4L2Error.call(.querycap, path, e) }
@@ -135,7 +144,24 @@ public final class V4L2M2MEncoder {
             try control(OSH_V4L2_CID_MPEG_VIDEO_H264_LEVEL, level, "H264_LEVEL", required: false)
         }
 
-        try requestBuffers(type: Self.outputType, count: buffers) { addr, len in self.inputs.append((addr, len, true)) }
+        // Zero copy needs the camera's picture to be laid out exactly as the encoder reads it.
+        importsDMABUF = dmabufSlots > 0 && encoderBytesPerLine == inputBytesPerLine && encoderLumaRows == height
+        if importsDMABUF {
+            var r = v4l2_requestbuffers()
+            r.count = UInt32(dmabufSlots)
+            r.type = Self.outputType
+            r.memory = V4L2_MEMORY_DMABUF.rawValue
+            e = device.call(fd, .reqbufs, &r)
+            if e == 0 && r.count > 0 {
+                inputs = Array(repeating: (nil, 0, true), count: Int(r.count))
+                importedIndex = Array(repeating: -1, count: Int(r.count))
+            } else {
+                importsDMABUF = false
+            }
+        }
+        if !importsDMABUF {
+            try requestBuffers(type: Self.outputType, count: buffers) { addr, len in self.inputs.append((addr, len, true)) }
+        }
         try requestBuffers(type: Self.captureType, count: buffers) { addr, len in self.outputs.append((addr, len)) }
         for i in outputs.indices { try queueCapture(i) }
         for type in [Self.outputType, Self.captureType] {
@@ -205,8 +231,10 @@ public final class V4L2M2MEncoder {
               let src = frame.bytes.baseAddress else { return false }
         guard let i = inputs.firstIndex(where: { $0.free }) else { counters.droppedBusy += 1; return false }
         guard frame.isComplete else { return false }
+        if importsDMABUF { return submitImported(frame, slot: i) }
+        guard let address = inputs[i].address else { return false }
         // The one copy: the camera's buffer into the encoder's.
-        let n = copyPicture(from: src, bytesPerLine: frame.bytesPerLine, into: inputs[i].address, capacity: inputs[i].length)
+        let n = copyPicture(from: src, bytesPerLine: frame.bytesPerLine, into: address, capacity: inputs[i].length)
         guard n > 0 else { return false }
         var b = buffer(type: Self.outputType, index: i)
         plane.pointee.bytesused = UInt32(n)
@@ -219,6 +247,30 @@ public final class V4L2M2MEncoder {
         let e = device.call(fd, .qbuf, &b)
         guard e == 0 else { fail(V4L2Error.call(.qbuf, path, e)); return false }
         inputs[i].free = false
+        return true
+    }
+
+    /// DMABUF mode: the encoder reads the camera's buffer itself. True = the caller must keep
+    /// that buffer until `onInputReleased` names it.
+    private func submitImported(_ frame: VideoFrame, slot i: Int) -> Bool {
+        guard frame.dmabufFD >= 0, frame.bufferIndex >= 0 else { return false }
+        var b = v4l2_buffer()
+        plane.pointee = v4l2_plane()
+        b.index = UInt32(i)
+        b.type = Self.outputType
+        b.memory = V4L2_MEMORY_DMABUF.rawValue
+        b.length = 1
+        b.m.planes = plane
+        plane.pointee.m.fd = frame.dmabufFD
+        plane.pointee.bytesused = UInt32(frame.bytes.count)
+        plane.pointee.length = UInt32(frame.bytes.count)
+        let us = Int((frame.monotonicTime * 1e6).rounded())
+        b.timestamp.tv_sec = .init(us / 1_000_000)
+        b.timestamp.tv_usec = .init(us % 1_000_000)
+        let e = device.call(fd, .qbuf, &b)
+        guard e == 0 else { fail(V4L2Error.call(.qbuf, path, e, hint: "importing the camera's DMABUF")); return false }
+        inputs[i].free = false
+        importedIndex[i] = frame.bufferIndex
         return true
     }
 
@@ -259,10 +311,18 @@ public final class V4L2M2MEncoder {
         // Input buffers the encoder has finished with.
         while fd >= 0 {
             var b = buffer(type: Self.outputType, index: 0)
+            if importsDMABUF { b.memory = V4L2_MEMORY_DMABUF.rawValue }
             let e = device.call(fd, .dqbuf, &b)
             if e == EAGAIN { break }
             guard e == 0 else { return fail(V4L2Error.call(.dqbuf, path, e)) }
-            if Int(b.index) < inputs.count { inputs[Int(b.index)].free = true }
+            let i = Int(b.index)
+            guard i < inputs.count else { continue }
+            inputs[i].free = true
+            if importsDMABUF && importedIndex[i] >= 0 {
+                let cameraBuffer = importedIndex[i]
+                importedIndex[i] = -1
+                onInputReleased?(cameraBuffer)
+            }
         }
         // Access units.
         while fd >= 0 {
@@ -303,7 +363,12 @@ public final class V4L2M2MEncoder {
                 _ = device.call(fd, .streamoff, &t)
             }
         }
-        for b in inputs { device.munmap(b.address, length: b.length) }
+        for b in inputs { if let a = b.address { device.munmap(a, length: b.length) } }
+        // Camera buffers still inside the encoder go back to the camera.
+        for (i, c) in importedIndex.enumerated() where c >= 0 {
+            importedIndex[i] = -1
+            onInputReleased?(c)
+        }
         for b in outputs { device.munmap(b.address, length: b.length) }
         inputs.removeAll()
         outputs.removeAll()

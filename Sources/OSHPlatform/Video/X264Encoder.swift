@@ -43,15 +43,21 @@ public struct VideoFrame {
     public var monotonicTime: Double
     /// The whole picture, planes contiguous (I420: Y, U, V; NV12: Y, UV).
     public var bytes: UnsafeRawBufferPointer
+    /// The capture buffer exported as a DMABUF (-1: none), so a hardware encoder can read
+    /// the picture without a copy; `bufferIndex` names it for V4L2Camera.hold/release.
+    public var dmabufFD: Int32
+    public var bufferIndex: Int
 
     public init(format: PixelFormat, width: Int, height: Int, bytesPerLine: Int, monotonicTime: Double,
-                bytes: UnsafeRawBufferPointer) {
+                bytes: UnsafeRawBufferPointer, dmabufFD: Int32 = -1, bufferIndex: Int = -1) {
         self.format = format
         self.width = width
         self.height = height
         self.bytesPerLine = bytesPerLine
         self.monotonicTime = monotonicTime
         self.bytes = bytes
+        self.dmabufFD = dmabufFD
+        self.bufferIndex = bufferIndex
     }
 
     /// Whether `bytes` holds a full picture of this size and layout.
