@@ -345,6 +345,29 @@ final class VideoV4L2Tests: XCTestCase {
         e.shutdown()
         cam.stop()
 
+        // The codec refuses the camera's buffer (not contiguous memory): copy from then on.
+        let s2 = sim()
+        let cam2 = V4L2Camera(loop: loop, device: s2, path: Self.cam, width: 320, height: 240, fps: 25, now: { 0 })
+        let e2 = try V4L2M2MEncoder(loop: loop, device: s2, path: Self.enc, input: .yuyv, width: 320, height: 240, bytesPerLine: 640,
+                                    settings: VideoSettings(width: 320, height: 240), dmabufSlots: 2)
+        var aus2: [UInt8] = []
+        var failed = false
+        e2.onFailure = { _ in failed = true }
+        e2.onAccessUnit = { aus2.append($0.bytes[$0.bytes.count - 2]) }
+        cam2.onFrame = { f in if e2.submit(f) && e2.importsDMABUF { cam2.holdCurrentBuffer() } }
+        try cam2.start()
+        s2.inject(.qbuf, errno: EFAULT, path: Self.enc)
+        s2.deliverFrame(Self.cam, fill: 0x61)
+        XCTAssertTrue(try spin(loop) { aus2.count == 1 })
+        XCTAssertEqual(aus2, [0x61])
+        XCTAssertFalse(e2.importsDMABUF)
+        XCTAssertFalse(failed, "the encoder is kept")
+        XCTAssertEqual(cam2.heldCount, 0)
+        let t2 = s2.trace(of: Self.enc)
+        XCTAssertTrue(t2.contains("REQBUFS OUTPUT_MPLANE 2") && t2.contains("MMAP OUTPUT_MPLANE #0"), "\(t2)")
+        e2.shutdown()
+        cam2.stop()
+
         // Padded lines (100 px → 128-byte lines): the camera's layout is not the encoder's, so copy.
         let padded = try V4L2M2MEncoder(loop: loop, device: sim(), path: Self.enc, input: .nv12, width: 100, height: 50, bytesPerLine: 100,
                                         settings: VideoSettings(width: 100, height: 50), dmabufSlots: 2)

@@ -268,10 +268,44 @@ public final class V4L2M2MEncoder {
         b.timestamp.tv_sec = .init(us / 1_000_000)
         b.timestamp.tv_usec = .init(us % 1_000_000)
         let e = device.call(fd, .qbuf, &b)
-        guard e == 0 else { fail(V4L2Error.call(.qbuf, path, e, hint: "importing the camera's DMABUF")); return false }
+        guard e == 0 else {
+            // Typically a camera buffer the codec cannot address (not physically contiguous, as
+            // uvcvideo's vmalloc buffers): copy from now on instead of losing the hardware encoder.
+            Log.notice("hardware encoder \(path) cannot import the camera's DMABUF (\(V4L2Error.call(.qbuf, path, e))); copying each frame instead")
+            guard switchToCopying() else { return false }
+            return submit(frame)
+        }
         inputs[i].free = false
         importedIndex[i] = frame.bufferIndex
         return true
+    }
+
+    /// Replaces the DMABUF input queue with mmap'd buffers of the encoder's own.
+    private func switchToCopying() -> Bool {
+        importsDMABUF = false
+        var t = Int32(bitPattern: Self.outputType)
+        _ = device.call(fd, .streamoff, &t)
+        for (i, c) in importedIndex.enumerated() where c >= 0 {
+            importedIndex[i] = -1
+            onInputReleased?(c)
+        }
+        importedIndex.removeAll()
+        inputs.removeAll()
+        var r = v4l2_requestbuffers()
+        r.type = Self.outputType
+        r.memory = V4L2_MEMORY_DMABUF.rawValue
+        _ = device.call(fd, .reqbufs, &r)
+        do {
+            try requestBuffers(type: Self.outputType, count: 2) { addr, len in self.inputs.append((addr, len, true)) }
+            let e = device.call(fd, .streamon, &t)
+            guard e == 0 else { throw V4L2Error.call(.streamon, path, e) }
+            return true
+        } catch let err as V4L2Error {
+            fail(err)
+        } catch {
+            fail(V4L2Error("hardware encoder \(path): \(error)", errno: EIO))
+        }
+        return false
     }
 
     /// Copies a picture into the encoder's layout: one memcpy when the layouts match, line by
