@@ -42,7 +42,7 @@ func benchVideo(_ a: inout Arguments) {
         for (w, h) in [(640, 480), (1280, 720)] {
             print("YUYV→I420 conversion \(w)x\(h): \(format2(VideoBench.yuyvConversionMilliseconds(width: w, height: h, frames: 50))) ms/frame")
         }
-        print("user-side copies per frame: I420 source → libx264 → publisher = 1 (the POST body); YUYV/NV12 camera = 2 (+ conversion); V4L2 M2M = 2; H.264 camera = 1")
+        print("user-side copies per frame (by construction): I420 source → libx264 → publisher = 1 (the POST body); YUYV/NV12 camera → libx264 = 2 (conversion pass + body); camera → V4L2 M2M = 1 with DMABUF import, 2 without; H.264 camera = 1")
         print("peak RSS: \(Agent.peakRSSKiB()) KiB")
     } catch {
         fail("\(error)", code: 1)
