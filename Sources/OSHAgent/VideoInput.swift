@@ -15,6 +15,12 @@ import OSHPlatform
 import Glibc
 #endif
 
+/// Settings the pipeline cannot run with (every problem in one message).
+public struct VideoInputError: Error, CustomStringConvertible, Equatable {
+    public let message: String
+    public var description: String { message }
+}
+
 public final class VideoInput {
     /// One encoded access unit; the bytes are valid only during the call.
     public typealias Sink = (_ monotonicTime: Double, _ accessUnit: UnsafeRawBufferPointer) -> Void
@@ -60,7 +66,7 @@ public final class VideoInput {
     /// (`SystemV4L2()` in the agent, `SimulatedV4L2` in tests).
     public init(loop: EventLoop, settings: VideoSettings, device: V4L2Device = SystemV4L2(), sink: @escaping Sink) throws {
         let problems = settings.problems()
-        guard problems.isEmpty else { throw X264Error(message: "camera0_H264: " + problems.joined(separator: "; ")) }
+        guard problems.isEmpty else { throw VideoInputError(message: "camera0_H264: " + problems.joined(separator: "; ")) }
         self.loop = loop
         self.settings = settings
         self.device = device
