@@ -41,6 +41,15 @@ final class VideoEncoderTests: XCTestCase {
         }
     }
 
+    func testAutoThreadsKeepTheShape() throws {
+        // x264's auto threads with zerolatency slice each picture: SPS, PPS, then IDR slices only.
+        for (i, au) in try encodeClip(threads: 0).enumerated() {
+            let types = AnnexB.units(in: au).map(\.type)
+            XCTAssertEqual(Array(types.prefix(3)), [7, 8, 5], "frame \(i): \(types)")
+            XCTAssertTrue(types.dropFirst(2).allSatisfy { $0 == 5 }, "frame \(i): \(types)")
+        }
+    }
+
     func testKeyFrameIntervalIsConfigurable() throws {
         let aus = try encodeClip(keyint: 5)
         let firstSlice = aus.map { AnnexB.units(in: $0).first { $0.type == 1 || $0.type == 5 }?.type }
