@@ -46,6 +46,13 @@ public final class VideoInput {
     public private(set) var encoderKind: VideoEncoderKind?
     public private(set) var encoderReason = ""
     public var isRunning: Bool { running }
+    /// The picture size actually produced after start() (a camera may snap the configured size
+    /// to one it has): the size the camera0_H264 schema should declare. nil while a camera is absent.
+    public var pictureSize: (width: Int, height: Int)? {
+        if let n = camera?.negotiated { return (n.width, n.height) }
+        if let p = pattern { return (p.width, p.height) }
+        return nil
+    }
 
     private let loop: EventLoop
     private let device: V4L2Device

@@ -129,6 +129,7 @@ final class VideoInputTests: XCTestCase {
         let direct = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
                                     device: h) { _, au in aus.append(Array(au)) }
         try direct.start()
+        XCTAssertEqual(direct.pictureSize?.width, 320)
         h.deliverFrame("/dev/video0", fill: 0x21)
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
         XCTAssertEqual(direct.encoderKind, .cameraH264)
