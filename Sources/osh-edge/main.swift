@@ -24,6 +24,8 @@ commands:
   bench audio          CPU per second of 48 kHz audio metered: the meter alone, and ALSA capture
                        (file plugin) + meter   --seconds N  --path meter|alsa  --format S16_LE|S32_LE
                        --channels N
+  bench video          libx264 frames/s and bytes/frame at 640x480 and 1280x720, 1 thread and auto
+         --frames N (default 200)  --size WxH  --threads N|auto  --keyint N  --fps F  --bitrate KBPS
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
@@ -155,7 +157,8 @@ func bench(_ a: inout Arguments) {
     if which == "publish" { return benchPublish(&a) }
     if which == "baro" { return runBaroBench(&a) }
     if which == "audio" { return benchAudio(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro or audio") }
+    if which == "video" { return benchVideo(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, audio or video") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
