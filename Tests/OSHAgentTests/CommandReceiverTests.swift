@@ -112,6 +112,12 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertEqual(cmds[2].current?.message, "setRate.rate 500 Hz is outside 0.001…100 Hz")
         XCTAssertEqual(seen.count, 1)
         XCTAssertEqual(r.rejectedCount, 2)
+        // What a client polling the node sees.
+        let list = try JSONValue.parse(try call(builder.request(.get, "/controlstreams/" + csID + "/commands")).body)
+        let items = try XCTUnwrap(list["items"]?.array)
+        XCTAssertEqual(items.map { $0["currentStatus"]?.string ?? "" }, ["COMPLETED", "REJECTED", "REJECTED"])
+        XCTAssertEqual(items[0]["parameters"]?["setRate"]?["rate"]?.double, 2)
+        XCTAssertEqual(items[0]["controlstream@id"]?.string, csID)
 
         // The node itself refuses a command that does not fit the schema's shape.
         let bad = try call(operatorPost(csID, "{\"launch\":{}}"))
@@ -150,7 +156,7 @@ final class CommandReceiverTests: XCTestCase {
         let csID = try register()
         let r = try receiver(csID) { _ in .completed() }
         r.start()
-        XCTAssertTrue(try run { node.hasCommandReceiver(controlStreamID: csID) })
+        XCTAssertTrue(try run { node.hasCommandReceiver(controlStreamID: csID) && r.channel.state == .open })
         XCTAssertEqual(r.channel.opens, 1)
         node.stop()
         XCTAssertTrue(try run { r.channel.state == .waitingToReconnect })
@@ -170,7 +176,7 @@ final class CommandReceiverTests: XCTestCase {
         let csID = try register()
         let a = try receiver(csID) { _ in .completed() }
         a.start()
-        XCTAssertTrue(try run { node.hasCommandReceiver(controlStreamID: csID) })
+        XCTAssertTrue(try run { node.hasCommandReceiver(controlStreamID: csID) && a.channel.state == .open })
         let b = try receiver(csID) { _ in .completed() }
         var downs: [WebSocketClientError?] = []
         b.onChannelDown = { e, _ in downs.append(e) }
