@@ -204,18 +204,9 @@ public final class WebSocketFrameParser {
                     let at: Int
                     if opcode.isControl { dest = control; at = controlCount; controlCount += take }
                     else { dest = message; at = messageCount; messageCount += take }
-                    for k in 0..<take {
-                        var b = bytes[i + k]
-                        if masked {
-                            switch (payloadIndex + k) & 3 {
-                            case 0: b ^= mask.0
-                            case 1: b ^= mask.1
-                            case 2: b ^= mask.2
-                            default: b ^= mask.3
-                            }
-                        }
-                        dest[at + k] = b
-                    }
+                    let target = UnsafeMutableRawBufferPointer(rebasing: dest[at..<(at + take)])
+                    target.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + take)]))
+                    if masked { unmask(target, from: payloadIndex) }
                     i += take
                     payloadIndex += take
                     payloadLeft -= take
@@ -225,6 +216,43 @@ public final class WebSocketFrameParser {
         } catch {
             failed = error
             throw error
+        }
+    }
+
+    /// XORs with the key, starting at key byte `from & 3`: a byte at a time up to a word boundary
+    /// of the key, then 8 bytes at a time.
+    @inline(__always)
+    private func unmask(_ p: UnsafeMutableRawBufferPointer, from: Int) {
+        var k = from & 3
+        var j = 0
+        let n = p.count
+        @inline(__always) func keyByte(_ i: Int) -> UInt8 {
+            switch i {
+            case 0: return mask.0
+            case 1: return mask.1
+            case 2: return mask.2
+            default: return mask.3
+            }
+        }
+        while j < n, k != 0 {
+            p[j] ^= keyByte(k)
+            k = (k + 1) & 3
+            j += 1
+        }
+        let j0 = j // key byte 0 applies at j0, j0 + 4, …
+        // Key bytes in memory order, twice: a little- or big-endian load of 8 payload bytes XORs right.
+        var word: UInt64 = 0
+        withUnsafeMutableBytes(of: &word) { w in
+            for x in 0..<8 { w[x] = keyByte(x & 3) }
+        }
+        while j + 8 <= n {
+            let v = p.loadUnaligned(fromByteOffset: j, as: UInt64.self)
+            p.storeBytes(of: v ^ word, toByteOffset: j, as: UInt64.self)
+            j += 8
+        }
+        while j < n {
+            p[j] ^= keyByte((j - j0) & 3)
+            j += 1
         }
     }
 
