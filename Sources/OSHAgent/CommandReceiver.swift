@@ -15,6 +15,11 @@ import Glibc
 import OSHCore
 import OSHPlatform
 
+public struct CommandChannelSetupError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
 /// A command as the handler sees it.
 public struct ReceivedCommand: Sendable, Equatable {
     /// The node's id for the command (`command@id` of every status report).
@@ -118,6 +123,21 @@ public final class CommandReceiver {
             } catch {
                 return .rejected(error.message)
             }
+        }
+    }
+
+    /// `POST /systems/{systemID}/controlstreams` with `body` (e.g. `DeviceControl.body(…)`); the node
+    /// keys control streams by inputName, so this is safe after every restart. Completes with the
+    /// control stream id, or a message naming what failed.
+    public static func registerControlStream(http: HTTPClient, builder: CSRequestBuilder, systemID: String, body: [UInt8],
+                                             completion: @escaping (Result<String, CommandChannelSetupError>) -> Void) {
+        http.send(builder.createControlStream(systemID: systemID, body: body)) { r in
+            if let e = r.error { return completion(.failure(CommandChannelSetupError(message: "cannot create the control stream: " + e.description))) }
+            guard r.status == 201, let id = CSResponse.resourceID(fromLocation: r.location, collection: "controlstreams") else {
+                let m = (try? JSONValue.parse(r.body))?["message"]?.string ?? String(decoding: r.body.prefix(200), as: UTF8.self)
+                return completion(.failure(CommandChannelSetupError(message: "the node refused the control stream (HTTP \(r.status)): " + m)))
+            }
+            completion(.success(id))
         }
     }
 

@@ -34,7 +34,10 @@ public final class DevNode: @unchecked Sendable {
     }
 
     deinit {
-        if let d = daemon { MHD_stop_daemon(d) }
+        if let d = daemon {
+            commandHub.closeAll()
+            MHD_stop_daemon(d)
+        }
     }
 
     /// libmicrohttpd's version string.

@@ -53,9 +53,10 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertEqual(s.status, 201)
         let sysID = try XCTUnwrap(s.location?.split(separator: "/").last.map(String.init))
         let body = DeviceControl.body(systemLabel: "Cmd Pi", outputNames: outputs)
-        let c = try call(builder.createControlStream(systemID: sysID, body: body))
-        XCTAssertEqual(c.status, 201, String(decoding: c.body, as: UTF8.self))
-        let csID = try XCTUnwrap(c.location?.split(separator: "/").last.map(String.init))
+        var got: Result<String, CommandChannelSetupError>?
+        CommandReceiver.registerControlStream(http: http, builder: builder, systemID: sysID, body: body) { got = $0 }
+        try run { got != nil }
+        let csID = try XCTUnwrap(got).get()
         // Idempotent by inputName.
         let again = try call(builder.createControlStream(systemID: sysID, body: body))
         XCTAssertEqual(again.location?.split(separator: "/").last.map(String.init), csID)

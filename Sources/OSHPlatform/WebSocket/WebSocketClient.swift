@@ -199,6 +199,8 @@ public final class WebSocketClient {
         long(CURLOPT_CONNECT_ONLY, 1)
         long(CURLOPT_NOSIGNAL, 1)
         long(CURLOPT_TCP_KEEPALIVE, 1)
+        // Through an HTTP proxy the upgrade must travel in a CONNECT tunnel, not as a proxied GET.
+        long(CURLOPT_HTTPPROXYTUNNEL, 1)
         str(CURLOPT_PROTOCOLS_STR, "http,https")
         if server.connectTimeout > 0 { long(CURLOPT_CONNECTTIMEOUT_MS, Int(server.connectTimeout * 1000)) }
         errorText[0] = 0
