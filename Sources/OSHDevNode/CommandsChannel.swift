@@ -6,8 +6,8 @@
 //   `commandAckSeconds` (OSH: 5 s) for a correlated status. Status POSTs over HTTP never correlate,
 //   so the node then stores PENDING and answers it with 200. With no receiver nothing is stored and
 //   the POST answers 202 after `noReceiverWaitSeconds` (OSH: ~29.5 s).
-// The WebSocket runs on the connection's own libmicrohttpd thread (thread-per-connection mode
-// allows the upgrade handler to block); command POST threads write frames to it under its lock.
+// Each WebSocket is read on a thread of its own; command POST threads write frames to it under
+// its lock.
 import CMicroHTTPD
 #if canImport(Glibc)
 import Glibc
@@ -111,8 +111,12 @@ final class CommandHub: @unchecked Sendable {
 
     func forget() { lock.withLock { commandsStored = [] } }
 
-    /// Closes every receiver with 1001 and waits (≤ 2 s) until their threads have let go, so the
-    /// daemon can be stopped (libmicrohttpd joins the connection threads).
+    private var liveThreads = 0
+    func threadStarted() { lock.withLock { liveThreads += 1 } }
+    func threadEnded() { lock.withLock { liveThreads -= 1 } }
+
+    /// Closes every receiver with 1001 and waits (≤ 2 s) until their threads have handed the sockets
+    /// back (MHD_upgrade_action CLOSE), which must happen before the daemon stops.
     func closeAll() {
         let all = lock.withLock { () -> [CommandReceiverSocket] in
             stopping = true
@@ -123,7 +127,7 @@ final class CommandHub: @unchecked Sendable {
             shutdown(r.fd, Int32(SHUT_RDWR))
         }
         for _ in 0..<200 {
-            if lock.withLock({ receivers.isEmpty }) { break }
+            if lock.withLock({ liveThreads == 0 }) { break }
             sleepSeconds(0.01)
         }
     }
@@ -133,6 +137,28 @@ final class CommandHub: @unchecked Sendable {
 
     /// Number of receivers connected now (tests).
     var receiverCount: Int { lock.withLock { receivers.count } }
+}
+
+/// One receiver's thread: serves the socket, then hands it back to libmicrohttpd.
+final class ReceiverThread: @unchecked Sendable {
+    let node: DevNode
+    let fd: Int32
+    let urh: OpaquePointer
+    let extra: [UInt8]
+    let ctx: UpgradeContext
+    init(node: DevNode, fd: Int32, urh: OpaquePointer, extra: [UInt8], ctx: UpgradeContext) {
+        self.node = node
+        self.fd = fd
+        self.urh = urh
+        self.extra = extra
+        self.ctx = ctx
+    }
+
+    func run() {
+        node.serveReceiver(fd: fd, extra: extra, ctx: ctx)
+        _ = oshdev_upgrade_close(urh)
+        node.commandHub.threadEnded()
+    }
 }
 
 /// What the upgrade handler needs; retained through libmicrohttpd's `cls`.
@@ -219,8 +245,7 @@ extension DevNode {
             if let e = extraIn, extraSize > 0 {
                 e.withMemoryRebound(to: UInt8.self, capacity: extraSize) { extra = Array(UnsafeBufferPointer(start: $0, count: extraSize)) }
             }
-            ctx.node.serveReceiver(fd: sock, extra: extra, ctx: ctx)
-            _ = oshdev_upgrade_close(urh)
+            ctx.node.spawnReceiver(fd: sock, urh: urh, extra: extra, ctx: ctx)
         }, cls) else {
             Unmanaged<UpgradeContext>.fromOpaque(cls).release()
             return answer(connection, req, route: route, HTTPResponse(status: 500, body: errorBody(status: 500, message: "Internal server error")))
@@ -234,7 +259,29 @@ extension DevNode {
         return result
     }
 
-    /// Runs on the connection's thread until the receiver goes away or the node stops.
+    /// Serves the receiver on a thread of its own: with TLS, libmicrohttpd forwards between the TLS
+    /// connection and `fd` (a socketpair) on the connection's thread only after the upgrade handler
+    /// returns, so the handler must not block.
+    func spawnReceiver(fd: Int32, urh: OpaquePointer, extra: [UInt8], ctx: UpgradeContext) {
+        let job = ReceiverThread(node: self, fd: fd, urh: urh, extra: extra, ctx: ctx)
+        commandHub.threadStarted()
+        var tid = pthread_t()
+        let arg = Unmanaged.passRetained(job).toOpaque()
+        let rc = pthread_create(&tid, nil, { raw in
+            guard let raw else { return nil }
+            Unmanaged<ReceiverThread>.fromOpaque(raw).takeRetainedValue().run()
+            return nil
+        }, arg)
+        if rc == 0 {
+            pthread_detach(tid)
+        } else {
+            Unmanaged<ReceiverThread>.fromOpaque(arg).release()
+            _ = oshdev_upgrade_close(urh)
+            commandHub.threadEnded()
+        }
+    }
+
+    /// Runs until the receiver goes away or the node stops.
     func serveReceiver(fd: Int32, extra: [UInt8], ctx: UpgradeContext) {
         let sock = CommandReceiverSocket(fd: fd, controlStreamID: ctx.controlStreamID, user: ctx.user)
         let parser = WebSocketFrameParser(role: .server, maxMessageBytes: 64 * 1024)
@@ -273,9 +320,9 @@ extension DevNode {
         var buf = [UInt8](repeating: 0, count: 4096)
         while !done {
             if let since = closingSince, wallClock() - since > 1 { break } // peer never answered our close
-            if commandHub.isStopping, closingSince == nil {
+            if commandHub.isStopping {
                 sock.sendClose(WebSocketCloseCode.goingAway, "node stopping")
-                closingSince = wallClock()
+                break
             }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let r = poll(&pfd, 1, 100)
