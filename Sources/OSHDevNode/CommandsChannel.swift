@@ -90,12 +90,41 @@ final class CommandHub: @unchecked Sendable {
 
     func receiver(_ csID: String) -> CommandReceiverSocket? { lock.withLock { receivers[csID] } }
 
-    /// Makes `r` the stream's receiver unless one is connected already.
+    /// Upgrades answered 101 whose socket has not been handed over yet (csID → when). Taken before
+    /// the 101 goes out so a command posted right after the client saw it still finds the receiver.
+    private var reserved: [String: Double] = [:]
+
+    /// Claims the stream for an upgrade about to be answered; false if it has a receiver already
+    /// (or a claim younger than 2 s, so an upgrade that never completed does not block it forever).
+    func reserve(_ csID: String) -> Bool {
+        lock.withLock {
+            guard !stopping, receivers[csID] == nil else { return false }
+            if let t = reserved[csID], wallClock() - t < 2 { return false }
+            reserved[csID] = wallClock()
+            return true
+        }
+    }
+
+    func unreserve(_ csID: String) { lock.withLock { reserved[csID] = nil } }
+
+    /// Makes `r` the stream's receiver (after `reserve`) unless one is connected already.
     func attach(_ r: CommandReceiverSocket) -> Bool {
         lock.withLock {
+            reserved[r.controlStreamID] = nil
             guard !stopping, receivers[r.controlStreamID] == nil else { return false }
             receivers[r.controlStreamID] = r
             return true
+        }
+    }
+
+    /// The receiver, waiting up to `timeout` s while an answered upgrade is still being handed over.
+    func awaitReceiver(_ csID: String, timeout: Double = 1) -> CommandReceiverSocket? {
+        let end = wallClock() + timeout
+        while true {
+            let (r, pending) = lock.withLock { (receivers[csID], reserved[csID] != nil) }
+            if let r { return r }
+            if !pending || wallClock() > end { return nil }
+            sleepSeconds(0.002)
         }
     }
 
@@ -166,10 +195,13 @@ final class UpgradeContext {
     let node: DevNode
     let controlStreamID: String
     let user: String
-    init(node: DevNode, controlStreamID: String, user: String) {
+    /// Another receiver holds the stream: this one is refused once upgraded.
+    let duplicate: Bool
+    init(node: DevNode, controlStreamID: String, user: String, duplicate: Bool) {
         self.node = node
         self.controlStreamID = controlStreamID
         self.user = user
+        self.duplicate = duplicate
     }
 }
 
@@ -236,7 +268,8 @@ extension DevNode {
             return answer(connection, req, route: route,
                           HTTPResponse(status: 400, body: errorBody(status: 400, message: error.description)))
         }
-        let ctx = UpgradeContext(node: self, controlStreamID: csID, user: user(of: req))
+        let duplicate = !commandHub.reserve(csID)
+        let ctx = UpgradeContext(node: self, controlStreamID: csID, user: user(of: req), duplicate: duplicate)
         let cls = Unmanaged.passRetained(ctx).toOpaque()
         guard let response = MHD_create_response_for_upgrade({ cls, _, _, extraIn, extraSize, sock, urh in
             guard let cls, let urh else { return }
@@ -248,6 +281,7 @@ extension DevNode {
             ctx.node.spawnReceiver(fd: sock, urh: urh, extra: extra, ctx: ctx)
         }, cls) else {
             Unmanaged<UpgradeContext>.fromOpaque(cls).release()
+            if !duplicate { commandHub.unreserve(csID) }
             return answer(connection, req, route: route, HTTPResponse(status: 500, body: errorBody(status: 500, message: "Internal server error")))
         }
         MHD_add_response_header(response, "Upgrade", "websocket")
@@ -256,6 +290,7 @@ extension DevNode {
         logCommandRequest(req, route: route, status: 101)
         let result = MHD_queue_response(connection, 101, response)
         MHD_destroy_response(response)
+        if result != oshdev_yes(), !duplicate { commandHub.unreserve(csID) }
         return result
     }
 
@@ -287,7 +322,7 @@ extension DevNode {
         let parser = WebSocketFrameParser(role: .server, maxMessageBytes: 64 * 1024)
         var attached = false
         var closingSince: Double?
-        if commandHub.attach(sock) {
+        if !ctx.duplicate, commandHub.attach(sock) {
             attached = true
             log("command receiver connected to control stream " + ctx.controlStreamID)
         } else {
@@ -383,7 +418,7 @@ extension DevNode {
         }
         let issued = wallClock()
         let cmd = StoredCommand(id: id, controlStreamID: csID, issueTime: issued, sender: user(of: req), parameters: params)
-        let pushed = commandHub.receiver(csID).map { r in r.send(.text, Self.commandJSON(cmd, currentStatus: nil)) } ?? false
+        let pushed = commandHub.awaitReceiver(csID).map { r in r.send(.text, Self.commandJSON(cmd, currentStatus: nil)) } ?? false
         guard pushed else {
             // Nobody subscribed: OSH stores nothing and the POST gives up after ~29.5 s.
             sleepSeconds(config.noReceiverWaitSeconds)
