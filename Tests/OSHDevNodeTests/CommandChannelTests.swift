@@ -8,11 +8,6 @@ import XCTest
 import Glibc
 #endif
 
-/// The answer of a request made on another thread (read after the expectation is fulfilled).
-private final class AnswerBox: @unchecked Sendable {
-    var response: TestResponse?
-}
-
 final class CommandChannelTests: XCTestCase {
     let api = "/sensorhub/api"
 
@@ -95,20 +90,25 @@ final class CommandChannelTests: XCTestCase {
         XCTAssertEqual(try events(fd, rest, count: 1), ["pong hi"])
         XCTAssertTrue(node.hasCommandReceiver(controlStreamID: csID))
 
-        // An operator's POST blocks for the node's ack window: send it from another thread.
-        let done = expectation(description: "command POST answered")
-        let box = AnswerBox()
-        let port = node.port, path = api + "/controlstreams/\(csID)/commands"
-        Thread.detachNewThread {
-            box.response = try? TestHTTP.request(port: port, "POST", path,
-                                           headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
-                                           body: Array(#"{"parameters":{"identify":{"duration":3}}}"#.utf8))
-            done.fulfill()
-        }
+        // An operator's POST is answered only after the node's ack window: send it, read the
+        // pushed command on the WebSocket, then the POST's answer.
+        let op = try TestHTTP.connect(port: node.port, timeout: 5)
+        defer { close(op) }
+        let body = Array(#"{"parameters":{"identify":{"duration":3}}}"#.utf8)
+        let postHead = "POST \(api)/controlstreams/\(csID)/commands HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+            + "Accept: application/json\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+        try TestHTTP.sendAll(op, Array(postHead.utf8) + body)
         let got = try events(fd, [], count: 1)
-        wait(for: [done], timeout: 5)
-        XCTAssertEqual(box.response?.status, 200)
-        XCTAssertEqual((box.response?.json as? [String: Any])?["statusCode"] as? String, "PENDING")
+        var raw: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buf.withUnsafeMutableBytes { recv(op, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { break }
+            raw += buf[0..<n]
+        }
+        let answer = try TestHTTP.parse(raw, readError: nil)
+        XCTAssertEqual(answer.status, 200)
+        XCTAssertEqual((answer.json as? [String: Any])?["statusCode"] as? String, "PENDING")
         let pushed = try JSONValue.parse(String(try XCTUnwrap(got.first).dropFirst(5)))
         XCTAssertEqual(pushed.objectKeys, ["id", "controlstream@id", "issueTime", "sender", "parameters"])
         XCTAssertEqual(pushed["controlstream@id"]?.string, csID)
