@@ -152,6 +152,17 @@ public final class CommandReceiver {
         for r in due { post(r.status) }
     }
 
+    /// A later status for a command the handler answered ACCEPTED (or EXECUTING): e.g. COMPLETED when
+    /// an `identify` blink ends. Posted now; if the node's window for the command has not passed yet,
+    /// it replaces the pending re-post so this is what the node ends up holding.
+    public func report(commandID: String, _ outcome: CommandOutcome) {
+        let now = Clock.realtimeSeconds()
+        let status = CommandStatus(commandID: commandID, statusCode: outcome.status, reportTime: now,
+                                   executionTime: outcome.status == .completed ? (now, now) : nil, message: outcome.message)
+        post(status)
+        for i in reposts.indices where reposts[i].status.commandID == commandID { reposts[i].status = status }
+    }
+
     // MARK: Commands
 
     private func onMessage(_ bytes: UnsafeRawBufferPointer) {

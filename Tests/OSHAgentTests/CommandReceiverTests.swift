@@ -153,6 +153,33 @@ final class CommandReceiverTests: XCTestCase {
         r.stop()
     }
 
+    func testAcceptedThenCompletedLaterIsWhatTheNodeHolds() throws {
+        let csID = try register()
+        var accepted: [String] = []
+        let receiver = try CommandReceiver(loop: loop, http: http, builder: builder, controlStreamID: csID,
+                                schema: DeviceControl.schema(outputNames: outputs),
+                                options: CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
+                                                                 websocket: WebSocketClient.Options(pingInterval: 0))) { cmd in
+            accepted.append(cmd.id)
+            return .accepted("blinking")
+        }
+        receiver.start()
+        XCTAssertTrue(try run { receiver.channel.state == .open && node.hasCommandReceiver(controlStreamID: csID) })
+        var answered = false
+        http.send(operatorPost(csID, DeviceControl.parametersJSON(.identify(seconds: 0.1)))) { _ in answered = true }
+        XCTAssertTrue(try run { accepted.count == 1 })
+        // The blink ends before the node's window: the final status replaces the pending re-post.
+        receiver.report(commandID: accepted[0], .completed("identify finished"))
+        XCTAssertTrue(try run { answered && (node.commands(controlStreamID: csID).first?.reports.count ?? 0) >= 4 })
+        let c = try XCTUnwrap(node.commands(controlStreamID: csID).first)
+        // The first two were posted back to back (two connections: either may land first).
+        XCTAssertEqual(Set(c.reports.prefix(2).map(\.statusCode)), ["ACCEPTED", "COMPLETED"])
+        XCTAssertEqual(c.reports.dropFirst(2).map(\.statusCode), ["PENDING", "COMPLETED"])
+        XCTAssertEqual(c.currentStatus, "COMPLETED")
+        XCTAssertEqual(c.current?.message, "identify finished")
+        receiver.stop()
+    }
+
     func testReceiverReconnectsAfterTheNodeRestarts() throws {
         let csID = try register()
         let r = try receiver(csID) { _ in .completed() }
