@@ -45,13 +45,13 @@ public struct HTTPHead: Sendable, Equatable {
     public func headerHasToken(_ name: String, _ token: String) -> Bool {
         let n = name.lowercased(), t = token.lowercased()
         for h in headers where h.name.lowercased() == n {
-            for part in h.value.split(separator: ",") where trim(part).lowercased() == t { return true }
+            for part in h.value.split(separator: ",") where headerTrim(part).lowercased() == t { return true }
         }
         return false
     }
 }
 
-@inline(__always) func trim(_ s: Substring) -> String {
+@inline(__always) private func headerTrim(_ s: Substring) -> String {
     var u = s.utf8[...]
     while let f = u.first, f == 0x20 || f == 0x09 { u = u.dropFirst() }
     while let l = u.last, l == 0x20 || l == 0x09 { u = u.dropLast() }
@@ -116,7 +116,7 @@ public enum WebSocketHandshake {
         }
         while let line = lines.next() {
             guard let colon = line.firstIndex(of: ":") else { throw .malformedResponse("header line " + String(line)) }
-            head.headers.append(HTTPHeader(trim(line[..<colon]), trim(line[line.index(after: colon)...])))
+            head.headers.append(HTTPHeader(headerTrim(line[..<colon]), headerTrim(line[line.index(after: colon)...])))
         }
         return head
     }
