@@ -35,6 +35,12 @@ commands:
   check --node URL     can this board reach the node, are the credentials right, is it registered
          [--user NAME] [--uid UID] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
+  declination LAT LON [ALT_KM] [DATE]   WMM2025 field (D, I, H, X, Y, Z, F) like NOAA's calculator
+                       DATE: decimal year or YYYY-MM-DD (default today)   --json
+  fuse < samples.csv   orientation fusion over recorded raw samples (t,gx,gy,gz,ax,ay,az[,mx,my,mz])
+         --algorithm madgwick|mahony  --gain G  --ki KI  --rate HZ  --mag-unit uT|nT
+         --mounting x=-y,y=x,z=z|z90|…  --no-bias  --json
+  bench fusion         fusion updates/s and allocations  --count N  --algorithm madgwick|mahony
   version              this build and the C libraries it is linked with
   help                 this text
 """
@@ -133,7 +139,8 @@ func schema(_ a: inout Arguments) {
 func bench(_ a: inout Arguments) {
     let which = a.positional()
     if which == "publish" { return benchPublish(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode or publish") }
+    if which == "fusion" { return runFusionBench(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish or fusion") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -292,6 +299,8 @@ case "nmea":
     let path = args.positional()
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
+case "declination": runDeclinationCommand(args.rest)
+case "fuse": runFuseCommand(args.rest)
 case "demo": demo(&args)
 case "node": node(&args)
 case "check": check(&args)
