@@ -1,3 +1,4 @@
+import Foundation
 import OSHCore
 import XCTest
 
@@ -317,3 +318,49 @@ final class FusionTests: XCTestCase {
     }
 }
 
+
+/// Fusion settings from configuration text, and the calibration round trip through it.
+final class FusionConfigTests: XCTestCase {
+    func testKeysAndErrors() throws {
+        var s = FusionSettings()
+        try s.set(key: "fusion", value: "mahony")
+        try s.set(key: "gain", value: "1.5")
+        try s.set(key: "ki", value: "0.02")
+        try s.set(key: "rate", value: "200")
+        try s.set(key: "mounting", value: "z180")
+        try s.set(key: "gyro_bias", value: "0.01, -0.02, 0.003")
+        XCTAssertEqual(s.algorithm, .mahony)
+        XCTAssertEqual(s.kp, 1.5)
+        XCTAssertEqual(s.ki, 0.02)
+        XCTAssertEqual(s.rateHz, 200)
+        XCTAssertEqual(s.mounting.text, "x=-x,y=-y,z=z")
+        XCTAssertEqual(OrientationFilter(settings: s).gyroBias, Vector3(0.01, -0.02, 0.003))
+        XCTAssertThrowsError(try s.set(key: "fusion", value: "kalman")) { XCTAssertTrue("\($0)".contains("madgwick")) }
+        XCTAssertThrowsError(try s.set(key: "rate", value: "fast"))
+        XCTAssertThrowsError(try s.set(key: "mag_offset", value: "1, 2"))
+        XCTAssertThrowsError(try s.set(key: "colour", value: "red")) { XCTAssertTrue("\($0)".contains("known")) }
+    }
+
+    func testCalibrationConfigLinesRoundTrip() throws {
+        let cal = MagCalibration(offset: Vector3(12.5, -30, 7.25), matrix: Matrix3(1.1, 0.02, 0, 0.02, 0.95, -0.01, 0, -0.01, 1.0))
+        var s = FusionSettings()
+        for line in cal.configLines {
+            let kv = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            try s.set(key: kv[0], value: kv[1])
+        }
+        XCTAssertEqual(s.magCalibration, cal)
+        XCTAssertEqual(cal.configLines[0], "mag_offset = 12.5, -30.0, 7.25")
+    }
+
+    func testCoverageGrowsAsTheBoardIsTurned() {
+        let flat = (0..<36).map { i in Vector3(cos(Double(i) * .pi / 18), sin(Double(i) * .pi / 18), 0) * 50 }
+        let flatCoverage = MagCalibrationSolver.coverage(flat, center: .zero)
+        XCTAssertEqual(flatCoverage, 8.0 / 26, accuracy: 1e-9)  // one turn on the table: the horizontal ring only
+        var all: [Vector3] = []
+        for i in 0..<200 {
+            let z = 1 - 2 * (Double(i) + 0.5) / 200, r = (1 - z * z).squareRoot(), a = Double(i) * 2.399963
+            all.append(Vector3(r * cos(a), r * sin(a), z) * 50 + Vector3(10, -5, 3))
+        }
+        XCTAssertEqual(MagCalibrationSolver.coverage(all, center: Vector3(10, -5, 3)), 1, accuracy: 1e-9)
+    }
+}

@@ -17,6 +17,8 @@ public struct FusionSettings: Sendable, Equatable {
     public var ki = 0.0
     /// Learn and subtract the gyro bias while the board is still.
     public var estimateGyroBias = true
+    /// A bias known in advance (rad/s, device frame), e.g. from the last run; refined at rest.
+    public var initialGyroBias = Vector3.zero
     public var stillness = StillnessSettings()
     /// Chip/board axes → device axes (applied to gyro, accel and the calibrated mag).
     public var mounting = AxisMapping.identity
@@ -43,6 +45,7 @@ public struct OrientationFilter: Sendable {
         madgwick = MadgwickFilter(beta: settings.beta)
         mahony = MahonyFilter(kp: settings.kp, ki: settings.ki)
         biasEstimator = GyroBiasEstimator(settings: settings.stillness)
+        if settings.initialGyroBias != .zero { biasEstimator.seed(settings.initialGyroBias) }
         initialized = !settings.initializeFromFirstSample
     }
 
@@ -76,7 +79,11 @@ public struct OrientationFilter: Sendable {
         let accel = settings.mounting.apply(rawAccel)
         var mag: Vector3? = nil
         if let m = rawMag, m.isFinite { mag = settings.mounting.apply(settings.magCalibration.apply(m)) }
-        if settings.estimateGyroBias { gyro = biasEstimator.update(gyro: gyro, accel: accel, dt: dt) }
+        if settings.estimateGyroBias {
+            gyro = biasEstimator.update(gyro: gyro, accel: accel, dt: dt)
+        } else {
+            gyro = gyro - settings.initialGyroBias
+        }
         if !initialized, let q = Self.attitude(accel: accel, mag: mag) {
             madgwick.q = q
             mahony.q = q
