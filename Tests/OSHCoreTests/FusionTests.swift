@@ -306,6 +306,10 @@ final class FusionTests: XCTestCase {
         XCTAssertEqual(north.declination, 2.59, accuracy: 0.02)
         let facingMagneticEast = Quaternion(axis: Vector3(0, 0, 1), angle: -.pi / 2)
         XCTAssertEqual(AndroidOrientation(north.apply(facingMagneticEast)).heading, 90 + north.declination, accuracy: 1e-9)
+        var filter = OrientationFilter()
+        filter.reset(to: facingMagneticEast)
+        XCTAssertEqual(filter.android(declinationDegrees: -10).heading, 80, accuracy: 1e-9)
+        XCTAssertEqual(filter.android(declinationDegrees: 100).heading, -170, accuracy: 1e-9)  // wraps into (−180, 180]
         XCTAssertFalse(north.update(latitude: 80.005, longitude: 0, unixTime: t + 60))  // ~556 m
         XCTAssertTrue(north.update(latitude: 80.01, longitude: 0, unixTime: t + 120))  // ~1.1 km
         XCTAssertFalse(north.update(latitude: 80.01, longitude: 0, unixTime: t + 86_000))

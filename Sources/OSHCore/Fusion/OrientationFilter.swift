@@ -60,6 +60,12 @@ public struct OrientationFilter: Sendable {
     /// Android's TYPE_ROTATION_VECTOR quaternion and getOrientation angles, magnetic north.
     public var android: AndroidOrientation { AndroidOrientation(quaternion) }
 
+    /// The same referenced to true north: the world frame turned by the declination
+    /// (degrees, east positive; `TrueNorth.declination`), so heading = magnetic + D.
+    public func android(declinationDegrees d: Double) -> AndroidOrientation {
+        AndroidOrientation(TrueNorth.rotate(quaternion, declinationDegrees: d))
+    }
+
     /// Restarts from a known attitude (device → ENU, magnetic north); keeps the gyro bias.
     public mutating func reset(to q: Quaternion) {
         madgwick.q = q.normalized
