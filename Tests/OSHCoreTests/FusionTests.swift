@@ -135,6 +135,21 @@ final class FusionTests: XCTestCase {
         }
     }
 
+    /// Mahony's integral term learns the gyro bias on its own (bias estimation off, MARG).
+    func testMahonyIntegralLearnsTheBias() {
+        var s = FusionSettings()
+        s.algorithm = .mahony
+        s.ki = 0.3
+        s.estimateGyroBias = false
+        var filter = OrientationFilter(settings: s)
+        var motion = SyntheticMotion()
+        while motion.t < SyntheticMotion.duration - 1e-9 {
+            let (g, a, m) = motion.step(withMag: true)
+            filter.update(gyro: g, accel: a, mag: m, dt: 0.01)
+        }
+        XCTAssertLessThan(filter.quaternion.angle(to: motion.truth) * 180 / .pi, 1)
+    }
+
     func testAndroidConventionHandComputedCases() {
         func check(_ q: Quaternion, heading: Double, pitch: Double, roll: Double, _ what: String) {
             let a = AndroidOrientation(q)
