@@ -56,6 +56,12 @@ commands:
                        them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
          --json        one JSON object instead of the table
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
+  declination LAT LON [ALT_KM] [DATE]   WMM2025 field (D, I, H, X, Y, Z, F) like NOAA's calculator
+                       DATE: decimal year or YYYY-MM-DD (default today)   --json
+  fuse < samples.csv   orientation fusion over recorded raw samples (t,gx,gy,gz,ax,ay,az[,mx,my,mz])
+         --algorithm madgwick|mahony  --gain G  --ki KI  --rate HZ  --mag-unit uT|nT
+         --mounting x=-y,y=x,z=z|z90|…  --no-bias  --json
+  bench fusion         fusion updates/s and allocations  --count N  --algorithm madgwick|mahony
   version              this build and the C libraries it is linked with
   help                 this text
 """
@@ -158,7 +164,8 @@ func bench(_ a: inout Arguments) {
     if which == "baro" { return runBaroBench(&a) }
     if which == "audio" { return benchAudio(&a) }
     if which == "video" { return benchVideo(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, audio or video") }
+    if which == "fusion" { return runFusionBench(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, audio, video or fusion") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -318,6 +325,8 @@ case "nmea":
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
 case "levels": runLevelsCommand(args.rest)
+case "declination": runDeclinationCommand(args.rest)
+case "fuse": runFuseCommand(args.rest)
 case "demo": demo(&args)
 case "decode": runDecodeCommand(args.rest)
 case "node": node(&args)
