@@ -191,8 +191,9 @@ public final class ICM20948Driver: IMUDriver {
         sample.temperature = IMUConvert.invensenseTemperature(IMUConvert.int16BE(p, 12))
         sample.magIsNew = false
         if magnetometerName != nil {
-            // EXT_SLV_SENS_DATA: ST1, HXL…HZH (little-endian), TMPS, ST2.
-            if p[14] & AK09916.drdy != 0, p[22] & AK09916.overflow == 0 {
+            // EXT_SLV_SENS_DATA: ST1, HXL…HZH (little-endian), TMPS, ST2. The master refreshes
+            // it once per sample, so without a new sample it still holds the last (DRDY) copy.
+            if ready, p[14] & AK09916.drdy != 0, p[22] & AK09916.overflow == 0 {
                 let m = IMUConvert.vector(UnsafeRawBufferPointer(rebasing: p[15..<21]), at: 0, bigEndian: false)
                 lastMag = IMUConvert.ak09916ToICM20948(IMUConvert.scaled(m, IMUConvert.ak09916MicroteslaPerCount))
                 sample.magIsNew = true
