@@ -97,12 +97,11 @@ public struct AxisMap: Sendable, Equatable, CustomStringConvertible {
 
     /// The same rotation as a quaternion: `quaternion.rotate(v) == apply(v)` (chip → device).
     public var quaternion: IMUQuaternion {
-        // Rows of the chip→device matrix.
-        var m = [[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]]
-        m[0][source.0] = sign.0
-        m[1][source.1] = sign.1
-        m[2][source.2] = sign.2
-        return Self.quaternion(fromMatrix: m)
+        // Rows of the chip→device matrix, built without arrays (the simulator calls this per sample).
+        let r0 = IMUVector(source.0 == 0 ? sign.0 : 0, source.0 == 1 ? sign.0 : 0, source.0 == 2 ? sign.0 : 0)
+        let r1 = IMUVector(source.1 == 0 ? sign.1 : 0, source.1 == 1 ? sign.1 : 0, source.1 == 2 ? sign.1 : 0)
+        let r2 = IMUVector(source.2 == 0 ? sign.2 : 0, source.2 == 1 ? sign.2 : 0, source.2 == 2 ? sign.2 : 0)
+        return Self.quaternion(rows: r0, r1, r2)
     }
 
     /// The config spelling, e.g. ["+y", "-x", "+z"].
@@ -113,21 +112,21 @@ public struct AxisMap: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "[" + axes.joined(separator: ", ") + "]" }
 
-    /// Rotation matrix (rows) → quaternion (Shepperd's method: pick the largest diagonal term).
-    public static func quaternion(fromMatrix m: [[Double]]) -> IMUQuaternion {
-        let tr = m[0][0] + m[1][1] + m[2][2]
+    /// Rotation matrix (given by rows) → quaternion (Shepperd's method: divide by the largest term).
+    public static func quaternion(rows a: IMUVector, _ b: IMUVector, _ c: IMUVector) -> IMUQuaternion {
+        let tr = a.x + b.y + c.z
         if tr > 0 {
             let s = (tr + 1).squareRoot() * 2
-            return IMUQuaternion(w: s / 4, x: (m[2][1] - m[1][2]) / s, y: (m[0][2] - m[2][0]) / s, z: (m[1][0] - m[0][1]) / s)
-        } else if m[0][0] > m[1][1] && m[0][0] > m[2][2] {
-            let s = (1 + m[0][0] - m[1][1] - m[2][2]).squareRoot() * 2
-            return IMUQuaternion(w: (m[2][1] - m[1][2]) / s, x: s / 4, y: (m[0][1] + m[1][0]) / s, z: (m[0][2] + m[2][0]) / s)
-        } else if m[1][1] > m[2][2] {
-            let s = (1 + m[1][1] - m[0][0] - m[2][2]).squareRoot() * 2
-            return IMUQuaternion(w: (m[0][2] - m[2][0]) / s, x: (m[0][1] + m[1][0]) / s, y: s / 4, z: (m[1][2] + m[2][1]) / s)
+            return IMUQuaternion(w: s / 4, x: (c.y - b.z) / s, y: (a.z - c.x) / s, z: (b.x - a.y) / s)
+        } else if a.x > b.y && a.x > c.z {
+            let s = (1 + a.x - b.y - c.z).squareRoot() * 2
+            return IMUQuaternion(w: (c.y - b.z) / s, x: s / 4, y: (a.y + b.x) / s, z: (a.z + c.x) / s)
+        } else if b.y > c.z {
+            let s = (1 + b.y - a.x - c.z).squareRoot() * 2
+            return IMUQuaternion(w: (a.z - c.x) / s, x: (a.y + b.x) / s, y: s / 4, z: (b.z + c.y) / s)
         } else {
-            let s = (1 + m[2][2] - m[0][0] - m[1][1]).squareRoot() * 2
-            return IMUQuaternion(w: (m[1][0] - m[0][1]) / s, x: (m[0][2] + m[2][0]) / s, y: (m[1][2] + m[2][1]) / s, z: s / 4)
+            let s = (1 + c.z - a.x - b.y).squareRoot() * 2
+            return IMUQuaternion(w: (b.x - a.y) / s, x: (a.z + c.x) / s, y: (b.z + c.y) / s, z: s / 4)
         }
     }
 }

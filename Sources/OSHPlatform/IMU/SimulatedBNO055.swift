@@ -10,6 +10,8 @@ import OSHCore
 public final class SimulatedBNO055: SimulatedIMUChip {
     typealias R = BNO055Driver.Reg
     public var unitsWritesIgnored = 0
+    /// The axis registers decoded when written (not per sample: decoding allocates).
+    public private(set) var axisMap: AxisMap? = .identity
 
     public init(truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
         super.init(registers: [:], truth: truth, clock: clock, mounting: mounting)
@@ -22,6 +24,7 @@ public final class SimulatedBNO055: SimulatedIMUChip {
         registers[Int(R.unitSel)] = 0x80
         registers[Int(R.axisMapConfig)] = 0x24
         registers[Int(R.axisMapSign)] = 0x00
+        decodeAxisMap()
         forgetSamples()
     }
 
@@ -29,10 +32,10 @@ public final class SimulatedBNO055: SimulatedIMUChip {
     var fusing: Bool { mode >= 0x08 }
 
     /// The output frame the axis registers select, nil if they describe no rotation.
-    public var axisMap: AxisMap? {
+    private func decodeAxisMap() {
         let c = registers[Int(R.axisMapConfig)], s = registers[Int(R.axisMapSign)]
-        return AxisMap(source: (Int(c & 3), Int(c >> 2 & 3), Int(c >> 4 & 3)),
-                       sign: (s & 4 != 0 ? -1 : 1, s & 2 != 0 ? -1 : 1, s & 1 != 0 ? -1 : 1))
+        axisMap = AxisMap(source: (Int(c & 3), Int(c >> 2 & 3), Int(c >> 4 & 3)),
+                          sign: (s & 4 != 0 ? -1 : 1, s & 2 != 0 ? -1 : 1, s & 1 != 0 ? -1 : 1))
     }
 
     public override func writeRegister(_ register: UInt8, _ value: UInt8) {
@@ -45,6 +48,7 @@ public final class SimulatedBNO055: SimulatedIMUChip {
         default: break
         }
         super.writeRegister(register, value)
+        if register == R.axisMapConfig || register == R.axisMapSign { decodeAxisMap() }
     }
 
     public override func transfer(write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
