@@ -48,6 +48,14 @@ public struct IMUSettings: Sendable, Equatable {
         self.pacing = pacing
     }
 
+    /// A 7-bit I²C address as config writes it: "0x68" or "104"; nil when it is not one.
+    public static func parseAddress(_ text: String) -> UInt8? {
+        let t = text.lowercased()
+        let v = t.hasPrefix("0x") ? Int(t.dropFirst(2), radix: 16) : Int(t)
+        guard let a = v, (0x03...0x77).contains(a) else { return nil }
+        return UInt8(a)
+    }
+
     public var driverSettings: IMUDriverSettings {
         IMUDriverSettings(accelRange: accelRange, gyroRange: gyroRange, rateHz: rateHz, magnetometer: magnetometer,
                           magnetometerAddress: magnetometerAddress, magnetometerRange: magnetometerRange, mounting: mounting)

@@ -97,4 +97,15 @@ final class IMUInputTests: XCTestCase {
         }
         XCTAssertTrue(probeIMUs(bus: bus).isEmpty)
     }
+
+    func testConfigHelpers() throws {
+        XCTAssertEqual(IMUSettings.parseAddress("0x68"), 0x68)
+        XCTAssertEqual(IMUSettings.parseAddress("40"), 40)
+        XCTAssertNil(IMUSettings.parseAddress("0x80"))
+        XCTAssertNil(IMUSettings.parseAddress("sixty"))
+        XCTAssertEqual(AccelRange(g: 8), .g8)
+        XCTAssertNil(GyroRange(dps: 300))
+        XCTAssertEqual(IMUDrivers.identity(named: "mpu-9250")?.name, "MPU9250")
+        XCTAssertEqual(try AxisMap(["+y", "-x", "+z"]).description, "[+y, -x, +z]")
+    }
 }

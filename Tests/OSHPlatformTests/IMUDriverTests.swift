@@ -190,8 +190,9 @@ final class IMUDriverTests: XCTestCase {
         let time = SimTime()
         bus.attach(SimulatedLSM6DSOX(truth: { [unowned self] in self.truth($0) }, clock: { time.t }), at: 0x6A)
         XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "LSM6DSOX", settings: IMUDriverSettings(magnetometer: "LIS3MDL"), sleep: noSleep)) { e in
-            XCTAssertTrue((e as? I2CError)?.isAbsent == true)
-            XCTAssertTrue("\(e)".contains("LIS3MDL"), "\(e)")
+            // The IMU is there: not "absent" (its outputs must not silently vanish), but an error naming the magnetometer.
+            XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)
+            XCTAssertTrue("\(e)".contains("LIS3MDL magnetometer not found"), "\(e)")
         }
         // "auto" runs without one.
         let d = try IMUDrivers.open(bus: bus, chip: "LSM6DSOX", sleep: noSleep)
@@ -300,5 +301,32 @@ final class IMUDriverTests: XCTestCase {
         _ = try SimulatedIMUBoard.attach(to: bus, chip: "BNO055", address: 0x29, truth: { [unowned self] in self.truth($0) }, clock: { time.t })
         let hits = IMUDrivers.probe(bus: bus).map { "\($0.identity.name)@\(String($0.address, radix: 16)):\(String($0.whoAmI, radix: 16))" }
         XCTAssertEqual(hits, ["MPU9250@68:71", "LSM6DSOX@6a:6c", "BNO055@29:a0", "LIS3MDL@1c:3d"], "the AK8963 hides until bypass")
+    }
+
+    func testMissingAK8963FallsBackWithAutoAndFailsWhenNamed() throws {
+        let (bus, _, _) = try setUp("MPU9250")
+        bus.detach(address: 0x0C) // an "MPU-9250" whose magnetometer is dead
+        let d = try IMUDrivers.open(bus: bus, chip: "MPU9250", sleep: noSleep)
+        XCTAssertNil(d.magnetometerName)
+        var s = IMUSample()
+        _ = try d.read(into: &s)
+        XCTAssertNil(s.mag)
+        XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "MPU9250", settings: IMUDriverSettings(magnetometer: "AK8963"), sleep: noSleep)) { e in
+            XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse, "\(e)")
+            XCTAssertTrue("\(e)".contains("AK8963"), "\(e)")
+        }
+    }
+
+    func testMissingAK09916FallsBackWithAuto() throws {
+        let (bus, board, time) = try setUp("ICM20948")
+        let icm = try XCTUnwrap(board.imu as? SimulatedICM20948)
+        icm.auxiliaryBusAnswers = false
+        let d = try IMUDrivers.open(bus: bus, sleep: noSleep)
+        XCTAssertNil(d.magnetometerName)
+        time.t = 1
+        var s = IMUSample()
+        XCTAssertTrue(try d.read(into: &s))
+        assertClose(s.accel, accel, IMUConvert.invensenseAccelScale(.g4), "accel")
+        XCTAssertNil(s.mag)
     }
 }

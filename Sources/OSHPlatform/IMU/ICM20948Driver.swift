@@ -136,7 +136,14 @@ public final class ICM20948Driver: IMUDriver {
             try write(0, Reg.intPinCfg, 0x00)       // no bypass: the master owns the aux bus
             try write(0, Reg.userCtrl, Reg.i2cMstEn)
             try write(3, Reg.i2cMstCtrl, 0x07)      // 345.6 kHz on the aux bus
-            let wia = try slv4Read(AK09916.wia2)
+            let wia: UInt8
+            do { wia = try slv4Read(AK09916.wia2) } catch let e as I2CError where e.isAbsent {
+                try settings.magnetometerMissing("AK09916", bus: bus, address: address, e)
+                try write(0, Reg.userCtrl, 0x00)
+                try write(0, Reg.intEnable1, Reg.rawDataReady)
+                try select(0)
+                return
+            }
             guard wia == AK09916.wia2Value else { throw io.unexpected("AK09916 WIA2 reads \(IMUDrivers.hex(wia)), expected 0x09") }
             try slv4Write(AK09916.cntl3, AK09916.softReset)
             sleep(0.001)

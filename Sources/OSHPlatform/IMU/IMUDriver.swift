@@ -37,6 +37,19 @@ public struct IMUDriverSettings: Sendable, Equatable {
     }
 
     var wantsMagnetometer: Bool { magnetometer.lowercased() != "none" }
+    var magnetometerIsAuto: Bool { IMUDrivers.normalise(magnetometer) == "AUTO" || magnetometer.isEmpty }
+
+    /// A magnetometer that does not answer: with "auto" the IMU runs without one (logged);
+    /// when the config names it, opening fails — but not as "absent", since the IMU is there.
+    func magnetometerMissing(_ chip: String, bus: I2CBus, address: UInt8?, _ error: I2CError) throws {
+        let why = "\(chip) magnetometer not found (\(error.operation))"
+        if magnetometerIsAuto {
+            Log.warning("/dev/i2c-\(bus.number): \(why); running without a magnetometer (no heading, IMU-only fusion)")
+            return
+        }
+        throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
+                       operation: "opening the IMU: the configured \(why); check it, or set the magnetometer to auto or none")
+    }
 }
 
 /// One IMU chip (plus its magnetometer) on an I²C bus.

@@ -102,9 +102,9 @@ public final class LSM6DSOXDriver: IMUDriver {
                 break
             }
             if magnetometerName == nil && wanted != "AUTO" {
-                throw I2CError(.noAcknowledge, bus: bus.number, address: settings.magnetometerAddress,
-                               operation: "looking for the LIS3MDL magnetometer at " + addrs.map(IMUDrivers.hex).joined(separator: "/")
-                                   + " (set the magnetometer to none to run without one)")
+                try settings.magnetometerMissing("LIS3MDL", bus: bus, address: settings.magnetometerAddress,
+                    I2CError(.noAcknowledge, bus: bus.number, address: nil,
+                             operation: "nothing answered with WHO_AM_I 0x3D at " + addrs.map(IMUDrivers.hex).joined(separator: "/")))
             }
             let actual = Self.odr.first { $0.code == code }?.hz ?? settings.rateHz
             magEvery = max(1, Int((actual / 80).rounded(.up)))

@@ -125,10 +125,14 @@ public final class MPUDriver: IMUDriver {
             // Bypass: I2C master off, then the AK8963 appears at 0x0C on our bus.
             try io.write(Reg.userCtrl, 0x00)
             try io.write(Reg.intPinCfg, Reg.bypassEnable)
-            try openAK8963()
-            magnetometerName = "AK8963"
-            magEvery = max(1, Int((actualRate / 100).rounded(.up)))
-            sinceMag = magEvery
+            do {
+                try openAK8963()
+                magnetometerName = "AK8963"
+                magEvery = max(1, Int((actualRate / 100).rounded(.up)))
+                sinceMag = magEvery
+            } catch let e as I2CError where e.isAbsent {
+                try settings.magnetometerMissing("AK8963", bus: bus, address: AK8963.address, e)
+            }
         }
         try io.write(Reg.intEnable, Reg.dataReady)
     }

@@ -12,6 +12,8 @@ public final class SimulatedICM20948: SimulatedIMUChip {
     /// Writes with their bank (the base class's `writes` has no bank).
     public private(set) var bankedWrites: [(bank: Int, register: UInt8, value: UInt8)] = []
     public private(set) var resets = 0
+    /// False models a dead AK09916: the master's transactions to it NACK.
+    public var auxiliaryBusAnswers = true
     private var dataReadyLatched = false
 
     public init(truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
@@ -76,7 +78,7 @@ public final class SimulatedICM20948: SimulatedIMUChip {
     private func runSlave4() {
         banks[3][Int(R.i2cSlv4Ctrl)] &= ~R.slvEnable
         let addr = banks[3][Int(R.i2cSlv4Addr)]
-        guard masterOn, addr & 0x7F == ICM20948Driver.AK09916.address else {
+        guard masterOn, auxiliaryBusAnswers, addr & 0x7F == ICM20948Driver.AK09916.address else {
             banks[0][Int(R.i2cMstStatus)] |= R.slv4Nack | R.slv4Done
             return
         }
