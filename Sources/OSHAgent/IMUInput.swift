@@ -86,6 +86,11 @@ public final class IMUInput {
         let d = try IMUDrivers.open(bus: bus, chip: settings.chip, address: settings.address,
                                     settings: settings.driverSettings, sleep: sleep)
         driver = d
+        if d.identity.name == IMUDrivers.bno055.name && settings.rateHz > 25 {
+            // Usually on a 10 kHz bus (clock stretching): one 32-byte read then takes ≈30 ms.
+            Log.notice("BNO055: if the Pi's bus runs at 10 kHz (dtparam=i2c_arm_baudrate=10000), reads take ≈30 ms; "
+                       + "set the IMU rate to 25 Hz or less")
+        }
         let rate = settings.pacing == .dataReady ? 2 * settings.rateHz : settings.rateHz
         var poll: ((Double) throws -> Void)?
         poller = SensorPoller(loop: loop, name: "\(d.identity.name) at 0x\(String(d.address, radix: 16, uppercase: true))",
