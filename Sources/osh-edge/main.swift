@@ -26,6 +26,7 @@ commands:
                        --channels N
   bench video          libx264 frames/s and bytes/frame at 640x480 and 1280x720, 1 thread and auto
          --frames N (default 200)  --size WxH  --threads N|auto  --keyint N  --fps F  --bitrate KBPS
+  bench imu            one IMU sample through each driver on the simulated bus [--chip NAME] [--count N]
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
@@ -165,7 +166,8 @@ func bench(_ a: inout Arguments) {
     if which == "audio" { return benchAudio(&a) }
     if which == "video" { return benchVideo(&a) }
     if which == "fusion" { return runFusionBench(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, audio, video or fusion") }
+    if which == "imu" { return runIMUBenchCommand(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, imu, fusion, audio or video") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")

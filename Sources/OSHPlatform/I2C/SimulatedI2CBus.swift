@@ -108,6 +108,9 @@ open class RegisterMapDevice: SimulatedI2CDevice {
     /// Register writes seen, in order (register, value): what a test asserts configuration with.
     public private(set) var writes: [(register: UInt8, value: UInt8)] = []
 
+    /// Forgets the recorded writes (a test asserting one configuration pass after another).
+    public func clearWrites() { writes.removeAll() }
+
     public init(registers: [UInt8: UInt8] = [:]) {
         self.registers = [UInt8](repeating: 0, count: 256)
         for (r, v) in registers { self.registers[Int(r)] = v }

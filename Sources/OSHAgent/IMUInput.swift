@@ -1,0 +1,136 @@
+import OSHCore
+import OSHPlatform
+
+/// The `[imu]` part of the config, as the agent needs it.
+public struct IMUSettings: Sendable, Equatable {
+    public enum Pacing: String, Sendable {
+        /// Read at `rateHz` on the loop's timer (the chip runs at the same rate): one burst per sample.
+        case timer
+        /// Poll twice as often and hand over only samples the chip's data-ready bit marks new.
+        case dataReady = "data-ready"
+    }
+
+    /// N of /dev/i2c-N.
+    public var bus: Int
+    /// "auto" or a name from `IMUDrivers.identities` (MPU6050, MPU6500, MPU9250, ICM20948, LSM6DSOX, BNO055).
+    public var chip: String
+    /// nil: each of the chip's addresses.
+    public var address: UInt8?
+    /// "auto", "none", or a chip (the MPU-9250's AK8963 and the ICM-20948's AK09916 are
+    /// built in; LIS3MDL pairs with the LSM6DSOX).
+    public var magnetometer: String
+    public var magnetometerAddress: UInt8?
+    public var accelRange: AccelRange
+    public var gyroRange: GyroRange
+    public var magnetometerRange: LIS3MDLRange
+    public var rateHz: Double
+    /// Board mounting, chip → device frame, applied to gyro, accel and magnetometer alike.
+    public var mounting: AxisMap
+    /// A separate magnetometer chip's axes relative to the IMU chip's (applied before `mounting`).
+    public var magnetometerMounting: AxisMap
+    public var pacing: Pacing
+
+    public init(bus: Int = 1, chip: String = "auto", address: UInt8? = nil, magnetometer: String = "auto",
+                magnetometerAddress: UInt8? = nil, accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500,
+                magnetometerRange: LIS3MDLRange = .gauss4, rateHz: Double = 100, mounting: AxisMap = .identity,
+                magnetometerMounting: AxisMap = .identity, pacing: Pacing = .timer) {
+        self.bus = bus
+        self.chip = chip
+        self.address = address
+        self.magnetometer = magnetometer
+        self.magnetometerAddress = magnetometerAddress
+        self.accelRange = accelRange
+        self.gyroRange = gyroRange
+        self.magnetometerRange = magnetometerRange
+        self.rateHz = rateHz
+        self.mounting = mounting
+        self.magnetometerMounting = magnetometerMounting
+        self.pacing = pacing
+    }
+
+    /// A 7-bit I²C address as config writes it: "0x68" or "104"; nil when it is not one.
+    public static func parseAddress(_ text: String) -> UInt8? {
+        let t = text.lowercased()
+        let v = t.hasPrefix("0x") ? Int(t.dropFirst(2), radix: 16) : Int(t)
+        guard let a = v, (0x03...0x77).contains(a) else { return nil }
+        return UInt8(a)
+    }
+
+    public var driverSettings: IMUDriverSettings {
+        IMUDriverSettings(accelRange: accelRange, gyroRange: gyroRange, rateHz: rateHz, magnetometer: magnetometer,
+                          magnetometerAddress: magnetometerAddress, magnetometerRange: magnetometerRange, mounting: mounting)
+    }
+}
+
+/// One IMU on the loop: its driver, a SensorPoller pacing it (pause + reopen with backoff
+/// when the bus fails), and the mounting map; hands every sample to `onSample`.
+public final class IMUInput {
+    public let settings: IMUSettings
+    public let driver: IMUDriver
+    public let poller: SensorPoller
+    /// Samples handed over.
+    public private(set) var samples = 0
+    /// Polls whose data-ready bit said "nothing new" (data-ready pacing only).
+    public private(set) var notReady = 0
+
+    private let onSample: (IMUSample) -> Void
+    private var sample = IMUSample()
+
+    /// Opens the chip now (throws the driver's `I2CError`: `isAbsent` means do not register
+    /// its outputs). `start()` begins polling.
+    public init(loop: EventLoop, bus: I2CBus, settings: IMUSettings, backoff: Backoff = Backoff(initial: 1, maximum: 30),
+                sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep,
+                onSample: @escaping (IMUSample) -> Void) throws {
+        self.settings = settings
+        self.onSample = onSample
+        let d = try IMUDrivers.open(bus: bus, chip: settings.chip, address: settings.address,
+                                    settings: settings.driverSettings, sleep: sleep)
+        driver = d
+        if d.identity.name == IMUDrivers.bno055.name && settings.rateHz > 25 {
+            // Usually on a 10 kHz bus (clock stretching): one 32-byte read then takes ≈30 ms.
+            Log.notice("BNO055: if the Pi's bus runs at 10 kHz (dtparam=i2c_arm_baudrate=10000), reads take ≈30 ms; "
+                       + "set the IMU rate to 25 Hz or less")
+        }
+        let rate = settings.pacing == .dataReady ? 2 * settings.rateHz : settings.rateHz
+        var poll: ((Double) throws -> Void)?
+        poller = SensorPoller(loop: loop, name: "\(d.identity.name) at 0x\(String(d.address, radix: 16, uppercase: true))",
+                              rate: rate, backoff: backoff, reopen: { try d.reopen() }, poll: { t in try poll?(t) })
+        poll = { [unowned self] t in try self.tick(t) }
+    }
+
+    /// The chip's name ("MPU9250"…) for output names and logs.
+    public var chipName: String { driver.identity.name }
+    /// The magnetometer in use, nil without one (then only IMU-mode fusion is possible).
+    public var magnetometerName: String? { driver.magnetometerName }
+    public var hasMagnetometer: Bool { driver.magnetometerName != nil }
+    public var state: SensorPoller.State { poller.state }
+
+    public func start() throws { try poller.start() }
+    public func stop() { poller.stop() }
+
+    private func tick(_ t: Double) throws {
+        let fresh = try driver.read(into: &sample)
+        if settings.pacing == .dataReady && !fresh {
+            notReady += 1
+            return
+        }
+        sample.t = t
+        Self.applyMounting(&sample, settings: settings, onChip: driver.appliesMountingOnChip)
+        samples += 1
+        onSample(sample)
+    }
+
+    /// Chip frame → device frame for every vector (the BNO055 did it on the chip already).
+    public static func applyMounting(_ s: inout IMUSample, settings: IMUSettings, onChip: Bool) {
+        if !settings.magnetometerMounting.isIdentity, !onChip, let m = s.mag {
+            s.mag = settings.magnetometerMounting.apply(m)
+        }
+        guard !onChip, !settings.mounting.isIdentity else { return }
+        s.gyro = settings.mounting.apply(s.gyro)
+        s.accel = settings.mounting.apply(s.accel)
+        if let m = s.mag { s.mag = settings.mounting.apply(m) }
+    }
+}
+
+/// Every known IMU and magnetometer answering on `bus` (address + ID register), for `osh-edge probe`.
+public func probeIMUs(bus: I2CBus) -> [IMUProbeHit] { IMUDrivers.probe(bus: bus) }

@@ -1,0 +1,267 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OSHCore
+
+// The fetch halves of the IMU drivers: bus transactions only. Each chip family has one
+// driver class; `IMUDrivers` is the table `osh-edge probe` and the agent walk. Conversions
+// live in OSHCore/IMU (IMUConvert), so they are testable without a bus.
+
+/// What a driver is asked to configure.
+public struct IMUDriverSettings: Sendable, Equatable {
+    public var accelRange: AccelRange
+    public var gyroRange: GyroRange
+    /// Output data rate the chip is configured for (Hz); the low-pass filter follows it.
+    public var rateHz: Double
+    /// "auto" (the chip's own, or a known one found on the bus), "none", or a chip name
+    /// ("AK8963", "AK09916", "LIS3MDL").
+    public var magnetometer: String
+    /// For a separate magnetometer chip; nil tries its known addresses.
+    public var magnetometerAddress: UInt8?
+    public var magnetometerRange: LIS3MDLRange
+    /// Board mounting. Raw IMUs leave it to the caller (IMUInput applies it to every vector);
+    /// the BNO055 programs it into AXIS_MAP_CONFIG/SIGN so its on-chip fusion runs in the
+    /// device frame (`IMUDriver.appliesMountingOnChip`).
+    public var mounting: AxisMap
+
+    public init(accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500, rateHz: Double = 100,
+                magnetometer: String = "auto", magnetometerAddress: UInt8? = nil,
+                magnetometerRange: LIS3MDLRange = .gauss4, mounting: AxisMap = .identity) {
+        self.accelRange = accelRange
+        self.gyroRange = gyroRange
+        self.rateHz = rateHz
+        self.magnetometer = magnetometer
+        self.magnetometerAddress = magnetometerAddress
+        self.magnetometerRange = magnetometerRange
+        self.mounting = mounting
+    }
+
+    var wantsMagnetometer: Bool { magnetometer.lowercased() != "none" }
+    var magnetometerIsAuto: Bool { IMUDrivers.normalise(magnetometer) == "AUTO" || magnetometer.isEmpty }
+
+    /// A magnetometer that does not answer: with "auto" the IMU runs without one (logged);
+    /// when the config names it, opening fails — but not as "absent", since the IMU is there.
+    func magnetometerMissing(_ chip: String, bus: I2CBus, address: UInt8?, _ error: I2CError) throws {
+        let why = "\(chip) magnetometer not found (\(error.operation))"
+        if magnetometerIsAuto {
+            Log.warning("/dev/i2c-\(bus.number): \(why); running without a magnetometer (no heading, IMU-only fusion)")
+            return
+        }
+        throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
+                       operation: "opening the IMU: the configured \(why); check it, or set the magnetometer to auto or none")
+    }
+}
+
+/// One IMU chip (plus its magnetometer) on an I²C bus.
+public protocol IMUDriver: AnyObject {
+    var identity: I2CChipIdentity { get }
+    var address: UInt8 { get }
+    var bus: I2CBus { get }
+    /// The ID register's value read at open.
+    var whoAmI: UInt8 { get }
+    /// The magnetometer in use ("AK8963", "LIS3MDL"…), nil when there is none.
+    var magnetometerName: String? { get }
+    /// True when the chip applies `settings.mounting` itself (BNO055): do not apply it again.
+    var appliesMountingOnChip: Bool { get }
+    var settings: IMUDriverSettings { get }
+    /// Reset, identify and configure again (what opening did): the poller's reopen.
+    func reopen() throws
+    /// Burst-reads one sample into `sample` (no allocation). Returns false when the chip's
+    /// data-ready bit said nothing new was there (the values are then the previous ones).
+    func read(into sample: inout IMUSample) throws -> Bool
+}
+
+/// Something a driver found on the bus while probing.
+public struct IMUProbeHit: Sendable, Equatable {
+    public var identity: I2CChipIdentity
+    public var address: UInt8
+    public var whoAmI: UInt8
+}
+
+public enum IMUDrivers {
+    public static let mpu6050 = I2CChipIdentity(
+        name: "MPU6050", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x68],
+        note: "6-axis, no magnetometer (an MPU-9150 also answers 0x68)")
+    public static let mpu6500 = I2CChipIdentity(
+        name: "MPU6500", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x70],
+        note: "6-axis, no magnetometer")
+    public static let mpu9250 = I2CChipIdentity(
+        name: "MPU9250", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x71, 0x73],
+        note: "9-axis: AK8963 magnetometer at 0x0C, reached in bypass mode (0x73 is the MPU-9255)")
+    public static let icm20948 = I2CChipIdentity(
+        name: "ICM20948", kind: .imu, addresses: [0x69, 0x68], idRegister: 0x00, idValues: [0xEA],
+        note: "9-axis: AK09916 magnetometer read through the chip's own I²C master")
+    public static let lsm6dsox = I2CChipIdentity(
+        name: "LSM6DSOX", kind: .imu, addresses: [0x6A, 0x6B], idRegister: 0x0F, idValues: [0x6C],
+        note: "6-axis; pair it with a LIS3MDL magnetometer (0x1C/0x1E) for heading")
+    public static let bno055 = I2CChipIdentity(
+        name: "BNO055", kind: .imu, addresses: [0x28, 0x29], idRegister: 0x00, idValues: [0xA0],
+        note: "on-chip fusion; it stretches the I²C clock, which the Pi's hardware I²C mishandles "
+            + "(corrupt bytes, timeouts): add dtparam=i2c_arm_baudrate=10000 to /boot/firmware/config.txt "
+            + "(≈25 Hz reads at most) or use the i2c-gpio overlay")
+    public static let ak8963 = I2CChipIdentity(
+        name: "AK8963", kind: .magnetometer, addresses: [0x0C], idRegister: 0x00, idValues: [0x48],
+        note: "inside the MPU-9250; visible on the bus only while the MPU-9250 is in bypass mode")
+    public static let lis3mdl = I2CChipIdentity(
+        name: "LIS3MDL", kind: .magnetometer, addresses: [0x1C, 0x1E], idRegister: 0x0F, idValues: [0x3D])
+
+    /// Every IMU this build can drive, in probing order (MPU family before the ICM-20948:
+    /// both sit at 0x68/0x69, and WHO_AM_I at 0x75 is the cheaper test).
+    public static let identities: [I2CChipIdentity] = [mpu9250, mpu6500, mpu6050, icm20948, lsm6dsox, bno055]
+    /// Separate magnetometers (probe lists them; `open` pairs them).
+    public static let magnetometers: [I2CChipIdentity] = [lis3mdl, ak8963]
+
+    /// The identity a config name means (case and dashes ignored: "mpu-9250" = "MPU9250").
+    public static func identity(named name: String) -> I2CChipIdentity? {
+        let key = normalise(name)
+        return (identities + magnetometers).first { normalise($0.name) == key }
+    }
+
+    static func normalise(_ s: String) -> String {
+        String(s.uppercased().filter { $0 != "-" && $0 != "_" && $0 != " " })
+    }
+
+    /// The real sleep (reset and mode-change waits). Tests pass a no-op.
+    public static let systemSleep: @Sendable (Double) -> Void = { seconds in
+        if seconds > 0 { usleep(UInt32(min(seconds, 4) * 1e6)) }
+    }
+
+    /// Opens `chip` ("auto" or a name from `identities`) at `address` (nil: each of the chip's
+    /// addresses), identifies it by its ID register, resets and configures it.
+    /// Nothing answering is an `I2CError` that `isAbsent`, naming what was tried; a chip that
+    /// answers with the wrong ID is `.unexpectedResponse` saying what it looks like instead.
+    public static func open(bus: I2CBus, chip: String = "auto", address: UInt8? = nil,
+                            settings: IMUDriverSettings = IMUDriverSettings(),
+                            sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep) throws -> IMUDriver {
+        let candidates: [I2CChipIdentity]
+        if normalise(chip) == "AUTO" || chip.isEmpty {
+            candidates = identities
+        } else if let id = identity(named: chip), id.kind == .imu {
+            candidates = [id]
+        } else {
+            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
+                           operation: "choosing an IMU driver: \"\(chip)\" is not a supported IMU (use auto or one of "
+                               + identities.map(\.name).joined(separator: ", ") + ")")
+        }
+        var tried: [String] = []
+        var wrongID: I2CError?
+        for id in candidates {
+            let addrs = address.map { [$0] } ?? id.addresses
+            tried.append(id.name + " at " + addrs.map(hex).joined(separator: "/"))
+            for a in addrs {
+                let value: UInt8
+                do { value = try readID(bus: bus, identity: id, address: a) } catch let e as I2CError where e.isAbsent {
+                    continue
+                }
+                guard id.matches(id: value) else {
+                    if candidates.count == 1 {
+                        let other = identities.first { $0.idRegister == id.idRegister && $0.matches(id: value) }
+                        wrongID = I2CError(.unexpectedResponse, bus: bus.number, address: a,
+                            operation: "identifying \(id.name): register \(hex(id.idRegister ?? 0)) reads \(hex(value)), expected "
+                                + id.idValues.map(hex).joined(separator: " or ")
+                                + (other.map { " — that is an \($0.name); set the chip to \($0.name) or auto" } ?? " — another chip owns this address"))
+                    }
+                    continue
+                }
+                return try make(id, bus: bus, address: a, whoAmI: value, settings: settings, sleep: sleep)
+            }
+        }
+        if let e = wrongID { throw e }
+        throw I2CError(.noAcknowledge, bus: bus.number, address: address,
+                       operation: "looking for an IMU (tried " + tried.joined(separator: ", ") + ")")
+    }
+
+    static func make(_ id: I2CChipIdentity, bus: I2CBus, address: UInt8, whoAmI: UInt8,
+                     settings: IMUDriverSettings, sleep: @escaping (Double) -> Void) throws -> IMUDriver {
+        let d: IMUDriver
+        switch id.name {
+        case mpu6050.name, mpu6500.name, mpu9250.name:
+            d = MPUDriver(identity: id, bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
+        case icm20948.name:
+            d = ICM20948Driver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
+        case lsm6dsox.name:
+            d = LSM6DSOXDriver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
+        default:
+            d = BNO055Driver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
+        }
+        try d.reopen()
+        return d
+    }
+
+    /// Reads a chip's ID register. The ICM-20948 keeps its register bank across a restart of
+    /// the agent; when bank 0 is not selected its ID register reads something else, so a
+    /// REG_BANK_SEL that holds only bank bits is reset to bank 0 and the ID read again.
+    static func readID(bus: I2CBus, identity id: I2CChipIdentity, address: UInt8) throws -> UInt8 {
+        let reg = id.idRegister ?? 0
+        let v = try bus.readRegister(address, reg)
+        if id.name == icm20948.name, !id.matches(id: v) {
+            let bank = try bus.readRegister(address, ICM20948Driver.Reg.bankSel)
+            if bank != 0, bank & ~0x30 == 0 {
+                try bus.writeRegister(address, ICM20948Driver.Reg.bankSel, 0)
+                return try bus.readRegister(address, reg)
+            }
+        }
+        return v
+    }
+
+    /// Every known IMU and magnetometer answering on `bus`, by address and ID register.
+    /// Reads only (the ICM-20948 bank reset above is the one write, to a register it owns).
+    public static func probe(bus: I2CBus) -> [IMUProbeHit] {
+        var hits: [IMUProbeHit] = []
+        var seen: Set<UInt8> = []
+        for id in identities + magnetometers {
+            for a in id.addresses where !seen.contains(a) {
+                guard let v = try? readID(bus: bus, identity: id, address: a), id.matches(id: v) else { continue }
+                hits.append(IMUProbeHit(identity: id, address: a, whoAmI: v))
+                seen.insert(a)
+            }
+        }
+        return hits
+    }
+
+    static func hex(_ v: UInt8) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return "0x" + (s.count == 1 ? "0" + s : s)
+    }
+}
+
+/// Shared by the drivers: register writes with a useful error, and one reusable read buffer.
+final class IMURegisterIO {
+    let bus: I2CBus
+    let address: UInt8
+    let chip: String
+    /// Allocated once; every burst reads into it.
+    let buffer: UnsafeMutableRawBufferPointer
+
+    init(bus: I2CBus, address: UInt8, chip: String, capacity: Int) {
+        self.bus = bus
+        self.address = address
+        self.chip = chip
+        buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
+        buffer.initializeMemory(as: UInt8.self, repeating: 0)
+    }
+
+    deinit { buffer.deallocate() }
+
+    func write(_ reg: UInt8, _ value: UInt8, at addr: UInt8? = nil) throws { try bus.writeRegister(addr ?? address, reg, value) }
+    func read(_ reg: UInt8, at addr: UInt8? = nil) throws -> UInt8 { try bus.readRegister(addr ?? address, reg) }
+
+    /// Reads `count` bytes at `reg` into the buffer and returns a view of them.
+    func burst(_ reg: UInt8, _ count: Int, at addr: UInt8? = nil) throws -> UnsafeRawBufferPointer {
+        let view = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+        try bus.readRegisters(addr ?? address, reg, into: view)
+        return UnsafeRawBufferPointer(view)
+    }
+
+    func unexpected(_ what: String, at addr: UInt8? = nil) -> I2CError {
+        I2CError(.unexpectedResponse, bus: bus.number, address: addr ?? address, operation: "\(chip): \(what)")
+    }
+}
+
+/// Picks the widest filter bandwidth not above half the output rate (Nyquist), from a table
+/// of (code, bandwidth Hz); the narrowest when none fits.
+func lowPassCode(for rate: Double, _ table: [(code: UInt8, hz: Double)]) -> UInt8 {
+    let fitting = table.filter { $0.hz <= rate / 2 }
+    if let best = fitting.max(by: { $0.hz < $1.hz }) { return best.code }
+    return table.min(by: { $0.hz < $1.hz })?.code ?? 0
+}

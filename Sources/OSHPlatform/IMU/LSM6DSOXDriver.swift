@@ -1,0 +1,148 @@
+import OSHCore
+
+/// ST LSM6DSOX accelerometer/gyroscope, with an optional separate LIS3MDL magnetometer on the
+/// same bus (the Adafruit/Pololu pairing). The LIS3MDL is its own chip with its own address;
+/// its axes are the board's business — `IMUSettings.magnetometerMounting` aligns them when
+/// the board does not place the two chips alike.
+public final class LSM6DSOXDriver: IMUDriver {
+    /// LSM6DSOX registers (datasheet DS12814 §8–9).
+    public enum Reg {
+        public static let whoAmI: UInt8 = 0x0F
+        public static let ctrl1XL: UInt8 = 0x10
+        public static let ctrl2G: UInt8 = 0x11
+        public static let ctrl3C: UInt8 = 0x12
+        public static let statusReg: UInt8 = 0x1E
+        public static let outTempL: UInt8 = 0x20
+        /// CTRL3_C bits.
+        public static let swReset: UInt8 = 0x01
+        public static let ifInc: UInt8 = 0x04
+        public static let bdu: UInt8 = 0x40
+        /// STATUS_REG bits.
+        public static let xlda: UInt8 = 0x01
+        public static let gda: UInt8 = 0x02
+    }
+
+    /// LIS3MDL registers (datasheet DocID024204 §7). A multi-byte read needs the register's
+    /// MSB set (SUB(7) = 1) or the chip keeps returning the same register.
+    public enum LIS3MDL {
+        public static let whoAmI: UInt8 = 0x0F
+        public static let whoAmIValue: UInt8 = 0x3D
+        public static let ctrlReg1: UInt8 = 0x20
+        public static let ctrlReg2: UInt8 = 0x21
+        public static let ctrlReg3: UInt8 = 0x22
+        public static let ctrlReg4: UInt8 = 0x23
+        public static let ctrlReg5: UInt8 = 0x24
+        public static let statusReg: UInt8 = 0x27
+        public static let autoIncrement: UInt8 = 0x80
+        public static let softReset: UInt8 = 0x04
+        public static let zyxda: UInt8 = 0x08
+        /// CTRL_REG1: ultra-high-performance X/Y (OM = 11), 80 Hz (DO = 111).
+        public static let uhp80Hz: UInt8 = 0x7C
+        /// CTRL_REG4: ultra-high-performance Z (OMZ = 11).
+        public static let uhpZ: UInt8 = 0x0C
+        public static let bdu: UInt8 = 0x40
+    }
+
+    public let identity = IMUDrivers.lsm6dsox
+    public let address: UInt8
+    public var bus: I2CBus { io.bus }
+    public let whoAmI: UInt8
+    public private(set) var settings: IMUDriverSettings
+    public private(set) var magnetometerName: String?
+    public private(set) var magnetometerAddress: UInt8?
+    public let appliesMountingOnChip = false
+
+    private let io: IMURegisterIO
+    private let sleep: (Double) -> Void
+    private var accelScale = 0.0
+    private var gyroScale = 0.0
+    private var magScale = 0.0
+    private var lastMag: IMUVector?
+    private var magEvery = 1
+    private var sinceMag = 0
+
+    init(bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings, sleep: @escaping (Double) -> Void) {
+        self.address = address
+        self.whoAmI = whoAmI
+        self.settings = settings
+        self.sleep = sleep
+        io = IMURegisterIO(bus: bus, address: address, chip: "LSM6DSOX", capacity: 16)
+    }
+
+    /// ODR codes (CTRL1_XL/CTRL2_G bits 7:4), high-performance mode.
+    static let odr: [(code: UInt8, hz: Double)] = [(1, 12.5), (2, 26), (3, 52), (4, 104), (5, 208), (6, 416), (7, 833), (8, 1666)]
+
+    /// The lowest ODR at or above `rate` (the chip then never runs slower than we read).
+    static func odrCode(for rate: Double) -> UInt8 {
+        odr.first { $0.hz >= rate * 0.99 }?.code ?? 8
+    }
+
+    public func reopen() throws {
+        let id = try io.read(Reg.whoAmI)
+        guard identity.matches(id: id) else { throw io.unexpected("WHO_AM_I reads \(IMUDrivers.hex(id)), expected 0x6C") }
+        try io.write(Reg.ctrl3C, Reg.swReset)
+        sleep(0.01)
+        try io.write(Reg.ctrl3C, Reg.bdu | Reg.ifInc)
+        let code = Self.odrCode(for: settings.rateHz)
+        try io.write(Reg.ctrl1XL, code << 4 | settings.accelRange.lsm6dsoxCode << 2)
+        try io.write(Reg.ctrl2G, code << 4 | settings.gyroRange.code << 2)
+        accelScale = IMUConvert.lsm6dsoxAccelScale(settings.accelRange)
+        gyroScale = IMUConvert.lsm6dsoxGyroScale(settings.gyroRange)
+        magnetometerName = nil
+        magnetometerAddress = nil
+        lastMag = nil
+        let wanted = IMUDrivers.normalise(settings.magnetometer)
+        if settings.wantsMagnetometer {
+            let addrs = settings.magnetometerAddress.map { [$0] } ?? IMUDrivers.lis3mdl.addresses
+            for a in addrs {
+                guard let v = try? io.read(LIS3MDL.whoAmI, at: a), v == LIS3MDL.whoAmIValue else { continue }
+                try openLIS3MDL(at: a)
+                magnetometerName = "LIS3MDL"
+                magnetometerAddress = a
+                break
+            }
+            if magnetometerName == nil && wanted != "AUTO" {
+                try settings.magnetometerMissing("LIS3MDL", bus: bus, address: settings.magnetometerAddress,
+                    I2CError(.noAcknowledge, bus: bus.number, address: nil,
+                             operation: "nothing answered with WHO_AM_I 0x3D at " + addrs.map(IMUDrivers.hex).joined(separator: "/")))
+            }
+            let actual = Self.odr.first { $0.code == code }?.hz ?? settings.rateHz
+            magEvery = max(1, Int((actual / 80).rounded(.up)))
+            sinceMag = magEvery
+        }
+    }
+
+    private func openLIS3MDL(at a: UInt8) throws {
+        try io.write(LIS3MDL.ctrlReg2, LIS3MDL.softReset, at: a)
+        sleep(0.01)
+        try io.write(LIS3MDL.ctrlReg1, LIS3MDL.uhp80Hz, at: a)
+        try io.write(LIS3MDL.ctrlReg2, settings.magnetometerRange.code << 5, at: a)
+        try io.write(LIS3MDL.ctrlReg4, LIS3MDL.uhpZ, at: a)
+        try io.write(LIS3MDL.ctrlReg5, LIS3MDL.bdu, at: a)
+        try io.write(LIS3MDL.ctrlReg3, 0x00, at: a) // continuous conversion
+        magScale = IMUConvert.lis3mdlScale(settings.magnetometerRange)
+    }
+
+    public func read(into sample: inout IMUSample) throws -> Bool {
+        // STATUS_REG, a reserved byte, then temperature, gyro, accel (little-endian): one burst.
+        let p = try io.burst(Reg.statusReg, 16)
+        let ready = p[0] & (Reg.xlda | Reg.gda) != 0
+        sample.temperature = IMUConvert.lsm6dsoxTemperature(IMUConvert.int16LE(p, 2))
+        sample.gyro = IMUConvert.scaled(IMUConvert.vector(p, at: 4, bigEndian: false), gyroScale)
+        sample.accel = IMUConvert.scaled(IMUConvert.vector(p, at: 10, bigEndian: false), accelScale)
+        sample.magIsNew = false
+        if let a = magnetometerAddress {
+            sinceMag += 1
+            if sinceMag >= magEvery {
+                sinceMag = 0
+                let m = try io.burst(LIS3MDL.statusReg | LIS3MDL.autoIncrement, 7, at: a)
+                if m[0] & LIS3MDL.zyxda != 0 {
+                    lastMag = IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), magScale)
+                    sample.magIsNew = true
+                }
+            }
+            sample.mag = lastMag
+        }
+        return ready
+    }
+}
