@@ -22,6 +22,10 @@ public struct AgentConfig: Sendable {
     public var gps: GPSInputConfig?
     /// Publish the camera datastream (swe+binary, through the video path: one frame in flight).
     public var video = false
+    /// Register the `device_control` control stream and take the node's commands over its WebSocket.
+    public var commands = false
+    /// The node's command timing as the receiver assumes it (OSH: 5 s); tests shorten it.
+    public var commandOptions = CommandReceiver.Options()
     /// Outputs whose values arrive through `record(_:monotonicTime:values:)` from a device input
     /// (barometer, IMU, audio…); the others are sampled on a timer (simulated values, health).
     public var externalOutputs: Set<String> = []
@@ -230,6 +234,8 @@ public final class AgentRuntime {
 
     /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
     public func stop(flushUntil deadline: UInt64) throws {
+        commandReceiver?.stop()
+        commandReceiver = nil
         gpsInput?.stop()
         gpsInput = nil
         registrationDeadline.cancel()
@@ -282,7 +288,7 @@ public final class AgentRuntime {
 
     /// One encoded camera access unit; dropped (and counted) while the previous one is in flight.
     public func offerVideo(monotonicTime: Double, accessUnit: UnsafeRawBufferPointer) {
-        guard let v = videoPublisher else { return }
+        guard let v = videoPublisher, videoEnabled else { return }
         v.clockOffset = publisher.clockOffset
         v.offer(monotonicTime: monotonicTime, frame: accessUnit)
     }
@@ -388,6 +394,7 @@ public final class AgentRuntime {
                 if self.videoSpec != nil { self.videoPublisher?.datastreamID = ids.last ?? nil }
                 self.onRegistered?()
                 self.onStatus?(self.streamingStatus)
+                if self.config.commands, let sys = state.systemID { self.startCommands(systemID: sys) }
                 Log.notice("registered \(self.config.identity.uid) with \(self.config.server.apiRoot): "
                            + "\(self.specs.count) datastreams" + (self.registrar.created.isEmpty ? "" : ", created \(self.registrar.created.joined(separator: ", "))"))
             case .failure(let e):
@@ -400,6 +407,92 @@ public final class AgentRuntime {
             }
         }
     }
+
+    // MARK: Commands (device_control)
+
+    /// The receiver on the node's command channel, once the control stream exists.
+    public private(set) var commandReceiver: CommandReceiver?
+    /// `identify`: blink the status LED for the given seconds; returns a message, or nil when the
+    /// board has no LED (the command then fails saying so).
+    public var onIdentify: ((Double) -> String?)?
+    /// Every command handled (the demo's table, logs).
+    public private(set) var lastCommand: String?
+
+    private func startCommands(systemID: String) {
+        let names = specs.map(\.outputName) + (videoSpec.map { [$0.outputName] } ?? [])
+        let body = DeviceControl.body(systemLabel: config.identity.label, outputNames: names)
+        CommandReceiver.registerControlStream(http: http, builder: node.builder, systemID: systemID, body: body) { [unowned self] r in
+            switch r {
+            case .failure(let e):
+                Log.error("commands: \(e); the node cannot drive this board until the next registration")
+            case .success(let id):
+                if let old = self.commandReceiver {
+                    if old.controlStreamID == id { return }
+                    old.stop()
+                }
+                do {
+                    let receiver = try CommandReceiver.deviceControl(loop: self.loop, http: self.http, builder: self.node.builder,
+                                                                     controlStreamID: id, outputNames: names,
+                                                                     options: self.config.commandOptions) { [unowned self] c in
+                        self.execute(c)
+                    }
+                    receiver.onChannelDown = { [unowned self] error, retry in
+                        guard let error else { return }
+                        if case .notFound = error {
+                            Log.warning("commands: \(error)")
+                            self.commandReceiver?.stop()
+                            self.commandReceiver = nil
+                            self.scheduleRegistration(after: 0)
+                        } else if let retry {
+                            Log.warning("commands: \(error); reconnecting in \(Int(retry.rounded())) s")
+                        }
+                    }
+                    receiver.start()
+                    self.commandReceiver = receiver
+                    Log.notice("commands: listening on control stream \(id) (device_control)")
+                } catch {
+                    Log.error("commands: cannot open the command channel: \(error)")
+                }
+            }
+        }
+    }
+
+    /// Runs one command from the node; the outcome is what the node will hold.
+    func execute(_ c: DeviceControlCommand) -> CommandOutcome {
+        let outcome: CommandOutcome
+        do throws(ControlError) {
+            switch c {
+            case .setRate(let name, let hz):
+                if name == videoSpec?.outputName {
+                    outcome = .rejected("the camera's frame rate is set in [outputs.\(name)] rate (1 to 25); not changed at run time")
+                } else {
+                    try setRate(name, hz)
+                    outcome = .completed("\(name) now at \(hz) Hz")
+                }
+            case .enableOutput(let name, let on):
+                if name == videoSpec?.outputName {
+                    videoEnabled = on
+                } else {
+                    try setEnabled(name, on)
+                }
+                outcome = .completed("\(name) \(on ? "enabled" : "disabled")")
+            case .identify(let seconds):
+                if let m = onIdentify?(seconds) { outcome = .completed(m) }
+                else { outcome = .failed("this board has no status LED configured ([led] chip and line)") }
+            case .reregister:
+                reregister()
+                outcome = .completed("registering again")
+            }
+        } catch {
+            outcome = .rejected(error.description)
+        }
+        lastCommand = "\(c.item): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
+        Log.notice("command \(lastCommand ?? "")")
+        return outcome
+    }
+
+    /// The camera's datastream on/off (enableOutput).
+    private var videoEnabled = true
 
     // MARK: Status
 

@@ -1,0 +1,73 @@
+import Foundation
+import OSHAgent
+import OSHCore
+import OSHDevNode
+import OSHPlatform
+import XCTest
+
+/// The node drives the board end to end: the agent registers device_control, listens on the
+/// node's WebSocket, and an operator's commands change what it publishes.
+final class AgentCommandTests: XCTestCase {
+    func testOperatorCommandsChangeTheAgentAndTheNodeHoldsTheOutcome() throws {
+        Log.muted = true
+        var nc = DevNodeConfig()
+        nc.commandAckSeconds = 0.3
+        nc.noReceiverWaitSeconds = 0.2
+        let node = DevNode(config: nc)
+        _ = try node.start()
+        defer { node.stop() }
+        let dir = NSTemporaryDirectory() + "osh-cmd-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0003", label: "Command Pi", serial: "10000000cafe0003")
+        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        c.outputs = ["barometer", "device_health"]
+        c.rates = ["barometer": 2]
+        c.trustHostClock = true
+        c.commands = true
+        c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
+                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: c, loop: loop)
+        var identified: Double?
+        agent.onIdentify = { s in identified = s; return "blinking for \(Int(s)) s" }
+        try agent.start()
+        func run(_ timeout: Double, until: () -> Bool) throws -> Bool {
+            let end = EventLoop.deadline(after: timeout)
+            while !until() {
+                if Clock.monotonicNanoseconds() > end { return false }
+                _ = try loop.runOnce(timeoutMs: 10)
+            }
+            return true
+        }
+        XCTAssertTrue(try run(10) { agent.commandReceiver?.channel.state == .open }, "command channel open")
+        let csID = try XCTUnwrap(agent.commandReceiver?.controlStreamID)
+
+        let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
+        let builder = CSRequestBuilder(credentials: .none)
+        func post(_ parameters: String) {
+            http.send(builder.request(.post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
+                                      body: Array(("{\"parameters\":" + parameters + "}").utf8))) { _ in }
+        }
+        post(#"{"setRate":{"outputName":"barometer","rate":20}}"#)
+        XCTAssertTrue(try run(10) { node.commands(controlStreamID: csID).first?.currentStatus == "COMPLETED" },
+                      "\(node.commands(controlStreamID: csID))")
+        let b = try XCTUnwrap(agent.index(of: "barometer"))
+        XCTAssertEqual(agent.rate(b), 20)
+
+        // One at a time, so the node's list is in this order.
+        for (k, p) in [#"{"setRate":{"outputName":"sonar","rate":5}}"#, #"{"identify":{"duration":7}}"#,
+                       #"{"enableOutput":{"outputName":"barometer","enabled":false}}"#].enumerated() {
+            post(p)
+            XCTAssertTrue(try run(10) {
+                let c = node.commands(controlStreamID: csID)
+                return c.count == k + 2 && (c.last?.currentStatus == "COMPLETED" || c.last?.currentStatus == "REJECTED")
+            })
+        }
+        let cmds = node.commands(controlStreamID: csID)
+        XCTAssertEqual(cmds.map(\.currentStatus), ["COMPLETED", "REJECTED", "COMPLETED", "COMPLETED"])
+        XCTAssertEqual(identified, 7)
+        XCTAssertFalse(agent.isEnabled(b))
+        try agent.stop(flushUntil: EventLoop.deadline(after: 1))
+    }
+}
