@@ -29,6 +29,9 @@ public struct DemoOptions: Sendable {
     /// The camera: a generated test pattern through libx264 (false: no camera datastream).
     public var video = true
     public var videoFPS = 5.0
+    /// Take the node's commands, and (with the built-in node) send two to ourselves through it:
+    /// identify and a rate change, so the table shows the round trip.
+    public var commands = true
     public init() {}
 }
 
@@ -77,15 +80,28 @@ public enum Demo {
         config.options = hardware.options(config.options)
         config.externalOutputs = Set(hardware.catalogueNames(config.options))
         config.video = hardware.hasVideo
+        config.commands = o.commands
         let agent = try AgentRuntime(config: config, loop: loop)
         output("osh-edge demo: \(identity.uid) → \(apiRoot)" + (devNode != nil ? " (built-in development node)" : ""))
         try agent.start()
         try hardware.start(feeding: agent)
         defer { hardware.stop() }
+        var identifyUntil = 0.0
+        agent.onIdentify = { seconds in
+            identifyUntil = Double(Clock.monotonicNanoseconds()) / 1e9 + seconds
+            return "blinking the (simulated) status LED for \(Int(seconds)) s"
+        }
+        var selfCommands: SelfCommands?
+        if o.commands, devNode != nil {
+            selfCommands = try SelfCommands(loop: loop, agent: agent, server: config.server)
+        }
+        _ = selfCommands
 
         try loop.onSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
         let table = StatusTable(interactive: isatty(1) != 0)
         try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { _ in
+            selfCommands?.tick()
+            table.identifying = Double(Clock.monotonicNanoseconds()) / 1e9 < identifyUntil
             output(table.render(agent))
         }
         if let d = o.duration { try loop.run(until: EventLoop.deadline(after: d)) } else { try loop.run() }
@@ -98,8 +114,9 @@ public enum Demo {
 /// The live table: one row per datastream, redrawn in place on a terminal, plain lines otherwise.
 struct StatusTable {
     let interactive: Bool
-    final class Memory { var lastSent: [Int] = []; var lastVideoSent = 0; var lastTime = 0.0; var drawnLines = 0 }
+    final class Memory { var lastSent: [Int] = []; var lastVideoSent = 0; var lastTime = 0.0; var drawnLines = 0; var identifying = false }
     let memory = Memory()
+    var identifying: Bool { get { memory.identifying } nonmutating set { memory.identifying = newValue } }
 
     func render(_ a: AgentRuntime) -> String {
         let rows = a.rows
@@ -112,7 +129,12 @@ struct StatusTable {
         case .backoff(_, let d): state = "node unreachable, retrying in \(Int(d)) s"
         case .probing: state = "probing the node"
         }
-        lines.append("\(state); clock: \(a.clockState.isSynchronized ? "trusted" : "held"); queued \(a.publisher.ring.occupied)")
+        lines.append("\(state); clock: \(a.clockState.isSynchronized ? "trusted" : "held"); queued \(a.publisher.ring.occupied)"
+                     + (identifying ? "; LED: identify (blinking)" : ""))
+        if a.config.commands {
+            let ch = a.commandReceiver.map { "\($0.channel.state)" } ?? "not yet"
+            lines.append("commands: channel \(ch); last: \(a.lastCommand ?? "none")")
+        }
         lines.append(pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last value" + "                  last error")
         for (i, r) in rows.enumerated() {
             let prev = i < memory.lastSent.count ? memory.lastSent[i] : 0
@@ -176,5 +198,34 @@ extension Agent {
         try DevNode.runForever(config: config) { n in
             output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))
         }
+    }
+}
+
+/// The demo as its own operator: once the command channel is open, POSTs `identify` and a
+/// `setRate` to the node, which forwards them over the WebSocket back to the agent.
+final class SelfCommands {
+    let agent: AgentRuntime
+    let http: HTTPClient
+    let builder: CSRequestBuilder
+    private var step = 0
+
+    init(loop: EventLoop, agent: AgentRuntime, server: HTTPServer) throws {
+        self.agent = agent
+        http = try HTTPClient(loop: loop, server: server)
+        builder = CSRequestBuilder(credentials: server.credentials)
+    }
+
+    func tick() {
+        guard let r = agent.commandReceiver, r.channel.state == .open else { return }
+        step += 1
+        let target = agent.specs.first { $0.outputName == "quat_orientation_data" }?.outputName ?? agent.specs.first?.outputName ?? ""
+        let parameters: String
+        switch step {
+        case 2: parameters = #"{"identify":{"duration":5}}"#
+        case 5: parameters = #"{"setRate":{"outputName":""# + target + #"","rate":2}}"#
+        default: return
+        }
+        http.send(builder.request(.post, "/controlstreams/" + r.controlStreamID + "/commands", contentType: MediaType.json,
+                                  body: Array(("{\"parameters\":" + parameters + "}").utf8))) { _ in }
     }
 }
