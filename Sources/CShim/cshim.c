@@ -2,6 +2,7 @@
 #include "cshim.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <string.h>
 #include <time.h>
@@ -87,6 +88,13 @@ int osh_signalfd_create(const int *signals, int count) {
     // The signals must be blocked, or their default action runs instead of the fd becoming readable.
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0) return -1;
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+}
+
+int osh_block_signals(const int *signals, int count) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < count; i++) sigaddset(&set, signals[i]);
+    return pthread_sigmask(SIG_BLOCK, &set, NULL) == 0 ? 0 : -1;
 }
 
 int osh_signalfd_read(int fd) {

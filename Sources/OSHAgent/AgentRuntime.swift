@@ -24,6 +24,8 @@ public struct AgentConfig: Sendable {
     public var video = false
     /// Register the `device_control` control stream and take the node's commands over its WebSocket.
     public var commands = false
+    /// Outputs beyond the catalogue's (a pan-tilt unit's `ptz_position`).
+    public var extraSpecs: [OutputSpec] = []
     /// The node's command timing as the receiver assumes it (OSH: 5 s); tests shorten it.
     public var commandOptions = CommandReceiver.Options()
     /// Outputs whose values arrive through `record(_:monotonicTime:values:)` from a device input
@@ -72,7 +74,7 @@ public final class AgentRuntime {
         self.config = config
         let catalogue = OutputCatalogue.all(config.options)
         let wanted = config.outputs.map(Set.init)
-        specs = catalogue.filter { (wanted?.contains($0.outputName) ?? true) && $0.binaryEncoding == nil }
+        specs = catalogue.filter { (wanted?.contains($0.outputName) ?? true) && $0.binaryEncoding == nil } + config.extraSpecs
         http = try HTTPClient(loop: loop, server: config.server)
         let builder = CSRequestBuilder(credentials: config.server.credentials)
         node = HTTPNodeClient(http: http, builder: builder)
@@ -236,6 +238,8 @@ public final class AgentRuntime {
     public func stop(flushUntil deadline: UInt64) throws {
         commandReceiver?.stop()
         commandReceiver = nil
+        for r in extraReceivers.values { r.stop() }
+        extraReceivers.removeAll()
         gpsInput?.stop()
         gpsInput = nil
         registrationDeadline.cancel()
@@ -280,8 +284,9 @@ public final class AgentRuntime {
     public func index(of outputName: String) -> Int? { specs.firstIndex { $0.outputName == outputName } }
 
     /// One observation from a device input: values in the output's leaf order, time excluded.
-    public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>) {
-        guard due(i, monotonicTime) else { return }
+    /// `always` skips the rate thinning (a pan-tilt unit's final position must not be thinned away).
+    public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>, always: Bool = false) {
+        guard always ? enabled[i] : due(i, monotonicTime) else { return }
         publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
         lastValues[i] = values.first ?? .nan
     }
@@ -415,10 +420,57 @@ public final class AgentRuntime {
     /// `identify`: blink the status LED for the given seconds; returns a message, or nil when the
     /// board has no LED (the command then fails saying so).
     public var onIdentify: ((Double) -> String?)?
+    /// Control streams beyond device_control (a pan-tilt unit's `ptz_control`), set before `start`.
+    public struct ExtraControl {
+        public var inputName: String
+        public var body: [UInt8]
+        public var schema: DataComponent
+        public var handler: (ReceivedCommand) -> CommandOutcome
+        public init(inputName: String, body: [UInt8], schema: DataComponent, handler: @escaping (ReceivedCommand) -> CommandOutcome) {
+            self.inputName = inputName
+            self.body = body
+            self.schema = schema
+            self.handler = handler
+        }
+    }
+    public var extraControls: [ExtraControl] = []
+    public private(set) var extraReceivers: [String: CommandReceiver] = [:]
+
     /// Every command handled (the demo's table, logs).
     public private(set) var lastCommand: String?
 
+    private func startExtraControls(systemID: String) {
+        for control in extraControls {
+            CommandReceiver.registerControlStream(http: http, builder: node.builder, systemID: systemID, body: control.body) { [unowned self] r in
+                switch r {
+                case .failure(let e):
+                    Log.error("commands: \(control.inputName): \(e)")
+                case .success(let id):
+                    if let old = self.extraReceivers[control.inputName] {
+                        if old.controlStreamID == id { return }
+                        old.stop()
+                    }
+                    do {
+                        let receiver = try CommandReceiver(loop: self.loop, http: self.http, builder: self.node.builder, controlStreamID: id,
+                                                           schema: control.schema, options: self.config.commandOptions) { [unowned self] c in
+                            let outcome = control.handler(c)
+                            self.lastCommand = "\(control.inputName): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
+                            Log.notice("command \(self.lastCommand ?? "")")
+                            return outcome
+                        }
+                        receiver.start()
+                        self.extraReceivers[control.inputName] = receiver
+                        Log.notice("commands: listening on control stream \(id) (\(control.inputName))")
+                    } catch {
+                        Log.error("commands: cannot open the \(control.inputName) channel: \(error)")
+                    }
+                }
+            }
+        }
+    }
+
     private func startCommands(systemID: String) {
+        startExtraControls(systemID: systemID)
         let names = specs.map(\.outputName) + (videoSpec.map { [$0.outputName] } ?? [])
         let body = DeviceControl.body(systemLabel: config.identity.label, outputNames: names)
         CommandReceiver.registerControlStream(http: http, builder: node.builder, systemID: systemID, body: body) { [unowned self] r in

@@ -85,6 +85,7 @@ public enum Daemon {
         p.audio = source(["audio_level"])
         p.camera = source(["camera0_H264"])
         p.cameraFPS = settings.outputs["camera0_H264"]?.rate ?? 10
+        p.ptz = settings.devices.ptz.chip == "none" ? nil : .board
         return p
     }
 
@@ -112,7 +113,10 @@ public enum Daemon {
         config.rates = rates
         config.externalOutputs = found
         config.video = hardware.hasVideo && wanted.contains("camera0_H264")
+        config.extraSpecs = hardware.extraSpecs
+        config.commands = true
         let agent = try AgentRuntime(config: config, loop: loop)
+        agent.extraControls = hardware.extraControls(systemLabel: config.identity.label)
         return (agent, hardware)
     }
 
@@ -146,6 +150,8 @@ public enum Daemon {
 
     /// Runs until SIGTERM/SIGINT. Returns the process exit code.
     public static func run(configPath: String, secretsPath: String?) -> Int32 {
+        // Before the devices start library threads (they inherit the mask).
+        EventLoop.blockSignals([SIGTERM, SIGINT, SIGHUP])
         var loaded: Loaded
         do {
             loaded = try load(configPath: configPath, secretsPath: secretsPath)

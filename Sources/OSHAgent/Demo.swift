@@ -39,6 +39,8 @@ public enum Demo {
     /// Runs until the duration passes or SIGINT/SIGTERM. Returns the final rows.
     @discardableResult
     public static func run(_ o: DemoOptions, output: @escaping (String) -> Void) throws -> [AgentRuntime.Row] {
+        // Before the encoder and ALSA start their threads (they inherit the mask).
+        EventLoop.blockSignals([SIGINT, SIGTERM])
         var devNode: DevNode?
         let apiRoot: String
         if let url = o.nodeURL {
@@ -72,6 +74,7 @@ public enum Demo {
         plan.audioWAV = o.audioWAV
         plan.camera = o.video ? .simulated : nil
         plan.cameraFPS = o.videoFPS
+        plan.ptz = .simulated
         plan.scratchDirectory = config.stateDirectory
         try? StateFiles.makeDirectories(config.stateDirectory)
         let hardware = Hardware(loop: loop, plan: plan)
@@ -81,7 +84,9 @@ public enum Demo {
         config.externalOutputs = Set(hardware.catalogueNames(config.options))
         config.video = hardware.hasVideo
         config.commands = o.commands
+        config.extraSpecs = hardware.extraSpecs
         let agent = try AgentRuntime(config: config, loop: loop)
+        agent.extraControls = hardware.extraControls(systemLabel: identity.label)
         output("osh-edge demo: \(identity.uid) → \(apiRoot)" + (devNode != nil ? " (built-in development node)" : ""))
         try agent.start()
         try hardware.start(feeding: agent)
@@ -223,9 +228,18 @@ final class SelfCommands {
         switch step {
         case 2: parameters = #"{"identify":{"duration":5}}"#
         case 5: parameters = #"{"setRate":{"outputName":""# + target + #"","rate":2}}"#
+        case 3:
+            // Point the (simulated) pan-tilt unit 30° right.
+            guard let ptz = agent.extraReceivers[PTZSchema.inputName], ptz.channel.state == .open else { return }
+            send(ptz.controlStreamID, #"{"rpan":30}"#)
+            return
         default: return
         }
-        http.send(builder.request(.post, "/controlstreams/" + r.controlStreamID + "/commands", contentType: MediaType.json,
+        send(r.controlStreamID, parameters)
+    }
+
+    private func send(_ controlStreamID: String, _ parameters: String) {
+        http.send(builder.request(.post, "/controlstreams/" + controlStreamID + "/commands", contentType: MediaType.json,
                                   body: Array(("{\"parameters\":" + parameters + "}").utf8))) { _ in }
     }
 }

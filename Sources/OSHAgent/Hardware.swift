@@ -18,6 +18,8 @@ public struct HardwarePlan: Sendable {
     public var audioWAV: String?
     public var camera: Source?
     public var cameraFPS: Double = 10
+    /// A pan-tilt unit ([ptz] chip = "PCA9685").
+    public var ptz: Source?
     public var barometerRate: Double = 1
     /// The IMU and its filter run at this rate; outputs are thinned to their own rates.
     public var imuRate: Double = 100
@@ -53,6 +55,9 @@ public final class Hardware {
     private var imu: IMUInput?
     private var audio: AudioInput?
     private var video: VideoInput?
+    private var ptz: PTZController?
+    private var ptzTimer: EventLoop.Timer?
+    private var ptzIndex: Int?
     private var filter: OrientationFilter
     public let trueNorth = TrueNorth()
     private weak var agent: AgentRuntime?
@@ -151,6 +156,10 @@ public final class Hardware {
                 outputs.append("audio_level")
             }
         }
+        if let source = plan.ptz {
+            openPTZ(source)
+            if ptz != nil { outputs.append(PTZSchema.outputName) }
+        }
         if let source = plan.camera {
             let c = d.camera
             let settings = VideoSettings(device: source == .simulated ? VideoSettings.testPattern : c.device,
@@ -166,6 +175,91 @@ public final class Hardware {
             }
         }
     }
+
+    /// The pan-tilt unit's output, when one answered.
+    public var extraSpecs: [OutputSpec] { ptz.map { [PTZSchema.positionOutput($0.calibration)] } ?? [] }
+
+    /// The pan-tilt unit's control stream, when one answered.
+    public func extraControls(systemLabel: String) -> [AgentRuntime.ExtraControl] {
+        guard let ptz else { return [] }
+        return [AgentRuntime.ExtraControl(inputName: PTZSchema.inputName,
+                                          body: PTZSchema.controlStreamBody(ptz.calibration, systemLabel: systemLabel),
+                                          schema: PTZSchema.controlParameters(ptz.calibration)) { [unowned self] c in
+            self.ptzCommand(c.value)
+        }]
+    }
+
+    /// The calibration the [ptz] section describes.
+    static func calibration(_ p: PTZConfig) -> PTZCalibration {
+        let speed = p.maxSpeed > 0 ? p.maxSpeed : nil
+        func axis(_ channel: Int, _ limits: [Double]) -> ServoAxisCalibration {
+            ServoAxisCalibration(channel: channel, minPulseMicros: p.pulse[0], maxPulseMicros: p.pulse[1],
+                                 minDegrees: p.degrees[0], maxDegrees: p.degrees[1],
+                                 lowerLimit: limits[0], upperLimit: limits[1], maxSpeed: speed,
+                                 home: min(max(0, limits[0]), limits[1]))
+        }
+        return PTZCalibration(pan: axis(p.panChannel, p.panLimits), tilt: axis(p.tiltChannel, p.tiltLimits))
+    }
+
+    private func openPTZ(_ source: HardwarePlan.Source) {
+        let p = plan.devices.ptz
+        let bus: I2CBus?
+        if source == .simulated {
+            let b = simulated()
+            b.attach(SimulatedPCA9685(), at: p.address)
+            bus = b
+        } else {
+            if boardBus == nil { openBus(force: true) }
+            bus = boardBus
+        }
+        guard let bus else { return }
+        do {
+            ptz = try PTZController(driver: PCA9685(bus: bus, address: p.address), calibration: Self.calibration(p))
+        } catch {
+            notes.append("pan-tilt: \(error); ptz_control and ptz_position are not published")
+        }
+    }
+
+    /// A ptz_control command: plan the move, start slewing, report where it goes.
+    private func ptzCommand(_ v: CommandValue) -> CommandOutcome {
+        guard let ptz else { return .failed("the pan-tilt unit is not available") }
+        let command: PTZCommand
+        switch v {
+        case .choice("rpan", .number(let d)): command = .relative(pan: d, tilt: 0)
+        case .choice("rtilt", .number(let d)): command = .relative(pan: 0, tilt: d)
+        case .choice("pan", .number(let d)): command = .absolute(pan: d, tilt: nil)
+        case .choice("tilt", .number(let d)): command = .absolute(pan: nil, tilt: d)
+        case .choice("preset", .text(let name)): command = .preset(name)
+        case .choice("ptzPos", let r): command = .absolute(pan: r["pan"]?.number, tilt: r["tilt"]?.number)
+        default: return .rejected("not a ptz_control command: expected one of " + PTZCommand.itemNames.joined(separator: ", "))
+        }
+        let outcome = ptz.apply(command)
+        if outcome.status == .completed { startSlewing() }
+        return CommandOutcome(outcome.status, outcome.message)
+    }
+
+    private func startSlewing() {
+        guard ptzTimer == nil, let ptz else { return }
+        let step = 0.02
+        do {
+            ptzTimer = try loop.addTimer(firstAt: EventLoop.deadline(after: step), interval: UInt64(step * 1e9)) { [unowned self] _ in
+                var moving = false
+                do { moving = try ptz.tick(dt: step) } catch { Log.warning("pan-tilt: \(error)") }
+                self.recordPTZ(always: !moving)
+                if !moving, let t = self.ptzTimer { self.loop.cancel(t); self.ptzTimer = nil }
+            }
+        } catch {
+            Log.error("pan-tilt: cannot start the slew timer: \(error)")
+        }
+    }
+
+    private func recordPTZ(always: Bool = true) {
+        guard let ptz, let i = ptzIndex, let agent else { return }
+        ptz.withPosition { agent.record(i, monotonicTime: Double(Clock.monotonicNanoseconds()) / 1e9, values: $0, always: always) }
+    }
+
+    /// The pan-tilt controller (tests look at where it points).
+    public var ptzController: PTZController? { ptz }
 
     /// The output options for what was found (chip names appear in output names and labels).
     public func options(_ base: OutputOptions) -> OutputOptions {
@@ -207,6 +301,8 @@ public final class Hardware {
                 Log.info("declination \((self.trueNorth.declination * 100).rounded() / 100)° at the GPS fix (WMM2025)")
             }
         }
+        ptzIndex = find { $0 == PTZSchema.outputName }
+        recordPTZ() // where the unit points at start
         try barometer?.start()
         try imu?.start()
         audio?.start()
@@ -217,6 +313,7 @@ public final class Hardware {
     }
 
     public func stop() {
+        if let t = ptzTimer { loop.cancel(t); ptzTimer = nil }
         barometer?.stop()
         imu?.stop()
         audio?.stop()
@@ -269,8 +366,8 @@ public final class Hardware {
 
     // MARK: Buses
 
-    private func openBus() {
-        if plan.barometer == .board || plan.imu == .board {
+    private func openBus(force: Bool = false) {
+        if force || plan.barometer == .board || plan.imu == .board {
             do { boardBus = try LinuxI2CBus(number: plan.devices.i2c.bus) }
             catch { notes.append("I²C: \(error)") }
         }

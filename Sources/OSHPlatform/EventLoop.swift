@@ -149,6 +149,12 @@ public final class EventLoop {
 
     /// Blocks `signals` and delivers them to `handler` on the loop (SIGTERM/SIGINT/SIGHUP…).
     @discardableResult
+    /// Blocks `signals` in this thread before any library starts threads of its own, so that
+    /// `onSignals` receives them later wherever they are delivered (call first thing).
+    public static func blockSignals(_ signals: [Int32]) {
+        _ = signals.withUnsafeBufferPointer { osh_block_signals($0.baseAddress, Int32($0.count)) }
+    }
+
     public func onSignals(_ signals: [Int32], handler: @escaping (Int32) -> Void) throws -> Registration {
         let fd = signals.withUnsafeBufferPointer { osh_signalfd_create($0.baseAddress, Int32($0.count)) }
         guard fd >= 0 else { throw SystemError.last("signalfd") }

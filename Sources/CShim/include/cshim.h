@@ -40,6 +40,11 @@ int64_t osh_timerfd_read(int fd);
 
 // Blocks the given signals for the thread and returns a signalfd for them.
 int osh_signalfd_create(const int *signals, int count);
+// Blocks the signals in the calling thread now. Call before anything starts threads (libx264,
+// ALSA plugins): threads inherit the mask they are created with, and a thread that leaves
+// SIGTERM unblocked receives it with its default action — the process dies instead of the
+// signalfd becoming readable.
+int osh_block_signals(const int *signals, int count);
 // Reads one signal from a signalfd; returns the signal number, or -1 with errno.
 int osh_signalfd_read(int fd);
 

@@ -120,6 +120,7 @@ extension SettingsReader {
         "audio": ["device", "window"],
         "camera": ["device", "width", "height", "encoder", "keyframe_interval", "bitrate", "threads"],
         "led": ["chip", "line", "active_low"],
+        "ptz": ["chip", "address", "pan_channel", "tilt_channel", "pulse", "degrees", "pan_limits", "tilt_limits", "max_speed"],
     ]
     static let orientationKeys = ["north", "algorithm", "gain", "mag_offset", "mag_matrix"]
 
@@ -214,6 +215,16 @@ extension SettingsReader {
             if let v = integer(s, "keyframe_interval", 1...250) { d.camera.keyframeInterval = v }
             if let v = integer(s, "bitrate", 100...25_000) { d.camera.bitrateKbps = v }
             if let v = integer(s, "threads", 0...16) { d.camera.threads = v }
+        case "ptz":
+            if let c = chipName(s, "chip", ["PCA9685"]) { d.ptz.chip = c == "auto" ? "PCA9685" : c }
+            if let a = address(s, "address") { d.ptz.address = a ?? 0x40 }
+            if let v = integer(s, "pan_channel", 0...15) { d.ptz.panChannel = v }
+            if let v = integer(s, "tilt_channel", 0...15) { d.ptz.tiltChannel = v }
+            if let v = numbers(s, "pulse", count: 2) { d.ptz.pulse = v }
+            if let v = numbers(s, "degrees", count: 2) { d.ptz.degrees = v }
+            if let v = numbers(s, "pan_limits", count: 2) { d.ptz.panLimits = v }
+            if let v = numbers(s, "tilt_limits", count: 2) { d.ptz.tiltLimits = v }
+            if let v = number(s, "max_speed", 0...1000, unit: "degrees per second (0 = one step)") { d.ptz.maxSpeed = v }
         case "led":
             if let (c, _) = string(s, "chip") { d.led.chip = c }
             if let v = integer(s, "line", 0...511) { d.led.line = v }
@@ -221,6 +232,22 @@ extension SettingsReader {
         default: break
         }
     }
+}
+
+/// `[ptz]`: a pan-tilt unit on a PCA9685 servo driver (off when chip is "none").
+public struct PTZConfig: Sendable, Equatable {
+    public var chip = "none"
+    public var address: UInt8 = 0x40
+    public var panChannel = 0
+    public var tiltChannel = 1
+    /// Pulse widths (µs) at the calibrated ends, and the degrees they mean.
+    public var pulse: [Double] = [500, 2500]
+    public var degrees: [Double] = [-90, 90]
+    public var panLimits: [Double] = [-90, 90]
+    public var tiltLimits: [Double] = [-45, 45]
+    /// Degrees per second (0 = move in one step).
+    public var maxSpeed = 60.0
+    public init() {}
 }
 
 /// Every hardware section together.
@@ -232,5 +259,6 @@ public struct DeviceConfig: Sendable, Equatable {
     public var audio = AudioConfig()
     public var camera = CameraConfig()
     public var led = LEDConfig()
+    public var ptz = PTZConfig()
     public init() {}
 }

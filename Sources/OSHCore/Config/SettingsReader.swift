@@ -8,9 +8,9 @@ struct SettingsReader {
     init(path: String) { self.path = path }
 
     static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "orientation", "gps",
-                               "i2c", "barometer", "imu", "audio", "camera", "led", "log", "paths"]
+                               "i2c", "barometer", "imu", "audio", "camera", "led", "ptz", "log", "paths"]
     static let sectionList = "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
-        + "[orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [log], [paths]"
+        + "[orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
     static let keys: [String: [String]] = [
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
@@ -114,7 +114,7 @@ struct SettingsReader {
             case "orientation":
                 if let v = choice(s, "north", NorthReference.allCases.map { ($0.rawValue, $0) }) { north = v }
                 readDevices(s, kind: kind, into: &devices)
-            case "i2c", "barometer", "imu", "audio", "camera", "led":
+            case "i2c", "barometer", "imu", "audio", "camera", "led", "ptz":
                 readDevices(s, kind: kind, into: &devices)
             case "gps":
                 if let (dev, line) = string(s, "device") {
