@@ -20,6 +20,11 @@ public struct AgentConfig: Sendable {
     public var notBefore: Double = 1_767_225_600 // 2026-01-01
     /// Where gps_data comes from; nil = simulated (demo) or disabled.
     public var gps: GPSInputConfig?
+    /// Publish the camera datastream (swe+binary, through the video path: one frame in flight).
+    public var video = false
+    /// Outputs whose values arrive through `record(_:monotonicTime:values:)` from a device input
+    /// (barometer, IMU, audio…); the others are sampled on a timer (simulated values, health).
+    public var externalOutputs: Set<String> = []
 
     public init(server: HTTPServer, identity: SystemIdentity, options: OutputOptions, stateDirectory: String) {
         self.server = server
@@ -36,6 +41,9 @@ public final class AgentRuntime {
     public let config: AgentConfig
     public let specs: [OutputSpec]
     public let publisher: Publisher
+    /// The camera datastream, when `config.video`.
+    public let videoSpec: OutputSpec?
+    public let videoPublisher: VideoPublisher?
     public let registrar: Registrar
     public private(set) var registered = false
     public private(set) var lastRegistrationError: RegistrationError?
@@ -58,9 +66,9 @@ public final class AgentRuntime {
     public init(config: AgentConfig, loop: EventLoop) throws {
         self.loop = loop
         self.config = config
-        let all = OutputCatalogue.all(config.options).filter { $0.binaryEncoding == nil }
+        let catalogue = OutputCatalogue.all(config.options)
         let wanted = config.outputs.map(Set.init)
-        specs = all.filter { wanted?.contains($0.outputName) ?? true }
+        specs = catalogue.filter { (wanted?.contains($0.outputName) ?? true) && $0.binaryEncoding == nil }
         http = try HTTPClient(loop: loop, server: config.server)
         let builder = CSRequestBuilder(credentials: config.server.credentials)
         node = HTTPNodeClient(http: http, builder: builder)
@@ -69,10 +77,17 @@ public final class AgentRuntime {
         let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
         publisher = Publisher(ring: ring, encoders: encoders, transport: node, settings: config.publisher,
                               now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
+        if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
+            videoSpec = v
+            videoPublisher = VideoPublisher(transport: node, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
+        } else {
+            videoSpec = nil
+            videoPublisher = nil
+        }
         let cachePath = config.stateDirectory + "/" + RegistrationState.fileName(server: config.server.apiRoot, uid: config.identity.uid)
         let cached = (try? StateFiles.read(cachePath)).flatMap { $0 }.flatMap(RegistrationState.decode)
         registrar = Registrar(client: node, builder: builder, server: config.server.apiRoot, identity: config.identity,
-                              specs: specs, format: config.publisher.format, cached: cached,
+                              specs: specs + (videoSpec.map { [$0] } ?? []), format: config.publisher.format, cached: cached,
                               now: { Clock.realtimeSeconds() })
         scratch = .allocate(capacity: 32)
         lastValues = [Double](repeating: .nan, count: specs.count)
@@ -80,6 +95,10 @@ public final class AgentRuntime {
         startTime = Double(Clock.monotonicNanoseconds()) / 1e9
         publisher.onDatastreamLost = { [unowned self] i in
             Log.warning("the node no longer knows datastream \(self.specs[i].outputName); registering again")
+            self.scheduleRegistration(after: 0)
+        }
+        videoPublisher?.onDatastreamLost = { [unowned self] in
+            Log.warning("the node no longer knows the camera datastream; registering again")
             self.scheduleRegistration(after: 0)
         }
         publisher.onFirstRejection = { [unowned self] i, message in
@@ -127,13 +146,86 @@ public final class AgentRuntime {
         }
         for (i, spec) in specs.enumerated() {
             if spec.outputName == "gps_data" && gpsInput != nil { continue } // the receiver paces it
-            let rate = config.rates[spec.outputName] ?? SimulatedSensors.defaultRate(spec.outputName)
-            let period = UInt64(1e9 / max(rate, 0.001))
-            timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
-                // Missed ticks are not back-filled: a sensor reading is taken now, once.
-                self.sample(i)
-            })
+            if config.externalOutputs.contains(spec.outputName) { continue } // its device input paces it
+            try armSampleTimer(i)
         }
+    }
+
+    /// Outputs sampled on a timer (simulated values, device_health), by datastream index.
+    private var sampleTimers: [Int: EventLoop.Timer] = [:]
+
+    private func armSampleTimer(_ i: Int) throws {
+        if let t = sampleTimers[i] { loop.cancel(t) }
+        let period = UInt64(1e9 / max(rate(i), 0.001))
+        sampleTimers[i] = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
+            // Missed ticks are not back-filled: a sensor reading is taken now, once.
+            self.sample(i)
+        }
+    }
+
+    // MARK: Control (the node's commands, SIGHUP-free changes)
+
+    /// Per output: published at all, and at most how often (device inputs may sample faster —
+    /// the IMU runs its filter at 100 Hz — and are thinned here to the output's rate).
+    private lazy var enabled = [Bool](repeating: true, count: specs.count)
+    private lazy var rates: [Double] = specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) }
+    private lazy var nextDue = [Double](repeating: 0, count: specs.count)
+
+    public func rate(_ i: Int) -> Double { rates[i] }
+    public func isEnabled(_ i: Int) -> Bool { enabled[i] }
+
+    public struct ControlError: Error, Equatable, CustomStringConvertible {
+        public let description: String
+    }
+
+    private func controlIndex(_ outputName: String) throws(ControlError) -> Int {
+        guard let i = index(of: outputName) else {
+            throw ControlError(description: "no output named '\(outputName)' is published by this board; outputs: "
+                               + specs.map(\.outputName).joined(separator: ", "))
+        }
+        return i
+    }
+
+    /// Changes an output's rate (Hz, more than 0 and up to 100, as the config allows).
+    public func setRate(_ outputName: String, _ hz: Double) throws(ControlError) {
+        let i = try controlIndex(outputName)
+        guard hz.isFinite, hz > 0, hz <= 100 else {
+            throw ControlError(description: "rate \(hz) Hz for \(outputName) is out of range: more than 0, up to 100 Hz")
+        }
+        if outputName == "gps_data" && gpsInput != nil {
+            throw ControlError(description: "gps_data follows the receiver's own rate; change it on the receiver")
+        }
+        rates[i] = hz
+        nextDue[i] = 0
+        if sampleTimers[i] != nil {
+            do { try armSampleTimer(i) } catch { throw ControlError(description: "cannot re-arm \(outputName)'s timer: \(error)") }
+        }
+        Log.notice("\(outputName): rate set to \(hz) Hz")
+    }
+
+    /// Turns an output on or off (its datastream stays registered; off sends nothing).
+    public func setEnabled(_ outputName: String, _ on: Bool) throws(ControlError) {
+        let i = try controlIndex(outputName)
+        enabled[i] = on
+        nextDue[i] = 0
+        Log.notice("\(outputName): \(on ? "enabled" : "disabled")")
+    }
+
+    /// Registers again now: the cached ids are checked against the node and whatever it lost
+    /// (system, datastreams) is created again.
+    public func reregister() {
+        scheduleRegistration(after: 0)
+    }
+
+    /// True when output `i` should take a sample at `t` (enabled, and due at its rate).
+    private func due(_ i: Int, _ t: Double) -> Bool {
+        guard enabled[i] else { return false }
+        let interval = 1 / rates[i]
+        // 5 % slack so a 100 Hz source thinned to 10 Hz keeps every tenth sample despite jitter.
+        guard t >= nextDue[i] - interval * 0.05 else { return false }
+        nextDue[i] += interval
+        if nextDue[i] < t { nextDue[i] = t + interval }
+        return true
     }
 
     /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
@@ -143,6 +235,8 @@ public final class AgentRuntime {
         registrationDeadline.cancel()
         for t in timers { loop.cancel(t) }
         timers.removeAll()
+        for t in sampleTimers.values { loop.cancel(t) }
+        sampleTimers.removeAll()
         publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
         while !publisher.isIdle, publisher.connectivity == .online, Clock.monotonicNanoseconds() < deadline {
             try loop.runOnce(timeoutMs: 50)
@@ -154,6 +248,7 @@ public final class AgentRuntime {
     // MARK: Sources
 
     private func sample(_ i: Int) {
+        guard enabled[i] else { return }
         let spec = specs[i]
         let n = spec.leaves.count - 1
         let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<n])
@@ -173,6 +268,23 @@ public final class AgentRuntime {
 
     /// The first value of each output's latest observation (the demo's table).
     private var lastValues: [Double] = []
+
+    /// The datastream index of an output (for device inputs), nil when it is not published.
+    public func index(of outputName: String) -> Int? { specs.firstIndex { $0.outputName == outputName } }
+
+    /// One observation from a device input: values in the output's leaf order, time excluded.
+    public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>) {
+        guard due(i, monotonicTime) else { return }
+        publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
+        lastValues[i] = values.first ?? .nan
+    }
+
+    /// One encoded camera access unit; dropped (and counted) while the previous one is in flight.
+    public func offerVideo(monotonicTime: Double, accessUnit: UnsafeRawBufferPointer) {
+        guard let v = videoPublisher else { return }
+        v.clockOffset = publisher.clockOffset
+        v.offer(monotonicTime: monotonicTime, frame: accessUnit)
+    }
 
     /// A GPS position: stamped with the receiver's UTC time when it has one (as Android stamps a
     /// location with its fix time), else with the time it arrived. A valid GPS time also stands in
@@ -255,6 +367,7 @@ public final class AgentRuntime {
     private func register() {
         registering = true
         for i in specs.indices { publisher.setDatastreamID(i, nil) }
+        videoPublisher?.datastreamID = nil
         registrar.register { [unowned self] result in
             self.registering = false
             switch result {
@@ -265,7 +378,9 @@ public final class AgentRuntime {
                 do { try StateFiles.write(state.encoded(), to: self.cachePath) }
                 catch { Log.warning("could not save the id cache (\(error)); registration repeats at the next start") }
                 self.publisher.setFOI(state.foiID)
-                for (i, id) in self.registrar.datastreamIDs.enumerated() { self.publisher.setDatastreamID(i, id) }
+                let ids = self.registrar.datastreamIDs
+                for i in self.specs.indices { self.publisher.setDatastreamID(i, ids[i]) }
+                if self.videoSpec != nil { self.videoPublisher?.datastreamID = ids.last ?? nil }
                 self.onRegistered?()
                 self.onStatus?(self.streamingStatus)
                 Log.notice("registered \(self.config.identity.uid) with \(self.config.server.apiRoot): "
@@ -302,7 +417,7 @@ public final class AgentRuntime {
 }
 
 /// The CS API over libcurl, as registration and the publisher see it.
-final class HTTPNodeClient: NodeClient, PublisherTransport {
+final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
     let http: HTTPClient
     let builder: CSRequestBuilder
 
@@ -341,6 +456,19 @@ final class HTTPNodeClient: NodeClient, PublisherTransport {
     /// A transport failure is status 0 with curl's explanation, as the publisher's verdicts expect.
     static func outcome(_ r: HTTPResult) -> TransportOutcome {
         TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body)
+    }
+
+    private var videoRequests: [String: CSRequest] = [:]
+
+    func postVideo(datastreamID: String, body: ByteBuffer, completion: @escaping (TransportOutcome) -> Void) {
+        let request: CSRequest
+        if let cached = videoRequests[datastreamID] { request = cached } else {
+            request = builder.postVideo(datastreamID: datastreamID)
+            videoRequests[datastreamID] = request
+        }
+        http.send(request, body: UnsafeRawBufferPointer(start: body.base, count: body.count)) { r in
+            completion(HTTPNodeClient.outcome(r))
+        }
     }
 
     func probe(completion: @escaping (TransportOutcome) -> Void) {

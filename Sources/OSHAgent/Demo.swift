@@ -74,7 +74,7 @@ public enum Demo {
 /// The live table: one row per datastream, redrawn in place on a terminal, plain lines otherwise.
 struct StatusTable {
     let interactive: Bool
-    final class Memory { var lastSent: [Int] = []; var lastTime = 0.0; var drawnLines = 0 }
+    final class Memory { var lastSent: [Int] = []; var lastVideoSent = 0; var lastTime = 0.0; var drawnLines = 0 }
     let memory = Memory()
 
     func render(_ a: AgentRuntime) -> String {
@@ -97,6 +97,17 @@ struct StatusTable {
                          + lpad(String(Int(rate.rounded())), 8) + lpad(String(r.counters.dropped), 9)
                          + "  " + pad(r.lastValue.isNaN ? "-" : "\(r.lastField) \(short(r.lastValue))", 26)
                          + (r.counters.lastError.map { String($0.prefix(60)) } ?? ""))
+        }
+        if let v = a.videoPublisher, let spec = a.videoSpec {
+            // Video has its own path: frames sent, bytes, frames/s, dropped while one was in flight.
+            let prev = memory.lastVideoSent
+            let rate = dt > 0 ? Double(v.counters.sent - prev) / dt : 0
+            let c = v.counters
+            lines.append(pad(spec.outputName, 30) + lpad(String(c.sent), 8) + lpad(String(c.bytes), 10)
+                         + lpad(String(Int(rate.rounded())), 8) + lpad(String(c.droppedBusy + c.droppedNotReady + c.droppedRejected), 9)
+                         + "  " + pad(c.sent > 0 ? "frame \(c.bytes / max(c.sent, 1)) B" : "-", 26)
+                         + (c.lastError.map { String($0.prefix(60)) } ?? ""))
+            memory.lastVideoSent = c.sent
         }
         memory.lastSent = rows.map(\.counters.sent)
         memory.lastTime = now

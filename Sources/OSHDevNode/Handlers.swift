@@ -706,29 +706,8 @@ final class RequestHandler {
         }
     }
 
-    func listObservations(of indices: [Int]) throws -> HTTPResponse {
-        switch try responseFormat(default: MediaType.omJSON) {
-        case MediaType.omJSON, MediaType.json: break
-        case let f: throw NodeFailure.unsupportedFormat(f)
-        }
-        let limit = min(try intParam("limit") ?? 100, 10_000)
-        let offset = max(try intParam("offset") ?? 0, 0)
-        let descending = ["desc", "descending"].contains(param("order")?.lowercased() ?? "")
-        var all: [(obs: StoredObservation, ds: Int, seq: Int)] = []
-        for i in indices {
-            for (k, o) in store.datastreams[i].observations.enumerated() { all.append((o, i, all.count + k)) }
-        }
-        all.sort { $0.obs.phenomenonTime != $1.obs.phenomenonTime ? $0.obs.phenomenonTime < $1.obs.phenomenonTime : $0.seq < $1.seq }
-        if descending { all.reverse() }
-        let window = all.dropFirst(offset).prefix(max(limit, 0))
-        return json(jsonBytes { w in
-            w.beginObject()
-            w.key("items"); w.beginArray()
-            for e in window { writeObservation(e.obs, store.datastreams[e.ds], &w) }
-            w.endArray()
-            w.endObject()
-        })
-    }
+    /// Filters, order, paging and formats: ReadSideObservations.swift.
+    func listObservations(of indices: [Int]) throws -> HTTPResponse { try readSideListObservations(of: indices) }
 
     func postObservations(datastream i: Int) throws -> HTTPResponse {
         if case .rejectObservations(let status) = store.mode {
@@ -1261,9 +1240,11 @@ final class RequestHandler {
         w.key("system@id"); w.string(d.systemID)
         w.key("outputName"); w.string(d.outputName)
         writeValidTime(d.validFrom, &w)
-        if let first = d.observations.first, let last = d.observations.last {
-            w.key("phenomenonTime"); w.beginArray(); w.isoTime(first.phenomenonTime); w.isoTime(last.phenomenonTime); w.endArray()
-            w.key("resultTime"); w.beginArray(); w.isoTime(first.resultTime); w.isoTime(last.resultTime); w.endArray()
+        // The ranges span what is held, whatever order it arrived in (a backlog replays old times last).
+        if let p0 = d.observations.map(\.phenomenonTime).min(), let p1 = d.observations.map(\.phenomenonTime).max(),
+           let r0 = d.observations.map(\.resultTime).min(), let r1 = d.observations.map(\.resultTime).max() {
+            w.key("phenomenonTime"); w.beginArray(); w.isoTime(p0); w.isoTime(p1); w.endArray()
+            w.key("resultTime"); w.beginArray(); w.isoTime(r0); w.isoTime(r1); w.endArray()
         }
         w.key("resultType"); w.string("record")
         w.key("live"); w.bool(false)

@@ -21,11 +21,18 @@ commands:
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
   bench imu            one IMU sample through each driver on the simulated bus [--chip NAME] [--count N]
+  bench baro           barometer compensation and driver read, ns/sample  --count N (default 1000000)
+  bench audio          CPU per second of 48 kHz audio metered: the meter alone, and ALSA capture
+                       (file plugin) + meter   --seconds N  --path meter|alsa  --format S16_LE|S32_LE
+                       --channels N
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
   nmea [FILE|-]        decode NMEA 0183 (a log, stdin or a serial device) into one JSON line per
                        fix and a final counts line   --baud N (for a device, default 9600)
+  levels FILE.wav|DEVICE  per window, the rmsdB/peakdB audio_level would publish (a WAV read
+                       directly, or an ALSA capture device until Ctrl-C)
+         --window S (0.1–1, default 0.1)  --json (one object per line)  --duration S (device)
   demo                 the whole agent on this machine: the built-in development node on
                        loopback, simulated sensors, a live table of what each datastream sent
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
@@ -35,6 +42,18 @@ commands:
          --insecure-trust-cert PEM | --pin-sha256 BASE64   TLS for that node
   check --node URL     can this board reach the node, are the credentials right, is it registered
          [--user NAME] [--uid UID] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
+  systems              the node's systems, live (newest observation ≤ 5 min) / stale (≤ 30 min) / offline
+         [--limit N]
+  datastreams SYSTEM   a system's datastreams (SYSTEM: id or UID) with their newest observation time
+  schema --remote DATASTREAM   a datastream's schema as the node holds it  [--format om+json|swe+json|swe+binary]
+  observations DATASTREAM      its newest records whatever their age, decoded with its schema
+         [--latest N] (default 10) | --current (resultTime=latest)  [--format om+json|swe+json|swe+binary]
+  command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and the status the node reports
+                       these five: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
+                       for check, or the configured node (--config FILE --secrets FILE); --json for JSON
+  decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows
+                       them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
+         --json        one JSON object instead of the table
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
   version              this build and the C libraries it is linked with
   help                 this text
@@ -82,6 +101,7 @@ func parseFormat(_ s: String?) -> ScalarFormat? {
 }
 
 func schema(_ a: inout Arguments) {
+    if a.flag("--remote") { return runRemoteSchemaCommand(&a) }
     var what: SchemaRequest.What = .all
     if a.flag("--system") { what = .system } else if a.flag("--feature") { what = .feature } else if a.flag("--list") { what = .list }
     _ = a.flag("--all")
@@ -134,8 +154,10 @@ func schema(_ a: inout Arguments) {
 func bench(_ a: inout Arguments) {
     let which = a.positional()
     if which == "publish" { return benchPublish(&a) }
+    if which == "baro" { return runBaroBench(&a) }
+    if which == "audio" { return benchAudio(&a) }
     if which == "imu" { return runIMUBenchCommand(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode or publish") }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, audio or imu") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -294,9 +316,15 @@ case "nmea":
     let path = args.positional()
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
+case "levels": runLevelsCommand(args.rest)
 case "demo": demo(&args)
+case "decode": runDecodeCommand(args.rest)
 case "node": node(&args)
 case "check": check(&args)
+case "systems": runSystemsCommand(&args)
+case "datastreams": runDatastreamsCommand(&args)
+case "observations": runObservationsCommand(&args)
+case "command": runCommandCommand(&args)
 case "version":
     args.finish()
     print("osh-edge \(Agent.version)")

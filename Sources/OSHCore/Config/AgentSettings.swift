@@ -136,6 +136,8 @@ public struct AgentSettings: Sendable, Equatable {
     public var stateDirectory: String
     /// `[gps]`: the receiver behind gps_data.
     public var gps = GPSSettings()
+    /// `[i2c]`, `[barometer]`, `[imu]`, fusion keys of `[orientation]`, `[audio]`, `[camera]`, `[led]`.
+    public var devices = DeviceConfig()
 
     /// All defaults, streaming to `server`.
     public init(server: ServerSettings) {

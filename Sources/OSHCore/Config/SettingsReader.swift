@@ -7,9 +7,10 @@ struct SettingsReader {
 
     init(path: String) { self.path = path }
 
-    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "orientation", "gps", "log", "paths"]
+    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "orientation", "gps",
+                               "i2c", "barometer", "imu", "audio", "camera", "led", "log", "paths"]
     static let sectionList = "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
-        + "[orientation], [gps], [log], [paths]"
+        + "[orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [log], [paths]"
     static let keys: [String: [String]] = [
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
@@ -17,11 +18,11 @@ struct SettingsReader {
         "publisher": ["format", "ring_capacity", "flush_interval", "batch_max"],
         "time": ["require_sync", "not_before"],
         "outputs": ["enabled", "rate", "source"],
-        "orientation": ["north"],
+        "orientation": SettingsReader.orientationKeys,
         "gps": ["device", "baud", "gpsd"],
         "log": ["level"],
         "paths": ["state_directory"],
-    ]
+    ].merging(SettingsReader.deviceKeys) { a, _ in a }
     static let tlsModes = ["verify", "trust-certificate", "pin"]
 
     mutating func fail(_ line: Int?, _ message: String) {
@@ -45,6 +46,7 @@ struct SettingsReader {
         var logLevel = "info"
         var stateDirectory = "/var/lib/osh-edge"
         var gps = GPSSettings()
+        var devices = DeviceConfig()
 
         for s in doc.sections where !s.isDamaged {
             guard let kind = s.name.first else {
@@ -111,6 +113,9 @@ struct SettingsReader {
                 outputs[name] = o
             case "orientation":
                 if let v = choice(s, "north", NorthReference.allCases.map { ($0.rawValue, $0) }) { north = v }
+                readDevices(s, kind: kind, into: &devices)
+            case "i2c", "barometer", "imu", "audio", "camera", "led":
+                readDevices(s, kind: kind, into: &devices)
             case "gps":
                 if let (dev, line) = string(s, "device") {
                     if let problem = Self.pathProblem(dev) { fail(line, "device in [gps] \(problem)") } else { gps.device = dev }
@@ -156,6 +161,7 @@ struct SettingsReader {
         settings.logLevel = logLevel
         settings.stateDirectory = stateDirectory
         settings.gps = gps
+        settings.devices = devices
         return settings
     }
 

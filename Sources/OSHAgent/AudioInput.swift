@@ -1,0 +1,125 @@
+import OSHCore
+import OSHPlatform
+
+/// The `audio_level` source: a capture device and a level meter on the loop. Each completed
+/// window (default 0.1 s, 0.1–1 s) is handed to `sink` as (monotonic seconds of the window's
+/// last frame, rmsdB, peakdB) — the leaf order of `OutputCatalogue.audioLevel` after time.
+/// Samples never leave this class: only the two levels do.
+///
+/// The window is counted in frames at the rate the device granted; a reopened device with a
+/// different format starts a fresh window. The window's time is the read's monotonic time
+/// minus the frames that followed the window in that read (the driver's own buffering, at
+/// most one period, is not subtracted).
+public final class AudioInput {
+    public typealias Sink = (_ monotonicTime: Double, _ rmsdB: Double, _ peakdB: Double) -> Void
+
+    public let device: String
+    /// Seconds per window, clamped to 0.1–1.
+    public let window: Double
+    public var sink: Sink?
+    public private(set) var stateText = "not started"
+    /// The format the device granted, while capturing.
+    public private(set) var format: AudioCaptureFormat?
+    public private(set) var windowsReported = 0
+    /// Why the device was last lost or could not be opened.
+    public private(set) var lastError: String?
+
+    private let capture: AudioCapture
+    private var meter: LevelMeter
+    private var loggedFormat: AudioCaptureFormat?
+    private var replay: ALSAFileReplay?
+    /// Frames of the replayed file not yet delivered in this pass.
+    private var replayFramesLeft = 0
+    private var restartingReplay = false
+
+    /// Captures from an ALSA device (`default`, `hw:1,0`, `plughw:CARD=Device`, `dsnoop:…`).
+    public convenience init(loop: EventLoop, device: String, window: Double = LevelMeter.defaultWindow) {
+        self.init(capture: ALSACapture(loop: loop, device: device), device: device, window: window)
+    }
+
+    /// Replays a WAV file through ALSA's `file` plugin in real time (the demo's microphone):
+    /// its samples are written to `directory` as a raw file the plugin reads. At the end of the
+    /// file the PCM is closed and reopened, so the replay loops (one reopen per pass; the
+    /// plugin itself would repeat its last buffer). The window runs on across the seam.
+    public convenience init(loop: EventLoop, replayingWAV wavPath: String, directory: String,
+                            window: Double = LevelMeter.defaultWindow) throws {
+        let r = try ALSAFileReplay.prepare(wavPath: wavPath, directory: directory)
+        self.init(capture: ALSACapture(loop: loop, device: r.device, request: r.request, configText: r.configText),
+                  device: wavPath, window: window)
+        replay = r
+    }
+
+    /// Any capture source (tests pass a scripted one).
+    public init(capture: AudioCapture, device: String, window: Double = LevelMeter.defaultWindow) {
+        self.capture = capture
+        self.device = device
+        self.window = window.isNaN ? LevelMeter.defaultWindow
+            : min(max(window, LevelMeter.windowRange.lowerBound), LevelMeter.windowRange.upperBound)
+        meter = LevelMeter(window: self.window, sampleRate: 48000)
+        capture.onState = { [unowned self] s in self.stateChanged(s) }
+        capture.onChunk = { [unowned self] c in self.consume(c) }
+    }
+
+    deinit {
+        capture.onState = nil
+        capture.onChunk = nil
+        replay?.remove()
+    }
+
+    public func start() { capture.start() }
+
+    public func stop() { capture.stop() }
+
+    private func stateChanged(_ s: AudioCaptureState) {
+        if let r = replay, case .capturing = s { replayFramesLeft = r.header.frames }
+        if restartingReplay {
+            // The replay's own close and reopen: same format, same window; anything else is news.
+            if case .stopped = s { return }
+            if case .capturing(let f) = s, f == format { return }
+        }
+        switch s {
+        case .capturing(let f):
+            format = f
+            meter = LevelMeter(window: window, sampleRate: f.sampleRate)
+            if f != loggedFormat {
+                Log.info("audio: \(device): \(f); \(meter.windowFrames)-frame windows (\(window) s)")
+                loggedFormat = f
+            }
+        case .disconnected, .stopped:
+            format = nil
+        }
+        let text = s.description
+        if case .disconnected(let why, _) = s {
+            lastError = why
+            if text != stateText { Log.warning("audio: \(text)") }
+        }
+        stateText = text
+    }
+
+    private func consume(_ chunk: AudioChunk) {
+        let readAt = Double(chunk.readAtNanos) / 1e9
+        let rate = Double(max(1, chunk.sampleRate))
+        // A replay delivers exactly the file's frames per pass (past the end the plugin repeats itself).
+        let frames = replay == nil ? chunk.frames : min(chunk.frames, replayFramesLeft)
+        let n = frames * chunk.channels
+        switch chunk.samples {
+        case .s16(let s): meter.feed(UnsafeBufferPointer(rebasing: s[0..<n]), channels: chunk.channels) { report($0, readAt, rate) }
+        case .s32(let s): meter.feed(UnsafeBufferPointer(rebasing: s[0..<n]), channels: chunk.channels) { report($0, readAt, rate) }
+        }
+        if replay != nil {
+            replayFramesLeft -= frames
+            if replayFramesLeft <= 0 {
+                restartingReplay = true
+                capture.stop()
+                capture.start()
+                restartingReplay = false
+            }
+        }
+    }
+
+    @inline(__always)
+    private func report(_ l: AudioLevel, _ readAt: Double, _ rate: Double) {
+        windowsReported += 1
+        sink?(readAt - Double(l.framesAfter) / rate, l.rmsdB, l.peakdB)
+    }
+}

@@ -1,0 +1,97 @@
+import OSHCore
+import OSHPlatform
+
+/// The `[barometer]` settings: which chip, where, how often, how smooth.
+public struct BarometerSettings: Sendable, Equatable {
+    /// N of /dev/i2c-N (1 on a Pi's header pins 3/5).
+    public var bus: Int
+    /// A name from `BarometerDrivers.names` (BMP280, BME280, BMP388, BMP390, LPS22HB) or "auto".
+    public var chip: String
+    /// nil: the chip's addresses in order (0x76/0x77, or 0x5D/0x5C).
+    public var address: UInt8?
+    /// Output rate (samples/s); the chip is configured to produce at least this many.
+    public var rateHz: Double
+    public var oversampling: BarometerOversampling
+
+    public init(bus: Int = 1, chip: String = "auto", address: UInt8? = nil, rateHz: Double = 1,
+                oversampling: BarometerOversampling = .standard) {
+        self.bus = bus
+        self.chip = chip
+        self.address = address
+        self.rateHz = rateHz
+        self.oversampling = oversampling
+    }
+
+    public var configuration: BarometerConfiguration { BarometerConfiguration(rateHz: rateHz, oversampling: oversampling) }
+}
+
+/// One barometer feeding the `barometer` output: owns the driver and a `SensorPoller` that paces
+/// it on the loop, reopens it with backoff when it fails, and keeps `relativeAltitude` relative to
+/// the first good sample of the session (kept across reopens: the session is the agent's run).
+public final class BarometerInput {
+    /// (monotonic time of the read in s, pressure in hPa, relative altitude in m) — the leaves
+    /// of the `barometer` output after its time field.
+    public typealias Sink = (_ monotonicTime: Double, _ pressureHPa: Double, _ relativeAltitudeM: Double) -> Void
+
+    public let driver: BarometerDriver
+    public let poller: SensorPoller
+    public let settings: BarometerSettings
+    public private(set) var altitude = RelativeAltitude()
+    public private(set) var lastReading: BarometerReading?
+    /// Samples handed to the sink, and reads that gave nothing usable (no conversion yet, implausible).
+    public private(set) var samples = 0
+    public private(set) var skipped = 0
+    private let sink: Sink
+    private var consecutiveEmpty = 0
+    /// Reads without a conversion tolerated before they count as failures (start-up takes one or two).
+    static let emptyReadsTolerated = 10
+
+    /// Opens the chip on `bus` (identify, reset, calibration, configuration). Throws an `I2CError`
+    /// when it is absent (`isAbsent`: do not register the output) or answers wrongly, or a
+    /// `BarometerDataError` for an unknown chip name.
+    public init(loop: EventLoop, bus: I2CBus, settings: BarometerSettings,
+                backoff: Backoff = Backoff(initial: 1, maximum: 30), sink: @escaping Sink) throws {
+        self.settings = settings
+        self.sink = sink
+        let driver = try BarometerDrivers.open(bus: bus, chip: settings.chip, address: settings.address,
+                                               configuration: settings.configuration)
+        self.driver = driver
+        let configuration = settings.configuration
+        // The poller exists before `self` is complete; its poll closure reaches `poll` through this box.
+        var pollHandler: ((Double) throws -> Void)?
+        poller = SensorPoller(loop: loop, name: "barometer \(driver.identity.name)", rate: settings.rateHz, backoff: backoff,
+                              reopen: { try driver.start(configuration) },
+                              poll: { t in try pollHandler?(t) })
+        pollHandler = { [unowned self] t in try self.poll(at: t) }
+    }
+
+    /// Opens /dev/i2c-N for `settings` (Linux).
+    public static func openBus(_ settings: BarometerSettings) throws -> I2CBus { try LinuxI2CBus(number: settings.bus) }
+
+    public func start() throws { try poller.start() }
+    public func stop() { poller.stop() }
+
+    /// One read: a bus error propagates to the poller (it counts failures and reopens).
+    func poll(at t: Double) throws {
+        guard let r = try driver.read() else {
+            skipped += 1
+            consecutiveEmpty += 1
+            // A chip that was reset behind our back (a brown-out: sleep mode, data at the reset value) answers but never
+            // delivers: after a while that counts as a failure, so the poller reconfigures it.
+            if consecutiveEmpty > Self.emptyReadsTolerated {
+                throw I2CError(.unexpectedResponse, bus: driver.bus.number, address: driver.address,
+                               operation: "reading: no conversion in \(consecutiveEmpty) reads (the chip left normal mode?)")
+            }
+            return
+        }
+        consecutiveEmpty = 0
+        let rel = altitude.update(pressureHPa: r.pressureHPa)
+        guard rel.isFinite else {
+            skipped += 1
+            return
+        }
+        lastReading = r
+        samples += 1
+        sink(t, r.pressureHPa, rel)
+    }
+}

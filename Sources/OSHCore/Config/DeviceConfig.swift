@@ -1,0 +1,245 @@
+// The hardware sections of osh-edge.conf: which chips, on which bus and address, how the
+// board is mounted, and the audio, camera and LED devices. Validated like the rest of the
+// file; the drivers themselves check that the chips are really there at start.
+
+/// `[i2c]`: the adapter the sensors are on (1 on every Pi's 40-pin header).
+public struct I2CConfig: Sendable, Equatable {
+    public var bus = 1
+    public init() {}
+}
+
+/// The chips the drivers know, as the config names them (`auto` finds one, `none` disables).
+public enum KnownChips {
+    public static let barometers = ["BMP280", "BME280", "BMP388", "BMP390", "LPS22HB"]
+    public static let imus = ["MPU6050", "MPU6500", "MPU9250", "ICM20948", "LSM6DSOX", "BNO055"]
+    public static let magnetometers = ["AK8963", "AK09916", "LIS3MDL"]
+
+    /// "MPU-9250", "mpu9250" → "MPU9250": users copy names from datasheets and shop pages.
+    public static func canonical(_ name: String) -> String {
+        String(name.uppercased().filter { $0 != "-" && $0 != "_" && $0 != " " })
+    }
+}
+
+/// `[barometer]`.
+public struct BarometerConfig: Sendable, Equatable {
+    /// A name from `KnownChips.barometers`, "auto" or "none".
+    public var chip = "auto"
+    /// nil = every address the chip may have.
+    public var address: UInt8?
+    public init() {}
+}
+
+/// `[imu]`.
+public struct IMUConfig: Sendable, Equatable {
+    public var chip = "auto"
+    public var address: UInt8?
+    /// The magnetometer when it is a separate chip (LIS3MDL beside an LSM6DSOX); "auto" takes the
+    /// IMU's own (AK8963 in an MPU-9250, AK09916 in an ICM-20948) or looks for a known one; "none".
+    public var magnetometer = "auto"
+    public var magnetometerAddress: UInt8?
+    /// Full-scale ranges: smaller is finer; a board on a vehicle needs more.
+    public var accelRangeG = 4
+    public var gyroRangeDPS = 500
+    /// How the board's axes map to the device frame (x right, y forward, z up): three signed axes,
+    /// e.g. "+x,+y,+z" (as printed on the board) or "-y,+x,+z" (turned 90° left).
+    public var mounting = "+x,+y,+z"
+    public init() {}
+
+    public static let accelRanges = [2, 4, 8, 16]
+    public static let gyroRanges = [250, 500, 1000, 2000]
+
+    /// Parses a mounting string into (axis index 0…2, sign) per device axis; nil if it is not a
+    /// permutation of x, y, z with signs.
+    public static func parseMounting(_ s: String) -> [(axis: Int, sign: Double)]? {
+        let parts = s.split(separator: ",").map { $0.trimmingSpaces }
+        guard parts.count == 3 else { return nil }
+        var out: [(Int, Double)] = []
+        for p in parts {
+            var t = Substring(p)
+            var sign = 1.0
+            if t.first == "-" { sign = -1; t = t.dropFirst() } else if t.first == "+" { t = t.dropFirst() }
+            guard let axis = ["x", "y", "z"].firstIndex(of: t.lowercased()) else { return nil }
+            out.append((axis, sign))
+        }
+        guard Set(out.map(\.0)).count == 3 else { return nil }
+        return out
+    }
+}
+
+/// Orientation filter settings (in `[orientation]`, beside `north`).
+public struct FusionConfig: Sendable, Equatable {
+    public static let algorithms = ["madgwick", "mahony"]
+    public var algorithm = "madgwick"
+    /// Madgwick β (or Mahony Kp); 0 = the algorithm's default.
+    public var gain = 0.0
+    /// Hard-iron offset (µT), subtracted from the magnetometer.
+    public var magOffset: [Double] = [0, 0, 0]
+    /// Soft-iron matrix (row-major 3×3), applied after the offset.
+    public var magMatrix: [Double] = [1, 0, 0, 0, 1, 0, 0, 0, 1]
+    public init() {}
+}
+
+/// `[audio]`.
+public struct AudioConfig: Sendable, Equatable {
+    /// An ALSA PCM name: "default", "hw:1,0", "plughw:CARD=Device,DEV=0".
+    public var device = "default"
+    /// Seconds per level (0.1 to 1).
+    public var window = 0.1
+    public init() {}
+}
+
+/// `[camera]`.
+public struct CameraConfig: Sendable, Equatable {
+    public static let encoders = ["auto", "v4l2m2m", "x264"]
+    /// A V4L2 device path, or "test-pattern" (a generated picture: tries the encoder and node).
+    public var device = "/dev/video0"
+    public var width = 640
+    public var height = 480
+    /// "auto": the hardware encoder when one is found, else libx264.
+    public var encoder = "auto"
+    /// Frames between key frames (1 = every frame is an IDR, as the Android driver sends).
+    public var keyframeInterval = 1
+    public var bitrateKbps = 2000
+    /// libx264 threads (0 = one per core).
+    public var threads = 0
+    public init() {}
+}
+
+/// `[led]`: the status LED on a GPIO line (off when chip is "").
+public struct LEDConfig: Sendable, Equatable {
+    public var chip = ""
+    public var line = 0
+    public var activeLow = false
+    public init() {}
+}
+
+extension Substring {
+    var trimmingSpaces: Substring {
+        var s = self
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return s
+    }
+}
+
+extension SettingsReader {
+    static let deviceKeys: [String: [String]] = [
+        "i2c": ["bus"],
+        "barometer": ["chip", "address"],
+        "imu": ["chip", "address", "magnetometer", "magnetometer_address", "accel_range", "gyro_range", "mounting"],
+        "audio": ["device", "window"],
+        "camera": ["device", "width", "height", "encoder", "keyframe_interval", "bitrate", "threads"],
+        "led": ["chip", "line", "active_low"],
+    ]
+    static let orientationKeys = ["north", "algorithm", "gain", "mag_offset", "mag_matrix"]
+
+    /// "0x76" or "auto" → an address (nil = auto); reports anything else.
+    mutating func address(_ s: ConfigSection, _ key: String) -> UInt8?? {
+        guard let (text, line) = string(s, key) else { return nil }
+        if text == "auto" { return .some(nil) }
+        let lower = text.lowercased()
+        if lower.hasPrefix("0x"), let v = UInt8(lower.dropFirst(2), radix: 16), (0x08...0x77).contains(v) { return .some(v) }
+        fail(line, "\(key) = \(ConfigValue.quote(text)) in \(s.title) must be a 7-bit I²C address in hex from \"0x08\" "
+            + "to \"0x77\" (as i2cdetect shows it), or \"auto\"")
+        return nil
+    }
+
+    mutating func chipName(_ s: ConfigSection, _ key: String, _ known: [String]) -> String? {
+        guard let (text, line) = string(s, key) else { return nil }
+        if text == "auto" || text == "none" { return text }
+        let c = KnownChips.canonical(text)
+        if known.contains(c) { return c }
+        fail(line, "\(key) = \(ConfigValue.quote(text)) in \(s.title) is not a chip osh-edge drives"
+            + "\(Self.hint(c, known, quoted: true)); known: \(known.joined(separator: ", ")), or \"auto\" or \"none\" "
+            + "(`osh-edge probe` lists what is on the bus)")
+        return nil
+    }
+
+    mutating func numbers(_ s: ConfigSection, _ key: String, count: Int) -> [Double]? {
+        guard let e = s.entry(key) else { return nil }
+        if case .array(let items) = e.value, items.count == count {
+            var out: [Double] = []
+            for i in items {
+                switch i {
+                case .integer(let v): out.append(Double(v))
+                case .decimal(let v): out.append(v)
+                default: break
+                }
+            }
+            if out.count == count, out.allSatisfy({ $0.isFinite }) { return out }
+        }
+        fail(e.line, "'\(key)' in \(s.title) must be a list of \(count) numbers, as [\(Array(repeating: "0", count: min(count, 3)).joined(separator: ", "))\(count > 3 ? ", …" : "")]")
+        return nil
+    }
+
+    mutating func readDevices(_ s: ConfigSection, kind: String, into d: inout DeviceConfig) {
+        switch kind {
+        case "i2c":
+            if let v = integer(s, "bus", 0...255) { d.i2c.bus = v }
+        case "barometer":
+            if let c = chipName(s, "chip", KnownChips.barometers) { d.barometer.chip = c }
+            if let a = address(s, "address") { d.barometer.address = a }
+        case "imu":
+            if let c = chipName(s, "chip", KnownChips.imus) { d.imu.chip = c }
+            if let a = address(s, "address") { d.imu.address = a }
+            if let c = chipName(s, "magnetometer", KnownChips.magnetometers) { d.imu.magnetometer = c }
+            if let a = address(s, "magnetometer_address") { d.imu.magnetometerAddress = a }
+            if let v = integer(s, "accel_range", 2...16) {
+                if IMUConfig.accelRanges.contains(v) { d.imu.accelRangeG = v }
+                else { fail(s.entry("accel_range")?.line, "accel_range in [imu] must be 2, 4, 8 or 16 (g)") }
+            }
+            if let v = integer(s, "gyro_range", 250...2000) {
+                if IMUConfig.gyroRanges.contains(v) { d.imu.gyroRangeDPS = v }
+                else { fail(s.entry("gyro_range")?.line, "gyro_range in [imu] must be 250, 500, 1000 or 2000 (degrees per second)") }
+            }
+            if let (m, line) = string(s, "mounting") {
+                if IMUConfig.parseMounting(m) != nil { d.imu.mounting = m }
+                else {
+                    fail(line, "mounting = \(ConfigValue.quote(m)) in [imu] must name each of x, y, z once with a sign, "
+                        + "as \"+x,+y,+z\" (as printed) or \"-y,+x,+z\" (board turned 90° left)")
+                }
+            }
+        case "orientation":
+            if let a = choice(s, "algorithm", FusionConfig.algorithms.map { ($0, $0) }) { d.fusion.algorithm = a }
+            if let g = number(s, "gain", 0...10, unit: "(0 = the algorithm's default)") { d.fusion.gain = g }
+            if let o = numbers(s, "mag_offset", count: 3) { d.fusion.magOffset = o }
+            if let m = numbers(s, "mag_matrix", count: 9) { d.fusion.magMatrix = m }
+        case "audio":
+            if let (dev, _) = string(s, "device") { d.audio.device = dev }
+            if let w = number(s, "window", 0.1...1, unit: "seconds") { d.audio.window = w }
+        case "camera":
+            if let (dev, line) = string(s, "device") {
+                if dev == "test-pattern" { d.camera.device = dev }
+                else if let problem = Self.pathProblem(dev) { fail(line, "device in [camera] \(problem), or \"test-pattern\"") }
+                else { d.camera.device = dev }
+            }
+            if let v = integer(s, "width", 160...1920) {
+                if v % 16 == 0 || v % 8 == 0 { d.camera.width = v } else { fail(s.entry("width")?.line, "width in [camera] must be a multiple of 8") }
+            }
+            if let v = integer(s, "height", 120...1080) {
+                if v % 8 == 0 { d.camera.height = v } else { fail(s.entry("height")?.line, "height in [camera] must be a multiple of 8 (1080 is allowed)") }
+            }
+            if let e = choice(s, "encoder", CameraConfig.encoders.map { ($0, $0) }) { d.camera.encoder = e }
+            if let v = integer(s, "keyframe_interval", 1...250) { d.camera.keyframeInterval = v }
+            if let v = integer(s, "bitrate", 100...25_000) { d.camera.bitrateKbps = v }
+            if let v = integer(s, "threads", 0...16) { d.camera.threads = v }
+        case "led":
+            if let (c, _) = string(s, "chip") { d.led.chip = c }
+            if let v = integer(s, "line", 0...511) { d.led.line = v }
+            if let v = bool(s, "active_low") { d.led.activeLow = v }
+        default: break
+        }
+    }
+}
+
+/// Every hardware section together.
+public struct DeviceConfig: Sendable, Equatable {
+    public var i2c = I2CConfig()
+    public var barometer = BarometerConfig()
+    public var imu = IMUConfig()
+    public var fusion = FusionConfig()
+    public var audio = AudioConfig()
+    public var camera = CameraConfig()
+    public var led = LEDConfig()
+    public init() {}
+}

@@ -1,0 +1,193 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OSHCore
+
+// The fetch half of the barometers: bus transactions only. Each driver identifies its chip by
+// the ID register, resets it, reads its calibration once, configures oversampling / IIR /
+// normal mode at an output rate that fits the agent's, then burst-reads the data registers into a
+// buffer allocated once. Conversion is the pure code in OSHCore/Barometers.
+
+/// How much the chip averages: more oversampling and a stronger IIR filter mean less noise in
+/// `relativeAltitude` (≈ 0.2 m → a few cm) for a longer conversion and a slower response.
+public enum BarometerOversampling: String, Sendable, CaseIterable {
+    /// Bosch "ultra low power": P×1 T×1, no IIR. LPS22HB: low-current mode, no low-pass.
+    case lowPower = "low-power"
+    /// P×4 T×1, IIR 4 (BMP3: coefficient 3). LPS22HB: low-pass ODR/9. The default.
+    case standard
+    /// Bosch "ultra high resolution / indoor navigation": P×16 T×2, IIR 16 (BMP3: 15). LPS22HB: low-pass ODR/20.
+    case highResolution = "high-resolution"
+}
+
+/// What the agent asks of a barometer.
+public struct BarometerConfiguration: Sendable, Equatable {
+    /// Samples per second the agent will read; the chip is set to produce at least this many.
+    public var rateHz: Double
+    public var oversampling: BarometerOversampling
+
+    public init(rateHz: Double = 1, oversampling: BarometerOversampling = .standard) {
+        self.rateHz = rateHz.isFinite && rateHz > 0 ? rateHz : 1
+        self.oversampling = oversampling
+    }
+}
+
+/// One compensated measurement.
+public struct BarometerReading: Sendable, Equatable {
+    /// Pressure in hPa, what the `barometer` output carries.
+    public var pressureHPa: Double
+    /// The same in Pa, as the chip's formula produced it (Bosch compensates in Pa, ST in hPa:
+    /// each unit is the exact result and the other one the converted value).
+    public var pressurePa: Double
+    public var celsius: Double
+    /// Relative humidity (%), BME280 only.
+    public var humidityPercent: Double?
+
+    public init(pressurePa: Double, celsius: Double, humidityPercent: Double? = nil) {
+        (self.pressurePa, self.pressureHPa, self.celsius, self.humidityPercent) = (pressurePa, pressurePa / 100, celsius, humidityPercent)
+    }
+
+    public init(pressureHPa: Double, celsius: Double, humidityPercent: Double? = nil) {
+        (self.pressureHPa, self.pressurePa, self.celsius, self.humidityPercent) = (pressureHPa, pressureHPa * 100, celsius, humidityPercent)
+    }
+}
+
+/// A barometer on an I²C bus. Steps are separate so tests can assert each; `start` does them in order.
+public protocol BarometerDriver: AnyObject {
+    var identity: I2CChipIdentity { get }
+    var bus: I2CBus { get }
+    var address: UInt8 { get }
+    /// Reads the ID register; throws `.unexpectedResponse` (naming what the value is, if known)
+    /// when it is not this chip, `.noAcknowledge` when nothing answers.
+    @discardableResult func identify() throws -> UInt8
+    /// Soft reset, then waits (bounded) until the chip has reloaded its trimming values.
+    func reset() throws
+    /// Reads and checks the calibration region.
+    func readCalibration() throws
+    /// Oversampling, IIR, output rate, then normal mode. Asserts the chip accepted it where it says.
+    func configure(_ configuration: BarometerConfiguration) throws
+    /// One data burst into the driver's buffer, compensated. nil while the chip has not finished
+    /// its first conversion since configuration. No allocation.
+    func read() throws -> BarometerReading?
+    /// The calibration bytes as read, in register order (empty for the LPS22HB), for dumps.
+    var calibrationBytes: [UInt8] { get }
+    /// A copy of the last data burst, for dumps.
+    var lastBurst: [UInt8] { get }
+}
+
+extension BarometerDriver {
+    /// identify → reset → calibration → configure: what opening and reopening a chip do.
+    public func start(_ configuration: BarometerConfiguration) throws {
+        try identify()
+        try reset()
+        try readCalibration()
+        try configure(configuration)
+    }
+
+    /// "BMP280 at 0x76 on /dev/i2c-1", for logs.
+    public var label: String { "\(identity.name) at \(baroHex(address)) on /dev/i2c-\(bus.number)" }
+
+    /// Polls `register` until `(value & mask) == 0`, sleeping `stepMicroseconds` between reads.
+    func waitUntilClear(_ register: UInt8, mask: UInt8, tries: Int = 50, stepMicroseconds: UInt32 = 1000, what: String) throws {
+        for i in 0..<tries {
+            if try bus.readRegister(address, register) & mask == 0 { return }
+            if i + 1 < tries { usleep(stepMicroseconds) }
+        }
+        throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
+                       operation: "\(what): register \(baroHex(register)) bit mask \(baroHex(mask)) still set after \(tries) ms; power-cycle the chip")
+    }
+
+    func checkID(_ value: UInt8) throws {
+        guard identity.matches(id: value) else {
+            var why = "reading the chip ID: register \(baroHex(identity.idRegister ?? 0)) holds \(baroHex(value)), not a \(identity.name) ("
+                + identity.idValues.map(baroHex).joined(separator: "/") + ")"
+            if let other = BarometerDrivers.identities.first(where: { $0.idRegister == identity.idRegister && $0.matches(id: value) }) {
+                why += "; that ID is a \(other.name): set the chip to \(other.name) or auto"
+            }
+            throw I2CError(.unexpectedResponse, bus: bus.number, address: address, operation: why)
+        }
+    }
+}
+
+/// 0x76 style (named for this folder: other drivers may have their own helper).
+func baroHex(_ v: UInt8) -> String {
+    let s = String(v, radix: 16, uppercase: true)
+    return "0x" + (s.count == 1 ? "0" + s : s)
+}
+
+func baroSameName(_ a: String, _ b: String) -> Bool { a.lowercased() == b.lowercased() }
+
+/// The driver table: every barometer the agent knows, and how to open one by name or by looking.
+public enum BarometerDrivers {
+    public static let identities: [I2CChipIdentity] = [BMx280Driver.bmp280, BMx280Driver.bme280,
+                                                       BMP3Driver.bmp388, BMP3Driver.bmp390, LPS22HBDriver.lps22hb]
+
+    public static var names: [String] { identities.map(\.name) }
+
+    /// The identity called `name` (case-insensitive).
+    public static func identity(named name: String) -> I2CChipIdentity? {
+        identities.first { baroSameName($0.name, name) }
+    }
+
+    /// A driver object for `identity` at `address`, without touching the bus.
+    public static func driver(for identity: I2CChipIdentity, bus: I2CBus, address: UInt8) -> BarometerDriver? {
+        switch identity.name {
+        case BMx280Driver.bmp280.name, BMx280Driver.bme280.name: return BMx280Driver(bus: bus, address: address, identity: identity)
+        case BMP3Driver.bmp388.name, BMP3Driver.bmp390.name: return BMP3Driver(bus: bus, address: address, identity: identity)
+        case LPS22HBDriver.lps22hb.name: return LPS22HBDriver(bus: bus, address: address)
+        default: return nil
+        }
+    }
+
+    /// Finds and starts a barometer. `chip` is a name from `names` or "auto" (every known chip at
+    /// each of its addresses, by ID register); `address` nil tries the chip's addresses in order.
+    /// Nothing answering anywhere throws an `I2CError` that `isAbsent`, naming what was tried; a
+    /// chip that answers with another ID throws `.unexpectedResponse` naming the ID; an unknown
+    /// `chip` name throws `BarometerDataError`.
+    public static func open(bus: I2CBus, chip: String, address: UInt8?,
+                            configuration: BarometerConfiguration = BarometerConfiguration()) throws -> BarometerDriver {
+        let candidates: [I2CChipIdentity]
+        if baroSameName(chip, "auto") {
+            candidates = identities
+        } else if let id = identity(named: chip) {
+            candidates = [id]
+        } else {
+            throw BarometerDataError("barometer '\(chip)' is not a known chip; use one of \(names.joined(separator: ", ")) or auto")
+        }
+        // Addresses in the order the candidates list them (default straps first), each once.
+        var addresses: [UInt8] = []
+        if let a = address { addresses = [a] } else {
+            for c in candidates { for a in c.addresses where !addresses.contains(a) { addresses.append(a) } }
+        }
+        var lastError: I2CError?
+        var answered = false
+        for a in addresses {
+            for c in candidates where address != nil || c.addresses.contains(a) {
+                guard let driver = driver(for: c, bus: bus, address: a) else { continue }
+                do {
+                    try driver.identify()
+                } catch let e as I2CError {
+                    if e.isAbsent { break } // nothing at this address: skip its other candidates
+                    answered = true
+                    lastError = e
+                    continue
+                }
+                try driver.reset()
+                try driver.readCalibration()
+                try driver.configure(configuration)
+                return driver
+            }
+        }
+        if !answered {
+            let tried = candidates.map { c in "\(c.name) at " + c.addresses.filter { addresses.contains($0) }.map(baroHex).joined(separator: "/") }
+                .joined(separator: ", ")
+            throw I2CError(.noAcknowledge, bus: bus.number, address: nil, errno: EREMOTEIO,
+                           operation: "looking for a barometer (\(tried))")
+        }
+        if candidates.count > 1, let e = lastError, e.kind == .unexpectedResponse {
+            throw I2CError(.unexpectedResponse, bus: bus.number, address: e.address,
+                           operation: "looking for a barometer: a chip answered but its ID is none of "
+                               + names.joined(separator: ", ") + " (last: \(e.operation))")
+        }
+        throw lastError ?? I2CError(.noAcknowledge, bus: bus.number, address: address, operation: "looking for a barometer")
+    }
+}

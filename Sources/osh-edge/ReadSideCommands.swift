@@ -1,0 +1,115 @@
+// osh-edge systems | datastreams | schema --remote | observations | command: parsing and printing.
+#if canImport(Glibc)
+import Glibc
+#endif
+import OSHAgent
+import OSHCore
+import OSHPlatform
+
+/// `--node URL [--user NAME] [--insecure-trust-cert PEM | --pin-sha256 B64]`, else the configured
+/// node (`--config FILE`, `--secrets FILE`). The password is never an argument (see `password(for:)`).
+func readSideNode(_ a: inout Arguments) -> NodeReader {
+    let url = a.value("--node")
+    let user = a.value("--user") ?? ""
+    var tls = TLSPolicy.verify
+    if let pem = a.value("--insecure-trust-cert") { tls = .trustCertificate(pemPath: pem) }
+    if let pin = a.value("--pin-sha256") { tls = .pinnedKey(sha256Base64: pin) }
+    let config = a.value("--config")
+    let secrets = a.value("--secrets")
+    do {
+        let server: HTTPServer
+        if let url {
+            let password = user.isEmpty ? "" : password(for: user)
+            server = HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
+        } else {
+            server = try ReadSide.configuredServer(configPath: config ?? Daemon.defaultConfigPath, secretsPath: secrets)
+        }
+        return try NodeReader(server: server)
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
+func wallSeconds() -> Double { Clock.realtimeSeconds() }
+
+func readSideRun(_ body: () throws -> String) -> Never {
+    do {
+        print(try body())
+        exit(0)
+    } catch {
+        fail("\(error)", code: 1)
+    }
+}
+
+func runSystemsCommand(_ a: inout Arguments) {
+    let json = a.flag("--json")
+    let limitText = a.value("--limit") ?? "100"
+    guard let limit = Int(limitText), limit > 0 else { fail("--limit must be a positive integer, not '\(limitText)'") }
+    let node = readSideNode(&a)
+    a.finish()
+    readSideRun {
+        let now = wallSeconds()
+        let rows = try ReadSide.systems(node, limit: limit, now: now)
+        return json ? ReadSideRender.systemsJSON(rows, now: now) : ReadSideRender.systemsTable(rows, now: now)
+    }
+}
+
+func runDatastreamsCommand(_ a: inout Arguments) {
+    let json = a.flag("--json")
+    let node = readSideNode(&a)
+    guard let system = a.positional() else { fail("datastreams needs a SYSTEM: its id or UID (see osh-edge systems)") }
+    a.finish()
+    readSideRun {
+        let now = wallSeconds()
+        let (s, rows) = try ReadSide.datastreams(node, system: system, now: now)
+        return json ? ReadSideRender.datastreamsJSON(s, rows) : ReadSideRender.datastreamsTable(s, rows, now: now)
+    }
+}
+
+func readSideFormat(_ a: inout Arguments) -> String? {
+    guard let f = a.value("--format") else { return nil }
+    guard let m = ReadSide.mediaType(f) else { fail("--format must be om+json, swe+json or swe+binary, not '\(f)'") }
+    return m
+}
+
+/// `schema --remote DATASTREAM [--format F] [--json]` (called from `schema` when `--remote` is given).
+func runRemoteSchemaCommand(_ a: inout Arguments) {
+    let json = a.flag("--json")
+    let format = readSideFormat(&a)
+    let node = readSideNode(&a)
+    guard let ds = a.positional() else { fail("schema --remote needs a DATASTREAM id (see osh-edge datastreams SYSTEM)") }
+    a.finish()
+    readSideRun {
+        let s = try ReadSide.schema(node, datastream: ds, format: format)
+        return json ? ReadSideRender.schemaJSON(s) : ReadSideRender.schemaTable(s)
+    }
+}
+
+func runObservationsCommand(_ a: inout Arguments) {
+    let json = a.flag("--json")
+    let current = a.flag("--current")
+    let format = readSideFormat(&a)
+    let latestText = a.value("--latest") ?? "10"
+    guard let latest = Int(latestText), (1...10_000).contains(latest) else {
+        fail("--latest must be an integer from 1 to 10000, not '\(latestText)'")
+    }
+    let node = readSideNode(&a)
+    guard let ds = a.positional() else { fail("observations needs a DATASTREAM id (see osh-edge datastreams SYSTEM)") }
+    a.finish()
+    readSideRun {
+        let page = try ReadSide.observations(node, datastream: ds, query: current ? .latestResultTime : .newest(latest), format: format)
+        return json ? ReadSideRender.observationsJSON(page) : ReadSideRender.observationsTable(page)
+    }
+}
+
+func runCommandCommand(_ a: inout Arguments) {
+    let json = a.flag("--json")
+    let node = readSideNode(&a)
+    guard let cs = a.positional() else { fail("command needs a CONTROLSTREAM id and the parameters, e.g. osh-edge command ID '{\"rpan\":3.0}'") }
+    guard let body = a.positional() else { fail("command needs the parameters as JSON, e.g. '{\"rpan\":3.0}'") }
+    a.finish()
+    readSideRun {
+        let o = try ReadSide.command(node, controlStream: cs, json: body)
+        return json ? ReadSideRender.commandJSON(o) : ReadSideRender.commandText(o)
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import OSHAgent
+import OSHCore
+import OSHDevNode
+import OSHPlatform
+import XCTest
+
+/// The runtime's controls (what the node's commands call): rate, on/off, thinning of fast inputs.
+final class AgentControlTests: XCTestCase {
+    private func makeAgent(_ node: DevNode, _ loop: EventLoop, dir: String) throws -> AgentRuntime {
+        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0002", label: "Control Pi", serial: "10000000cafe0002")
+        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        c.outputs = ["barometer", "quat_orientation_data"]
+        c.rates = ["barometer": 10, "quat_orientation_data": 10]
+        c.externalOutputs = ["quat_orientation_data"]
+        c.trustHostClock = true
+        return try AgentRuntime(config: c, loop: loop)
+    }
+
+    func testRateEnableAndThinning() throws {
+        Log.muted = true
+        let node = DevNode(config: DevNodeConfig())
+        _ = try node.start()
+        defer { node.stop() }
+        let dir = NSTemporaryDirectory() + "osh-control-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loop = try EventLoop()
+        let agent = try makeAgent(node, loop, dir: dir)
+        try agent.start()
+        let q = try XCTUnwrap(agent.index(of: "quat_orientation_data"))
+        let b = try XCTUnwrap(agent.index(of: "barometer"))
+
+        // A 100 Hz input thinned to the output's 10 Hz: every tenth sample, by sample time.
+        var values: [Double] = [0, 0, 0, 1]
+        for k in 0..<100 {
+            values.withUnsafeBufferPointer { agent.record(q, monotonicTime: 1000 + Double(k) * 0.01, values: $0) }
+        }
+        XCTAssertEqual(agent.publisher.counters(q).produced, 10)
+
+        try loop.run(until: EventLoop.deadline(after: 1))
+        let before = agent.publisher.counters(b).produced
+        XCTAssertTrue((8...12).contains(before), "\(before) at 10 Hz in 1 s")
+        try agent.setRate("barometer", 50)
+        try loop.run(until: EventLoop.deadline(after: 1))
+        let after = agent.publisher.counters(b).produced - before
+        XCTAssertTrue((40...55).contains(after), "\(after) at 50 Hz in 1 s")
+
+        try agent.setEnabled("barometer", false)
+        let off = agent.publisher.counters(b).produced
+        try loop.run(until: EventLoop.deadline(after: 0.3))
+        XCTAssertEqual(agent.publisher.counters(b).produced, off)
+
+        XCTAssertThrowsError(try agent.setRate("barometer", 500)) { XCTAssertTrue("\($0)".contains("up to 100 Hz")) }
+        XCTAssertThrowsError(try agent.setRate("sonar", 5)) { XCTAssertTrue("\($0)".contains("no output named 'sonar'")) }
+        try agent.stop(flushUntil: EventLoop.deadline(after: 1))
+    }
+}

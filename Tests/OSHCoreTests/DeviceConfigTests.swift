@@ -1,0 +1,79 @@
+import XCTest
+@testable import OSHCore
+
+final class DeviceConfigTests: XCTestCase {
+    private func parse(_ text: String) throws(ConfigErrors) -> AgentSettings {
+        try AgentSettings.parse(bytes: Array(("[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + text).utf8), path: "t.conf")
+    }
+
+    private func errors(_ text: String) -> [String] {
+        do { _ = try parse(text); return [] } catch { return error.errors.map(\.message) }
+    }
+
+    func testHardwareSectionsAreRead() throws {
+        let s = try parse("""
+        [i2c]
+        bus = 3
+        [barometer]
+        chip = "bme-280"
+        address = "0x77"
+        [imu]
+        chip = "MPU-9250"
+        magnetometer = "none"
+        accel_range = 8
+        gyro_range = 2000
+        mounting = "-y,+x,+z"
+        [orientation]
+        algorithm = "mahony"
+        gain = 0.5
+        mag_offset = [1.5, -2, 3]
+        [audio]
+        device = "hw:1,0"
+        window = 0.5
+        [camera]
+        device = "test-pattern"
+        width = 1280
+        height = 720
+        encoder = "x264"
+        [led]
+        chip = "gpiochip0"
+        line = 17
+        active_low = true
+        """)
+        let d = s.devices
+        XCTAssertEqual(d.i2c.bus, 3)
+        XCTAssertEqual(d.barometer.chip, "BME280")
+        XCTAssertEqual(d.barometer.address, 0x77)
+        XCTAssertEqual(d.imu.chip, "MPU9250")
+        XCTAssertNil(d.imu.address)
+        XCTAssertEqual(d.imu.magnetometer, "none")
+        XCTAssertEqual(d.imu.accelRangeG, 8)
+        XCTAssertEqual(d.imu.gyroRangeDPS, 2000)
+        XCTAssertEqual(IMUConfig.parseMounting(d.imu.mounting)?.map(\.axis), [1, 0, 2])
+        XCTAssertEqual(d.fusion.algorithm, "mahony")
+        XCTAssertEqual(d.fusion.magOffset, [1.5, -2, 3])
+        XCTAssertEqual(d.audio.device, "hw:1,0")
+        XCTAssertEqual(d.camera.width, 1280)
+        XCTAssertEqual(d.camera.encoder, "x264")
+        XCTAssertEqual(d.led, { var l = LEDConfig(); l.chip = "gpiochip0"; l.line = 17; l.activeLow = true; return l }())
+    }
+
+    func testMistakesAreNamedWithWhatIsAllowed() {
+        let e = errors("""
+        [barometer]
+        chip = "BMP281"
+        address = "118"
+        [imu]
+        accel_range = 3
+        mounting = "+x,+x,+z"
+        [orientation]
+        mag_matrix = [1, 0, 0]
+        """)
+        XCTAssertEqual(e.count, 5, "\(e)")
+        XCTAssertTrue(e[0].contains("did you mean \"BMP280\""), e[0])
+        XCTAssertTrue(e[1].contains("\"0x08\""), e[1])
+        XCTAssertTrue(e[2].contains("2, 4, 8 or 16"), e[2])
+        XCTAssertTrue(e[3].contains("each of x, y, z once"), e[3])
+        XCTAssertTrue(e[4].contains("list of 9 numbers"), e[4])
+    }
+}
