@@ -107,6 +107,9 @@ public final class IMUInput {
         poll = { [unowned self] t in try self.tick(t) }
     }
 
+    /// /dev/i2c-N for `settings` (the barometer may share it: each input may open its own fd).
+    public static func openBus(_ settings: IMUSettings) throws -> I2CBus { try LinuxI2CBus(number: settings.bus) }
+
     /// The chip's name ("MPU9250"…) for output names and logs.
     public var chipName: String { driver.identity.name }
     /// The magnetometer in use, nil without one (then only IMU-mode fusion is possible).
