@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "OSHCoreTests", dependencies: ["OSHCore"],
                     exclude: ["Fixtures"], swiftSettings: swift6),
         .testTarget(name: "OSHPlatformTests", dependencies: ["OSHPlatform", "OSHCore", "CShim"],
-                    swiftSettings: swift6),
+                    exclude: ["Fixtures"], swiftSettings: swift6),
         // Depends on the executable so the CLI tests can run the binary that was just built.
         .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "osh-edge"],
                     swiftSettings: swift6),

@@ -85,4 +85,11 @@ static inline CURLcode osh_curl_msg_result(const CURLMsg *msg) {
     return msg->data.result;
 }
 
+// MARK: WebSocket over a CONNECT_ONLY connection (libcurl 7.88 has no ws:// support built in)
+
+// CURLINFO_ACTIVESOCKET writes a curl_socket_t.
+static inline CURLcode osh_curl_easy_getinfo_socket(CURL *h, curl_socket_t *out) {
+    return (curl_easy_getinfo)(h, CURLINFO_ACTIVESOCKET, out);
+}
+
 #endif

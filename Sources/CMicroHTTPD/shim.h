@@ -82,3 +82,19 @@ static inline unsigned int oshdev_threaded_flags(void)
 {
     return (unsigned int) (MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION);
 }
+
+/* --- WebSocket receivers of the development node (command channel) --- */
+
+/* oshdev_threaded_flags plus MHD_ALLOW_UPGRADE (101 responses hand the socket to the app). */
+static inline unsigned int oshdev_threaded_upgrade_flags(void)
+{
+    return oshdev_threaded_flags() | (unsigned int) MHD_ALLOW_UPGRADE;
+}
+
+static inline int oshdev_upgrade_supported(void) { return MHD_is_feature_supported(MHD_FEATURE_UPGRADE) == MHD_YES; }
+
+/* MHD_upgrade_action is variadic: the one action the node uses. */
+static inline enum MHD_Result oshdev_upgrade_close(struct MHD_UpgradeResponseHandle *urh)
+{
+    return MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}

@@ -1,2 +1,8 @@
 #include <stdint.h>
 #include <x264.h>
+
+// x264_encoder_open is a macro naming the versioned symbol (x264_encoder_open_164);
+// Swift cannot call a macro, so this one-line wrapper does.
+static inline x264_t *osh_x264_encoder_open(x264_param_t *param) {
+    return x264_encoder_open(param);
+}

@@ -25,6 +25,8 @@ public final class DevNode: @unchecked Sendable {
     // Kept alive while a TLS daemon runs (libmicrohttpd keeps pointers to them).
     private var keyPEM: [CChar] = []
     private var certPEM: [CChar] = []
+    /// Command receivers (WebSockets) and stored commands (CommandsChannel.swift).
+    let commandHub = CommandHub()
 
     public init(config: DevNodeConfig = DevNodeConfig()) {
         self.config = config
@@ -32,7 +34,10 @@ public final class DevNode: @unchecked Sendable {
     }
 
     deinit {
-        if let d = daemon { MHD_stop_daemon(d) }
+        if let d = daemon {
+            commandHub.closeAll()
+            MHD_stop_daemon(d)
+        }
     }
 
     /// libmicrohttpd's version string.
@@ -64,6 +69,7 @@ public final class DevNode: @unchecked Sendable {
         lifecycle.withLock {
             guard let d = daemon else { return }
             daemon = nil
+            commandHub.closeAll() // upgraded sockets must be let go before the daemon joins their threads
             MHD_stop_daemon(d)
             log("stopped")
         }
@@ -101,7 +107,8 @@ public final class DevNode: @unchecked Sendable {
     /// Must be called with `lifecycle` held.
     private func startDaemon(port: UInt16) throws -> UInt16 {
         // MHD_USE_TLS is added by the shim when a key and certificate are given.
-        let flags = oshdev_threaded_flags()
+        let flags = oshdev_threaded_upgrade_flags()
+        commandHub.reopen()
         if config.tls != nil {
             guard Self.tlsSupported else { throw DevNodeError.tlsUnsupported }
         }
@@ -166,6 +173,7 @@ public final class DevNode: @unchecked Sendable {
     /// observation is gone; ids minted afterwards never equal old ones. Statistics of requests are kept.
     public func forgetEverything() {
         lock.withLock { store.forget() }
+        commandHub.forget()
         log("forgot everything")
     }
 
@@ -225,9 +233,9 @@ public final class DevNode: @unchecked Sendable {
         init(uri: String) { self.uri = uri }
     }
 
-    private func log(_ s: String) { config.log?(s) }
+    func log(_ s: String) { config.log?(s) }
 
-    private func header(_ c: OpaquePointer, _ name: String) -> String? {
+    func header(_ c: OpaquePointer, _ name: String) -> String? {
         oshdev_header(c, name).map { String(cString: $0) }
     }
 
@@ -267,6 +275,7 @@ public final class DevNode: @unchecked Sendable {
                               accept: header(connection, "Accept"), authorization: header(connection, "Authorization"),
                               body: conn.body)
         conn.body = []
+        if !conn.tooLarge, let handled = commandRoute(connection, req) { return handled }
         let (response, mode) = respond(req, tooLarge: conn.tooLarge)
         if let log = config.log { log("\(req.method) \(req.uri) → \(response.status)") }
         if case .delay(let s) = mode { sleepSeconds(s) }
@@ -331,6 +340,11 @@ public final class DevNode: @unchecked Sendable {
         return out
     }
 
+    /// The store under the node's lock (for the command routes in CommandsChannel.swift).
+    func withStore<T>(_ body: (NodeStore) throws -> T) rethrows -> T { try lock.withLock { try body(store) } }
+
+    func isAuthorized(_ req: HTTPRequest) -> Bool { authorized(req) }
+
     private func authorized(_ req: HTTPRequest) -> Bool {
         if config.users.isEmpty { return true }
         guard let auth = req.authorization else { return false }
@@ -352,7 +366,7 @@ public final class DevNode: @unchecked Sendable {
         init(_ bytes: [UInt8]) { self.bytes = bytes }
     }
 
-    private func queue(_ connection: OpaquePointer, _ r: HTTPResponse, reset: Bool) -> MHD_Result {
+    func queue(_ connection: OpaquePointer, _ r: HTTPResponse, reset: Bool) -> MHD_Result {
         let response: OpaquePointer?
         if reset {
             // Declare more than will ever be sent, send a few bytes, then make MHD drop the connection.

@@ -25,6 +25,11 @@ public struct DevNodeConfig: Sendable {
     public var adminLandingPage: Bool
     /// Idle connection timeout (OSH/Jetty: 300 s).
     public var connectionTimeoutSeconds: UInt32
+    /// How long a command POST waits for a correlated status before the node stores PENDING and
+    /// answers it (OSH: 5 s; status POSTs over HTTP never correlate). Tests shorten it.
+    public var commandAckSeconds: Double = 5
+    /// How long a command POST with no connected receiver waits before 202 (OSH: ~29.5 s).
+    public var noReceiverWaitSeconds: Double = 29.5
     /// Called with one line per request (and lifecycle events). Nothing is printed otherwise.
     public var log: (@Sendable (String) -> Void)?
 

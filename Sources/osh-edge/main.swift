@@ -20,11 +20,13 @@ commands:
          --valid-from ISO-TIME  --pretty
   bench encode         encode each scalar output (O&M single, O&M batch of 50, swe+json)
          --count N (default 200000)  --output NAME  --format om+json|swe+json  --batch 1|50
-  bench imu            one IMU sample through each driver on the simulated bus [--chip NAME] [--count N]
   bench baro           barometer compensation and driver read, ns/sample  --count N (default 1000000)
   bench audio          CPU per second of 48 kHz audio metered: the meter alone, and ALSA capture
                        (file plugin) + meter   --seconds N  --path meter|alsa  --format S16_LE|S32_LE
                        --channels N
+  bench video          libx264 frames/s and bytes/frame at 640x480 and 1280x720, 1 thread and auto
+         --frames N (default 200)  --size WxH  --threads N|auto  --keyint N  --fps F  --bitrate KBPS
+  bench imu            one IMU sample through each driver on the simulated bus [--chip NAME] [--count N]
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
@@ -55,6 +57,12 @@ commands:
                        them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
          --json        one JSON object instead of the table
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
+  declination LAT LON [ALT_KM] [DATE]   WMM2025 field (D, I, H, X, Y, Z, F) like NOAA's calculator
+                       DATE: decimal year or YYYY-MM-DD (default today)   --json
+  fuse < samples.csv   orientation fusion over recorded raw samples (t,gx,gy,gz,ax,ay,az[,mx,my,mz])
+         --algorithm madgwick|mahony  --gain G  --ki KI  --rate HZ  --mag-unit uT|nT
+         --mounting x=-y,y=x,z=z|z90|…  --no-bias  --json
+  bench fusion         fusion updates/s and allocations  --count N  --algorithm madgwick|mahony
   version              this build and the C libraries it is linked with
   help                 this text
 """
@@ -156,8 +164,10 @@ func bench(_ a: inout Arguments) {
     if which == "publish" { return benchPublish(&a) }
     if which == "baro" { return runBaroBench(&a) }
     if which == "audio" { return benchAudio(&a) }
+    if which == "video" { return benchVideo(&a) }
+    if which == "fusion" { return runFusionBench(&a) }
     if which == "imu" { return runIMUBenchCommand(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, audio or imu") }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, imu, fusion, audio or video") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -317,6 +327,8 @@ case "nmea":
     args.finish()
     exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
 case "levels": runLevelsCommand(args.rest)
+case "declination": runDeclinationCommand(args.rest)
+case "fuse": runFuseCommand(args.rest)
 case "demo": demo(&args)
 case "decode": runDecodeCommand(args.rest)
 case "node": node(&args)

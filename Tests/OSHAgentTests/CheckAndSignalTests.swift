@@ -59,7 +59,7 @@ final class CheckAndSignalTests: XCTestCase {
         // Wait for registration (the id cache appears), then take the node away.
         let until = Date().addingTimeInterval(10)
         func cacheFile() -> String? {
-            (try? FileManager.default.contentsOfDirectory(atPath: state))?.first { $0.hasPrefix("ids-") }.map { state + "/" + $0 }
+            (try? FileManager.default.contentsOfDirectory(atPath: state))?.first { $0.hasPrefix("ids-") && !$0.contains(".tmp") }.map { state + "/" + $0 }
         }
         while cacheFile() == nil, Date() < until { usleep(50_000) }
         let path = try XCTUnwrap(cacheFile(), "the agent registered and saved its ids")

@@ -1,0 +1,258 @@
+// The camera pipeline: one frame source (the test pattern, or a V4L2 camera) and one encoder
+// (the hardware M2M encoder when found, libx264 otherwise, none when the camera sends H.264),
+// chosen once and logged with the reason. Each access unit goes to the sink — the
+// VideoPublisher — straight from the encoder's own buffer.
+//
+// Copies of a frame on our side, by construction:
+//   test pattern → libx264: 0 (x264 reads our planes) + 1 in VideoPublisher (into the POST body)
+//   camera I420 → libx264: 0 + 1;  camera YUYV/NV12 → libx264: 1 conversion + 1
+//   camera raw → M2M: 0 when the camera exports DMABUFs laid out as the encoder reads them,
+//   else 1 (into the encoder's input buffer); + 1;  camera H.264: 0 + 1
+
+import OSHCore
+import OSHPlatform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Settings the pipeline cannot run with (every problem in one message).
+public struct VideoInputError: Error, CustomStringConvertible, Equatable {
+    public let message: String
+    public var description: String { message }
+}
+
+public final class VideoInput {
+    /// One encoded access unit; the bytes are valid only during the call.
+    public typealias Sink = (_ monotonicTime: Double, _ accessUnit: UnsafeRawBufferPointer) -> Void
+
+    public struct Counters: Sendable, Equatable {
+        /// Pictures from the source (after the camera's rate dropping).
+        public var framesIn = 0
+        public var accessUnits = 0
+        public var bytes = 0
+        /// Timer ticks the loop was too late for (the pattern renders one frame, not a burst).
+        public var ticksMissed = 0
+        /// The hardware encoder still had every input buffer.
+        public var droppedEncoderBusy = 0
+        public var encodeErrors = 0
+        /// Key frames without SPS+PPS in front of the IDR (a viewer could not start there).
+        public var keyFramesWithoutHeaders = 0
+        public var lastError: String?
+    }
+
+    public let settings: VideoSettings
+    public private(set) var counters = Counters()
+    /// nil until decided (at start for the test pattern, at the camera's first frame otherwise).
+    public private(set) var encoderKind: VideoEncoderKind?
+    public private(set) var encoderReason = ""
+    public var isRunning: Bool { running }
+    /// The picture size actually produced after start() (a camera may snap the configured size
+    /// to one it has): the size the camera0_H264 schema should declare. nil while a camera is absent.
+    public var pictureSize: (width: Int, height: Int)? {
+        if let n = camera?.negotiated { return (n.width, n.height) }
+        if let p = pattern { return (p.width, p.height) }
+        return nil
+    }
+
+    private let loop: EventLoop
+    private let device: V4L2Device
+    private let sink: Sink
+    private var running = false
+    private var timer: EventLoop.Timer?
+    private var pattern: TestPatternGenerator?
+    private var camera: V4L2Camera?
+    private var x264: X264Encoder?
+    private var m2m: V4L2M2MEncoder?
+    /// The layout the current encoder was opened for.
+    private var encoderInput: (PixelFormat, Int, Int, Int)?
+    private var m2mFailed = false
+    /// Camera buffers lent to the hardware encoder (DMABUF), with the camera stream they belong to.
+    private var lent: [Int: Int] = [:]
+
+    /// Validates the settings (all problems in one message). `device` is the V4L2 seam
+    /// (`SystemV4L2()` in the agent, `SimulatedV4L2` in tests).
+    public init(loop: EventLoop, settings: VideoSettings, device: V4L2Device = SystemV4L2(), sink: @escaping Sink) throws {
+        let problems = settings.problems()
+        guard problems.isEmpty else { throw VideoInputError(message: "camera0_H264: " + problems.joined(separator: "; ")) }
+        self.loop = loop
+        self.settings = settings
+        self.device = device
+        self.sink = sink
+    }
+
+    deinit { stop() }
+
+    /// Every V4L2 camera and H.264 encoder on the machine, with formats and sizes (`osh-edge probe`).
+    public static func listDevices(_ device: V4L2Device = SystemV4L2()) -> [V4L2DeviceInfo] {
+        V4L2Probe.list(device)
+    }
+
+    public func start() throws {
+        guard !running else { return }
+        running = true
+        do {
+            if settings.device == VideoSettings.testPattern {
+                try startPattern()
+            } else {
+                try startCamera()
+            }
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    public func stop() {
+        running = false
+        if let t = timer { loop.cancel(t) }
+        timer = nil
+        camera?.stop()
+        camera = nil
+        lent.removeAll()
+        m2m?.shutdown()
+        m2m = nil
+        x264 = nil
+        encoderInput = nil
+    }
+
+    // MARK: Sources
+
+    private func startPattern() throws {
+        let gen = TestPatternGenerator(width: settings.width, height: settings.height)
+        pattern = gen
+        try openEncoder(format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride)
+        let period = UInt64((1e9 / settings.fps).rounded())
+        timer = try loop.addTimer(firstAt: EventLoop.deadline(after: 1 / settings.fps), interval: period) { [weak self] ticks in
+            self?.patternTick(ticks)
+        }
+    }
+
+    private func patternTick(_ ticks: UInt64) {
+        guard running, let gen = pattern else { return }
+        if ticks > 1 { counters.ticksMissed += Int(ticks - 1) }
+        gen.render(frame: gen.frameNumber + Int(max(1, ticks)))
+        let now = Double(Clock.monotonicNanoseconds()) / 1e9
+        frame(VideoFrame(format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride,
+                         monotonicTime: now, bytes: gen.buffer))
+    }
+
+    private func startCamera() throws {
+        let path = resolveCameraPath(settings.device)
+        let cam = V4L2Camera(loop: loop, device: device, path: path, width: settings.width, height: settings.height, fps: settings.fps)
+        cam.onFrame = { [weak self] f in self?.frame(f) }
+        cam.onFatalError = { [weak self] e in
+            self?.counters.lastError = e.message
+            self?.running = false
+        }
+        camera = cam
+        try cam.start()
+    }
+
+    /// A path as given; otherwise a camera card name ("HD Pro Webcam C920") looked up among the nodes.
+    private func resolveCameraPath(_ name: String) -> String {
+        if name.hasPrefix("/") { return name }
+        return V4L2Probe.list(device).first { $0.role == .camera && $0.card == name }?.path ?? "/dev/" + name
+    }
+
+    // MARK: Encoding
+
+    /// Chooses and opens the encoder for this picture layout; logs the choice once per change.
+    private func openEncoder(format: PixelFormat, width: Int, height: Int, bytesPerLine: Int, dmabuf: Bool = false) throws {
+        m2m?.shutdown()
+        m2m = nil
+        x264 = nil
+        let hw = (settings.encoder == .software || m2mFailed || format == .h264) ? nil : V4L2Probe.findEncoder(device)
+        var (kind, reason) = VideoEncoderDecision.decide(captureFormat: format, m2mDevice: hw, preference: m2mFailed ? .software : settings.encoder)
+        if m2mFailed && kind == .x264 { reason = "the hardware encoder failed earlier; using libx264" }
+        guard let chosen = kind else { throw V4L2Error("camera0_H264: \(reason)", errno: ENODEV) }
+        if case .m2m(let path) = chosen {
+            do {
+                // DMABUF: up to two camera buffers inside the encoder, the others keep capturing.
+                let enc = try V4L2M2MEncoder(loop: loop, device: device, path: path, input: format, width: width, height: height,
+                                             bytesPerLine: bytesPerLine, settings: settings, dmabufSlots: dmabuf ? 2 : 0)
+                enc.onAccessUnit = { [weak self] au in self?.deliver(au) }
+                enc.onInputReleased = { [weak self] i in self?.giveBack(i) }
+                enc.onFailure = { [weak self] e in self?.hardwareEncoderFailed(e) }
+                m2m = enc
+            } catch {
+                guard settings.encoder != .hardware else { throw error }
+                m2mFailed = true
+                Log.warning("video: hardware encoder \(path) could not be set up (\(error)); falling back to libx264")
+                return try openEncoder(format: format, width: width, height: height, bytesPerLine: bytesPerLine, dmabuf: dmabuf)
+            }
+        } else if chosen == .x264 {
+            x264 = try X264Encoder(X264Settings(width: width, height: height, fps: settings.fps, keyFrameInterval: settings.keyFrameInterval,
+                                                bitrateKbps: settings.bitrateKbps, threads: settings.threads))
+        }
+        if let m = m2m {
+            reason += m.importsDMABUF ? " (camera buffers imported as DMABUF, no copy)" : " (one copy into the encoder's buffer)"
+        }
+        if encoderKind != chosen || encoderReason != reason {
+            Log.notice("video: encoder \(chosen.name) — \(reason)")
+        }
+        encoderKind = chosen
+        encoderReason = reason
+        encoderInput = (format, width, height, bytesPerLine)
+    }
+
+    private func giveBack(_ bufferIndex: Int) {
+        guard let g = lent.removeValue(forKey: bufferIndex) else { return }
+        camera?.release(bufferIndex: bufferIndex, generation: g)
+    }
+
+    /// Camera buffers currently inside the hardware encoder.
+    public var buffersLentToEncoder: Int { lent.count }
+
+    private func hardwareEncoderFailed(_ e: V4L2Error) {
+        counters.lastError = e.message
+        m2mFailed = true
+        m2m = nil
+        encoderInput = nil  // the next frame opens libx264
+    }
+
+    private func frame(_ f: VideoFrame) {
+        guard running else { return }
+        counters.framesIn += 1
+        if let e = encoderInput, e == (f.format, f.width, f.height, f.bytesPerLine) {} else {
+            do {
+                try openEncoder(format: f.format, width: f.width, height: f.height, bytesPerLine: f.bytesPerLine, dmabuf: f.dmabufFD >= 0)
+            } catch {
+                counters.encodeErrors += 1
+                counters.lastError = "\(error)"
+                Log.error("video: \(error)")
+                return
+            }
+        }
+        switch encoderKind {
+        case .cameraH264?:
+            deliver(EncodedFrame(monotonicTime: f.monotonicTime, bytes: f.bytes, isKeyFrame: AnnexB.summarize(f.bytes).hasIDR))
+        case .m2m?:
+            guard let m = m2m else { return }
+            if m.submit(f) {
+                // The encoder reads the camera's buffer itself: the camera must not refill it yet.
+                if m.importsDMABUF, let cam = camera {
+                    cam.holdCurrentBuffer()
+                    lent[f.bufferIndex] = cam.generation
+                }
+            } else {
+                counters.droppedEncoderBusy += 1
+            }
+        case .x264?:
+            do {
+                try x264?.encode(f) { [unowned self] au in self.deliver(au) }
+            } catch {
+                counters.encodeErrors += 1
+                counters.lastError = "\(error)"
+            }
+        case nil:
+            break
+        }
+    }
+
+    private func deliver(_ au: EncodedFrame) {
+        counters.accessUnits += 1
+        counters.bytes += au.bytes.count
+        if au.isKeyFrame && !AnnexB.summarize(au.bytes).isSelfContainedKeyFrame { counters.keyFramesWithoutHeaders += 1 }
+        sink(au.monotonicTime, au.bytes)
+    }
+}

@@ -1,0 +1,176 @@
+// What the camera pipeline is asked for, and the two decisions it makes from what the
+// hardware offers (pixel format, encoder). Both decisions are pure functions of probe
+// results so they are tested without a camera (anchors §D.4).
+
+/// A V4L2 pixel format code: four ASCII characters, little-endian (`v4l2_fourcc`).
+public struct FourCC: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    /// From four ASCII characters, e.g. "YUYV"; anything else gives 0.
+    public init(_ code: String) {
+        var v: UInt32 = 0
+        var n = 0
+        for b in code.utf8.prefix(4) { v |= UInt32(b) << (8 * UInt32(n)); n += 1 }
+        rawValue = n == 4 ? v : 0
+    }
+    public var description: String {
+        var s = ""
+        for i in 0..<4 {
+            let b = UInt8((rawValue >> (8 * UInt32(i))) & 0xff)
+            s.append(b >= 0x20 && b < 0x7f ? Character(Unicode.Scalar(b)) : "?")
+        }
+        return s
+    }
+    public static let h264 = FourCC("H264")
+    public static let yuyv = FourCC("YUYV")
+    public static let nv12 = FourCC("NV12")
+    /// I420 (planar Y, U, V) — V4L2 calls it YU12 (`V4L2_PIX_FMT_YUV420`).
+    public static let yu12 = FourCC("YU12")
+    public static let mjpeg = FourCC("MJPG")
+    public static let jpeg = FourCC("JPEG")
+}
+
+/// The raw layouts the pipeline understands, plus H.264 straight from a UVC camera.
+public enum PixelFormat: String, Sendable, CaseIterable {
+    /// Planar 4:2:0: Y, then U, then V (quarter size each).
+    case i420
+    /// Y plane, then interleaved UV at quarter size.
+    case nv12
+    /// Packed 4:2:2: Y0 U Y1 V.
+    case yuyv
+    /// Already encoded: Annex-B access units.
+    case h264
+
+    public var fourCC: FourCC {
+        switch self {
+        case .i420: return .yu12
+        case .nv12: return .nv12
+        case .yuyv: return .yuyv
+        case .h264: return .h264
+        }
+    }
+
+    public init?(fourCC: FourCC) {
+        guard let f = PixelFormat.allCases.first(where: { $0.fourCC == fourCC }) else { return nil }
+        self = f
+    }
+
+    /// Bytes of one frame with tightly packed lines (`width` even).
+    public func frameBytes(width: Int, height: Int) -> Int {
+        switch self {
+        case .i420, .nv12: return width * height + 2 * ((width / 2) * (height / 2))
+        case .yuyv: return width * height * 2
+        case .h264: return 0
+        }
+    }
+}
+
+/// Which encoder the operator allows.
+public enum VideoEncoderPreference: String, Sendable, CaseIterable {
+    /// The hardware M2M encoder when present, libx264 otherwise.
+    case auto
+    /// libx264 even when a hardware encoder exists.
+    case software
+    /// The hardware encoder or nothing (refuse to start without it).
+    case hardware
+}
+
+/// The camera settings (`[outputs.camera0_H264]` + `[camera]` in the config).
+public struct VideoSettings: Sendable, Equatable {
+    /// "test-pattern" (the demo), a device path (`/dev/video0`) or a V4L2 card name.
+    public var device: String
+    public var width: Int
+    public var height: Int
+    /// Frames per second, 1–25 (SPEC §2).
+    public var fps: Double
+    /// Frames between IDRs; 1 = every frame is an IDR (a viewer can join at any frame).
+    public var keyFrameInterval: Int
+    public var bitrateKbps: Int
+    /// libx264 threads; 0 = one per core (x264's auto).
+    public var threads: Int
+    public var encoder: VideoEncoderPreference
+    /// H.264 level_idc × 10 (40 = 4.0) for the hardware encoder.
+    public var level: Int
+
+    public static let testPattern = "test-pattern"
+
+    public init(device: String = VideoSettings.testPattern, width: Int = 640, height: Int = 480, fps: Double = 5,
+                keyFrameInterval: Int = 1, bitrateKbps: Int = 1500, threads: Int = 1,
+                encoder: VideoEncoderPreference = .auto, level: Int = 40) {
+        self.device = device
+        self.width = width
+        self.height = height
+        self.fps = fps
+        self.keyFrameInterval = keyFrameInterval
+        self.bitrateKbps = bitrateKbps
+        self.threads = threads
+        self.encoder = encoder
+        self.level = level
+    }
+
+    /// Every problem at once, each naming the setting and what is allowed.
+    public func problems() -> [String] {
+        var p: [String] = []
+        if width < 16 || width > 4096 || width % 2 != 0 { p.append("video width \(width): must be even, 16–4096") }
+        if height < 16 || height > 4096 || height % 2 != 0 { p.append("video height \(height): must be even, 16–4096") }
+        if !(fps >= 1 && fps <= 25) { p.append("video fps \(fps): must be 1–25 frames per second") }
+        if keyFrameInterval < 1 || keyFrameInterval > 1000 { p.append("key frame interval \(keyFrameInterval): must be 1–1000 frames") }
+        if bitrateKbps < 50 || bitrateKbps > 50_000 { p.append("bitrate \(bitrateKbps) kbit/s: must be 50–50000") }
+        if threads < 0 || threads > 64 { p.append("encoder threads \(threads): must be 0 (auto) to 64") }
+        return p
+    }
+}
+
+/// What the camera's format list means for the pipeline.
+public enum CaptureFormatChoice: Equatable, Sendable {
+    case use(PixelFormat)
+    /// Nothing usable; the message says what the camera offers and what to do.
+    case unsupported(String)
+
+    /// H.264 (no encoding at all) > YUYV > NV12 > YU12. MJPEG would need a JPEG decoder
+    /// before the H.264 encoder; that is not built, so an MJPEG-only camera is refused.
+    public static func choose(offered: [FourCC]) -> CaptureFormatChoice {
+        for f in [PixelFormat.h264, .yuyv, .nv12, .i420] where offered.contains(f.fourCC) { return .use(f) }
+        let list = offered.map(\.description).joined(separator: ", ")
+        if offered.contains(.mjpeg) || offered.contains(.jpeg) {
+            return .unsupported("the camera offers only \(list); MJPEG capture is not supported yet — use a camera with YUYV, NV12, YU12 or H264")
+        }
+        return .unsupported("the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12 or YU12")
+    }
+}
+
+/// Which encoder the pipeline runs, and why (logged once).
+public enum VideoEncoderKind: Equatable, Sendable {
+    /// The camera sends H.264 itself.
+    case cameraH264
+    /// The V4L2 memory-to-memory encoder at this device path.
+    case m2m(String)
+    case x264
+
+    public var name: String {
+        switch self {
+        case .cameraH264: return "none (the camera sends H.264)"
+        case .m2m(let p): return "V4L2 M2M \(p)"
+        case .x264: return "libx264"
+        }
+    }
+}
+
+public enum VideoEncoderDecision {
+    /// Decides like rpicam-apps: the hardware encoder when its card name is found, else libx264.
+    /// Returns nil (with the reason) when `hardware` is demanded and none exists.
+    public static func decide(captureFormat: PixelFormat, m2mDevice: String?,
+                              preference: VideoEncoderPreference) -> (kind: VideoEncoderKind?, reason: String) {
+        if captureFormat == .h264 { return (.cameraH264, "the camera delivers H.264 itself; no encoder needed") }
+        switch (preference, m2mDevice) {
+        case (.software, _):
+            return (.x264, "encoder = software in the config")
+        case (_, let dev?):
+            return (.m2m(dev), "hardware encoder bcm2835-codec-encode found at \(dev)")
+        case (.hardware, nil):
+            return (nil, "encoder = hardware but no bcm2835-codec-encode device exists; set encoder = auto to use libx264")
+        case (.auto, nil):
+            return (.x264, "no hardware H.264 encoder (bcm2835-codec-encode) found; using libx264")
+        }
+    }
+}

@@ -1,0 +1,259 @@
+// The one seam every V4L2 call goes through. `SystemV4L2` is the real kernel (thin: one
+// syscall per method); `SimulatedV4L2` models a UVC camera and the Pi's bcm2835 codec for
+// tests. Camera, M2M encoder and probe are written only against this protocol.
+
+import CShim
+import CV4L2
+import OSHCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The ioctls the pipeline uses (named, so the simulation can switch on them and trace them).
+public enum V4L2Request: String, Sendable, CaseIterable {
+    case querycap = "QUERYCAP", enumFmt = "ENUM_FMT", enumFramesizes = "ENUM_FRAMESIZES"
+    case gFmt = "G_FMT", sFmt = "S_FMT", reqbufs = "REQBUFS", querybuf = "QUERYBUF"
+    case qbuf = "QBUF", dqbuf = "DQBUF", streamon = "STREAMON", streamoff = "STREAMOFF"
+    case sParm = "S_PARM", sCtrl = "S_CTRL", expbuf = "EXPBUF"
+
+    public var code: UInt {
+        switch self {
+        case .querycap: return OSH_VIDIOC_QUERYCAP
+        case .enumFmt: return OSH_VIDIOC_ENUM_FMT
+        case .enumFramesizes: return OSH_VIDIOC_ENUM_FRAMESIZES
+        case .gFmt: return OSH_VIDIOC_G_FMT
+        case .sFmt: return OSH_VIDIOC_S_FMT
+        case .reqbufs: return OSH_VIDIOC_REQBUFS
+        case .querybuf: return OSH_VIDIOC_QUERYBUF
+        case .qbuf: return OSH_VIDIOC_QBUF
+        case .dqbuf: return OSH_VIDIOC_DQBUF
+        case .streamon: return OSH_VIDIOC_STREAMON
+        case .streamoff: return OSH_VIDIOC_STREAMOFF
+        case .sParm: return OSH_VIDIOC_S_PARM
+        case .sCtrl: return OSH_VIDIOC_S_CTRL
+        case .expbuf: return OSH_VIDIOC_EXPBUF
+        }
+    }
+}
+
+public protocol V4L2Device: AnyObject {
+    /// The `/dev/video*` nodes, in number order.
+    func listNodes() -> [String]
+    /// Opens read-write, non-blocking, close-on-exec. Returns the fd, or the errno.
+    func open(_ path: String) -> Result<Int32, SystemError>
+    /// Closes a device fd or an exported DMABUF fd.
+    func close(_ fd: Int32)
+    /// 0, or the errno (EINTR already retried).
+    func ioctl(_ fd: Int32, _ request: V4L2Request, _ arg: UnsafeMutableRawPointer) -> Int32
+    /// A shared read-write mapping of a driver buffer; nil with the errno on failure.
+    func mmap(_ fd: Int32, length: Int, offset: Int) -> Result<UnsafeMutableRawPointer, SystemError>
+    func munmap(_ address: UnsafeMutableRawPointer, length: Int)
+    /// The descriptor the event loop watches (readable = a buffer is ready to dequeue).
+    func pollFD(_ fd: Int32) -> Int32
+}
+
+extension V4L2Device {
+    /// `ioctl` on a typed struct.
+    @inline(__always)
+    func call<T>(_ fd: Int32, _ request: V4L2Request, _ value: inout T) -> Int32 {
+        withUnsafeMutableBytes(of: &value) { p in
+            guard let base = p.baseAddress else { return EINVAL }
+            return ioctl(fd, request, base)
+        }
+    }
+}
+
+/// The kernel.
+public final class SystemV4L2: V4L2Device {
+    private let directory: String
+
+    public init(directory: String = "/dev") { self.directory = directory }
+
+    public func listNodes() -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var found: [(Int, String)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.hasPrefix("video"), let n = Int(name.dropFirst(5)) else { continue }
+            found.append((n, directory + "/" + name))
+        }
+        return found.sorted { $0.0 < $1.0 }.map(\.1)
+    }
+
+    public func open(_ path: String) -> Result<Int32, SystemError> {
+        let fd = osh_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC, 0)
+        return fd >= 0 ? .success(fd) : .failure(.last("open", subject: path))
+    }
+
+    public func close(_ fd: Int32) { _ = Glibc.close(fd) }
+
+    public func ioctl(_ fd: Int32, _ request: V4L2Request, _ arg: UnsafeMutableRawPointer) -> Int32 {
+        while true {
+            if osh_ioctl_ptr(fd, request.code, arg) == 0 { return 0 }
+            let e = errno
+            if e != EINTR { return e }
+        }
+    }
+
+    public func mmap(_ fd: Int32, length: Int, offset: Int) -> Result<UnsafeMutableRawPointer, SystemError> {
+        let p = Glibc.mmap(nil, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, off_t(offset))
+        guard let p, p != MAP_FAILED else { return .failure(.last("mmap", subject: "fd \(fd)")) }
+        return .success(p)
+    }
+
+    public func munmap(_ address: UnsafeMutableRawPointer, length: Int) { _ = Glibc.munmap(address, length) }
+
+    public func pollFD(_ fd: Int32) -> Int32 { fd }
+}
+
+/// A V4L2 failure: what was being done, on which device, and whether retrying can help.
+public struct V4L2Error: Error, CustomStringConvertible, Equatable {
+    public let message: String
+    public let errno: Int32
+    /// The device went away or is busy: close and retry later. Otherwise a configuration problem.
+    public var isTransient: Bool {
+        [ENODEV, ENOENT, ENXIO, EBUSY, EIO, EAGAIN, EINTR].contains(errno)
+    }
+    public var description: String { message }
+
+    public init(_ message: String, errno: Int32 = 0) {
+        self.message = message
+        self.errno = errno
+    }
+
+    static func call(_ what: V4L2Request, _ path: String, _ e: Int32, hint: String = "") -> V4L2Error {
+        let reason = strerror(e).map { String(cString: $0) } ?? "errno \(e)"
+        return V4L2Error("VIDIOC_\(what.rawValue) on \(path): \(reason)\(hint.isEmpty ? "" : "; " + hint)", errno: e)
+    }
+}
+
+// MARK: - Small helpers over the C structs
+
+enum V4L2Text {
+    /// A NUL-terminated fixed-size C char array (a tuple in Swift) as a String.
+    static func string<T>(_ tuple: T) -> String {
+        withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
+    /// Writes `s` into a fixed-size C char array, NUL-terminated and truncated to fit.
+    static func set<T>(_ tuple: inout T, _ s: String) {
+        withUnsafeMutableBytes(of: &tuple) { raw in
+            for i in 0..<raw.count { raw[i] = 0 }
+            for (i, b) in s.utf8.prefix(raw.count - 1).enumerated() { raw[i] = b }
+        }
+    }
+}
+
+extension v4l2_capability {
+    /// device_caps when the driver fills it (what this node does), else the whole device's caps.
+    var nodeCaps: UInt32 {
+        capabilities & UInt32(truncatingIfNeeded: V4L2_CAP_DEVICE_CAPS) != 0 ? device_caps : capabilities
+    }
+}
+
+// MARK: - Probe (`osh-edge probe`)
+
+public struct V4L2FrameSize: Equatable, Sendable, CustomStringConvertible {
+    public var width: Int
+    public var height: Int
+    public init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+    public var description: String { "\(width)x\(height)" }
+}
+
+public struct V4L2FormatInfo: Equatable, Sendable {
+    public var fourCC: FourCC
+    public var description: String
+    /// Discrete sizes; for a stepwise/continuous range, its minimum and maximum.
+    public var sizes: [V4L2FrameSize]
+    public var isRange: Bool
+}
+
+public struct V4L2DeviceInfo: Equatable, Sendable {
+    public enum Role: String, Sendable { case camera, h264Encoder = "h264-encoder", other }
+    public var path: String
+    public var driver: String
+    public var card: String
+    public var busInfo: String
+    public var role: Role
+    /// Capture formats (cameras), or the raw input formats an encoder accepts.
+    public var formats: [V4L2FormatInfo]
+}
+
+public enum V4L2Probe {
+    /// The card name of the Pi's hardware H.264 encoder (what rpicam-apps looks for).
+    public static let encoderCard = "bcm2835-codec-encode"
+
+    /// Every video node with its role, formats and sizes. Nodes that cannot be opened are skipped.
+    public static func list(_ device: V4L2Device = SystemV4L2()) -> [V4L2DeviceInfo] {
+        device.listNodes().compactMap { info(device, path: $0) }
+    }
+
+    /// The first node whose card name is `bcm2835-codec-encode` (nil when there is none — a Pi 5, a PC).
+    public static func findEncoder(_ device: V4L2Device) -> String? {
+        for path in device.listNodes() {
+            guard case .success(let fd) = device.open(path) else { continue }
+            defer { device.close(fd) }
+            var cap = v4l2_capability()
+            if device.call(fd, .querycap, &cap) == 0 && V4L2Text.string(cap.card) == encoderCard { return path }
+        }
+        return nil
+    }
+
+    static func info(_ device: V4L2Device, path: String) -> V4L2DeviceInfo? {
+        guard case .success(let fd) = device.open(path) else { return nil }
+        defer { device.close(fd) }
+        var cap = v4l2_capability()
+        guard device.call(fd, .querycap, &cap) == 0 else { return nil }
+        let caps = cap.nodeCaps
+        let card = V4L2Text.string(cap.card)
+        let role: V4L2DeviceInfo.Role
+        let type: UInt32
+        if card == encoderCard {
+            role = .h264Encoder
+            type = V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue
+        } else if caps & UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_CAPTURE) != 0 && caps & UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING) != 0 {
+            role = .camera
+            type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        } else {
+            role = .other
+            type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        }
+        return V4L2DeviceInfo(path: path, driver: V4L2Text.string(cap.driver), card: card, busInfo: V4L2Text.string(cap.bus_info),
+                              role: role, formats: role == .other ? [] : formats(device, fd: fd, type: type))
+    }
+
+    static func formats(_ device: V4L2Device, fd: Int32, type: UInt32) -> [V4L2FormatInfo] {
+        var out: [V4L2FormatInfo] = []
+        for i in 0..<64 {
+            var d = v4l2_fmtdesc()
+            d.index = UInt32(i)
+            d.type = type
+            guard device.call(fd, .enumFmt, &d) == 0 else { break }
+            var sizes: [V4L2FrameSize] = []
+            var range = false
+            for j in 0..<64 {
+                var s = v4l2_frmsizeenum()
+                s.index = UInt32(j)
+                s.pixel_format = d.pixelformat
+                guard device.call(fd, .enumFramesizes, &s) == 0 else { break }
+                if s.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
+                    sizes.append(V4L2FrameSize(width: Int(s.discrete.width), height: Int(s.discrete.height)))
+                } else {
+                    range = true
+                    sizes.append(V4L2FrameSize(width: Int(s.stepwise.min_width), height: Int(s.stepwise.min_height)))
+                    sizes.append(V4L2FrameSize(width: Int(s.stepwise.max_width), height: Int(s.stepwise.max_height)))
+                    break
+                }
+            }
+            out.append(V4L2FormatInfo(fourCC: FourCC(rawValue: d.pixelformat), description: V4L2Text.string(d.description),
+                                      sizes: sizes, isRange: range))
+        }
+        return out
+    }
+}

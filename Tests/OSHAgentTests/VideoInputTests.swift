@@ -1,0 +1,170 @@
+import OSHAgent
+import OSHCore
+import OSHPlatform
+import XCTest
+
+final class VideoInputTests: XCTestCase {
+    override func setUp() { Log.muted = true }
+    override func tearDown() { Log.muted = false }
+
+    /// A node that never answers: the first frame stays in flight for the whole test.
+    final class StuckTransport: VideoTransport {
+        var posts = 0
+        var completions: [(TransportOutcome) -> Void] = []
+        var firstBody: [UInt8] = []
+        func postVideo(datastreamID: String, body: ByteBuffer, completion: @escaping (TransportOutcome) -> Void) {
+            posts += 1
+            if firstBody.isEmpty { firstBody = body.array }
+            completions.append(completion)
+        }
+    }
+
+    private func now() -> Double { Double(Clock.monotonicNanoseconds()) / 1e9 }
+
+    private func spin(_ loop: EventLoop, timeout: Double = 3, until cond: () -> Bool) throws -> Bool {
+        let end = now() + timeout
+        while !cond() {
+            if now() > end { return false }
+            _ = try loop.runOnce(timeoutMs: 10)
+        }
+        return true
+    }
+
+    func testSlowNodeDropsAndCountsFramesWhileScalarsKeepTheirPace() throws {
+        let loop = try EventLoop()
+        let transport = StuckTransport()
+        let publisher = VideoPublisher(transport: transport)
+        publisher.datastreamID = "cam"
+        publisher.clockOffset = 1_700_000_000
+        var aus: [[UInt8]] = []
+        let input = try VideoInput(loop: loop, settings: VideoSettings(width: 160, height: 120, fps: 25, threads: 1)) { t, au in
+            if aus.count < 3 { aus.append(Array(au)) }
+            publisher.offer(monotonicTime: t, frame: au)
+        }
+        // A 50 Hz scalar output on the same loop.
+        var ticks: [Double] = []
+        let scalar = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.02), interval: 20_000_000) { [unowned self] _ in ticks.append(self.now()) }
+        try input.start()
+        XCTAssertEqual(input.encoderKind, .x264, "no hardware encoder on this machine")
+        XCTAssertTrue(input.encoderReason.contains("libx264"), input.encoderReason)
+        let started = now()
+        XCTAssertTrue(try spin(loop) { publisher.counters.offered >= 10 })
+        let elapsed = now() - started
+        input.stop()
+        loop.cancel(scalar)
+
+        XCTAssertEqual(transport.posts, 1, "one frame in flight, nothing queued behind it")
+        XCTAssertTrue(publisher.inFlight)
+        XCTAssertEqual(publisher.counters.droppedBusy, publisher.counters.offered - 1)
+        XCTAssertEqual(input.counters.keyFramesWithoutHeaders, 0)
+        for au in aus { XCTAssertEqual(AnnexB.units(in: au).map(\.type).prefix(3), [7, 8, 5]) }
+        XCTAssertEqual(Array(transport.firstBody[12...]), aus[0], "the posted body carries the access unit after the 12-byte header")
+        // Scalars: about 50 per second, and never a gap a video frame could explain.
+        let expected = elapsed / 0.02
+        XCTAssertGreaterThan(Double(ticks.count), expected * 0.7, "\(ticks.count) ticks in \(elapsed) s")
+        let gaps = zip(ticks.dropFirst(), ticks).map { $0 - $1 }
+        XCTAssertLessThan(gaps.max() ?? 0, 0.1, "longest scalar gap \(gaps.max() ?? 0) s")
+
+        // The node answers at last: the next frame goes out.
+        transport.completions.removeFirst()(TransportOutcome(status: 201))
+        XCTAssertEqual(publisher.counters.sent, 1)
+        XCTAssertFalse(publisher.inFlight)
+    }
+
+    private func simulated(cameraFormats: [FourCC], encoder: Bool) -> SimulatedV4L2 {
+        let s = SimulatedV4L2()
+        s.add("/dev/video0", .camera(card: "USB Camera", formats: cameraFormats, sizes: [V4L2FrameSize(width: 320, height: 240)]))
+        if encoder { s.add("/dev/video11", .encoder) }
+        return s
+    }
+
+    func testCameraWithHardwareEncoderUsesM2M() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [.yuyv], encoder: true)
+        var aus: [[UInt8]] = []
+        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "USB Camera", width: 320, height: 240, fps: 25),
+                                   device: s) { _, au in aus.append(Array(au)) }
+        try input.start()
+        XCTAssertTrue(s.deliverFrame("/dev/video0", fill: 0x33))
+        XCTAssertTrue(try spin(loop) { aus.count == 1 })
+        XCTAssertEqual(input.encoderKind, .m2m("/dev/video11"))
+        XCTAssertTrue(input.encoderReason.contains("bcm2835-codec-encode"), input.encoderReason)
+        XCTAssertTrue(input.encoderReason.contains("DMABUF, no copy"), input.encoderReason)
+        XCTAssertEqual(AnnexB.units(in: aus[0]).map(\.type), [7, 8, 5])
+        XCTAssertEqual(aus[0][aus[0].count - 2], 0x33, "the camera's picture reached the encoder")
+        XCTAssertEqual(input.buffersLentToEncoder, 0, "the camera buffer came back after encoding")
+        input.stop()
+        XCTAssertEqual(s.openHandles, 0)
+        XCTAssertEqual(s.openDMABUFs, 0)
+
+        // A camera that cannot export: one copy into the encoder's buffer.
+        let c = simulated(cameraFormats: [.yuyv], encoder: true)
+        c.exportDisabled = ["/dev/video0"]
+        aus.removeAll()
+        let copying = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+                                     device: c) { _, au in aus.append(Array(au)) }
+        try copying.start()
+        c.deliverFrame("/dev/video0", fill: 0x44)
+        XCTAssertTrue(try spin(loop) { aus.count == 1 })
+        XCTAssertTrue(copying.encoderReason.contains("one copy"), copying.encoderReason)
+        XCTAssertEqual(aus[0][aus[0].count - 2], 0x44)
+        copying.stop()
+    }
+
+    func testCameraWithoutHardwareEncoderUsesX264AndH264CameraNeedsNone() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [.mjpeg, .yuyv], encoder: false)
+        var aus: [[UInt8]] = []
+        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+                                   device: s) { _, au in aus.append(Array(au)) }
+        try input.start()
+        s.deliverFrame("/dev/video0")
+        XCTAssertTrue(try spin(loop) { aus.count == 1 })
+        XCTAssertEqual(input.encoderKind, .x264, "YUYV converted once, then libx264")
+        XCTAssertEqual(AnnexB.units(in: aus[0]).map(\.type).prefix(3), [7, 8, 5])
+        input.stop()
+
+        let h = simulated(cameraFormats: [.yuyv, .h264], encoder: true)
+        aus.removeAll()
+        let direct = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+                                    device: h) { _, au in aus.append(Array(au)) }
+        try direct.start()
+        XCTAssertEqual(direct.pictureSize?.width, 320)
+        h.deliverFrame("/dev/video0", fill: 0x21)
+        XCTAssertTrue(try spin(loop) { aus.count == 1 })
+        XCTAssertEqual(direct.encoderKind, .cameraH264)
+        XCTAssertEqual(aus[0], SimulatedV4L2.fakeAccessUnit(key: true, frame: 0, first: 0x21), "passed through untouched")
+        direct.stop()
+    }
+
+    func testHardwareEncoderLostFallsBackToX264() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [.yuyv], encoder: true)
+        var aus = 0
+        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+                                   device: s) { _, _ in aus += 1 }
+        try input.start()
+        s.deliverFrame("/dev/video0")
+        XCTAssertTrue(try spin(loop) { aus == 1 })
+        s.unplug("/dev/video11")
+        XCTAssertTrue(try spin(loop) { input.counters.lastError != nil })
+        let t = now()
+        _ = try spin(loop, timeout: 1) { now() > t + 0.05 }  // past the camera's 25 fps frame interval
+        s.deliverFrame("/dev/video0")
+        XCTAssertTrue(try spin(loop) { aus == 2 })
+        XCTAssertEqual(input.encoderKind, .x264)
+        XCTAssertTrue(input.encoderReason.contains("failed earlier"), input.encoderReason)
+        input.stop()
+    }
+
+    func testRefusesBadSettingsAndMissingHardwareWhenDemanded() throws {
+        let loop = try EventLoop()
+        XCTAssertThrowsError(try VideoInput(loop: loop, settings: VideoSettings(width: 641, fps: 60)) { _, _ in }) {
+            XCTAssertTrue("\($0)".contains("fps 60.0"), "\($0)")
+        }
+        let input = try VideoInput(loop: loop, settings: VideoSettings(encoder: .hardware), device: SimulatedV4L2()) { _, _ in }
+        XCTAssertThrowsError(try input.start()) { XCTAssertTrue("\($0)".contains("set encoder = auto"), "\($0)") }
+        XCTAssertFalse(input.isRunning)
+        XCTAssertEqual(VideoInput.listDevices(SimulatedV4L2()), [])
+    }
+}

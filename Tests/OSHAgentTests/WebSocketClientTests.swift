@@ -1,0 +1,162 @@
+import Foundation
+import OSHAgent
+import OSHCore
+import OSHDevNode
+import OSHPlatform
+import XCTest
+
+/// WebSocketClient against the development node's command channel (frames on a real socket).
+final class WebSocketClientTests: XCTestCase {
+    private var node: DevNode!
+    private var loop: EventLoop!
+    private var http: HTTPClient!
+    private var csID = ""
+
+    override func setUpWithError() throws {
+        Log.muted = true
+        node = DevNode(config: DevNodeConfig())
+        try node.start()
+        loop = try EventLoop()
+        http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
+        let b = CSRequestBuilder()
+        let sys = try call(b.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:ws", label: "WS", serial: "ws",
+                                                                                   validFrom: 1.7e9, components: []))))
+        let sysID = try XCTUnwrap(sys.location?.split(separator: "/").last.map(String.init))
+        let cs = try call(b.createControlStream(systemID: sysID, body: DeviceControl.body(systemLabel: "WS", outputNames: [])))
+        csID = try XCTUnwrap(cs.location?.split(separator: "/").last.map(String.init))
+    }
+
+    override func tearDown() {
+        http = nil
+        node?.stop()
+    }
+
+    @discardableResult
+    private func run(timeout: Double = 5, until condition: () -> Bool) throws -> Bool {
+        let end = EventLoop.deadline(after: timeout)
+        while !condition() {
+            if Clock.monotonicNanoseconds() > end { return false }
+            try loop.runOnce(timeoutMs: 10)
+        }
+        return true
+    }
+
+    private func call(_ r: CSRequest) throws -> HTTPResult {
+        var got: HTTPResult?
+        http.send(r) { got = $0 }
+        try run(timeout: 10) { got != nil }
+        return try XCTUnwrap(got)
+    }
+
+    private func client(ping: Double = 0) throws -> WebSocketClient {
+        try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
+                            options: WebSocketClient.Options(backoff: Backoff(initial: 5, maximum: 5), pingInterval: ping))
+    }
+
+    func testTextFromTheReceiverIsRefusedWith1007LikeOSH() throws {
+        let c = try client()
+        c.start()
+        XCTAssertTrue(try run { c.state == .open })
+        XCTAssertTrue(c.sendText(Array("hello".utf8)))
+        XCTAssertTrue(try run { c.state == .waitingToReconnect })
+        XCTAssertEqual(c.lastError, .closedByServer(code: 1007, reason: "Incoming data is not supported"))
+        c.stop()
+        XCTAssertEqual(c.state, .stopped)
+    }
+
+    func testPingsAreAnsweredSoTheChannelStaysUp() throws {
+        let c = try client(ping: 0.05)
+        c.start()
+        XCTAssertTrue(try run { c.state == .open })
+        try run(timeout: 0.5) { false }
+        XCTAssertEqual(c.state, .open)
+        XCTAssertNil(c.lastError)
+        c.stop()
+        XCTAssertTrue(try run { !node.hasCommandReceiver(controlStreamID: csID) })
+    }
+
+    func testRefusedConnectionIsRetriedWithBackoff() throws {
+        node.stop()
+        let c = try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
+                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0))
+        c.start()
+        XCTAssertTrue(try run { c.failures >= 3 })
+        guard case .connect? = c.lastError else { return XCTFail("\(String(describing: c.lastError))") }
+        try node.start()
+        XCTAssertTrue(try run { c.state == .open })
+        XCTAssertEqual(c.failures, 0)
+        c.stop()
+    }
+
+    func testUpgradeFailureDescriptionsSayWhatToDo() {
+        XCTAssertTrue(WebSocketClientError.notFound("x").description.contains("register again"))
+        XCTAssertTrue(WebSocketClientError.unauthorized(401).description.contains("user name and password"))
+    }
+}
+
+/// The command channel over HTTPS: TLS comes from libcurl (CONNECT_ONLY), frames from us.
+final class WebSocketTLSTests: XCTestCase {
+    func testCommandRoundTripOverTLSWithATrustedSelfSignedCertificate() throws {
+        Log.muted = true
+        guard DevNode.tlsSupported else { throw XCTSkip("libmicrohttpd built without TLS") }
+        let dir = NSTemporaryDirectory() + "osh-ws-tls-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
+                       "-days", "2", "-subj", "/CN=osh-edge ws test", "-addext", "subjectAltName=IP:127.0.0.1"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        p.waitUntilExit()
+        let cert = try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8)
+        let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
+        var c = DevNodeConfig(users: [("pi", "pw")], tls: (cert, key))
+        c.noReceiverWaitSeconds = 0.5
+        c.commandAckSeconds = 0.2
+        let node = DevNode(config: c)
+        try node.start()
+        defer { node.stop() }
+        let loop = try EventLoop()
+        let builder = CSRequestBuilder(credentials: .basic(username: "pi", password: "pw"))
+        let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot, credentials: builder.credentials,
+                                                                 tls: .trustCertificate(pemPath: dir + "/cert.pem")))
+        func run(_ timeout: Double = 10, until done: () -> Bool) throws -> Bool {
+            let end = EventLoop.deadline(after: timeout)
+            while !done() {
+                if Clock.monotonicNanoseconds() > end { return false }
+                try loop.runOnce(timeoutMs: 10)
+            }
+            return true
+        }
+        var sys: HTTPResult?
+        http.send(builder.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:wstls", label: "TLS", serial: "t",
+                                                                                validFrom: 1.7e9, components: [])))) { sys = $0 }
+        XCTAssertTrue(try run { sys != nil })
+        let sysID = try XCTUnwrap(CSResponse.resourceID(fromLocation: sys?.location))
+        var cs: Result<String, CommandChannelSetupError>?
+        CommandReceiver.registerControlStream(http: http, builder: builder, systemID: sysID,
+                                              body: DeviceControl.body(systemLabel: "TLS", outputNames: ["gps_data"])) { cs = $0 }
+        XCTAssertTrue(try run { cs != nil })
+        let csID = try XCTUnwrap(cs).get()
+        var seen: [DeviceControlCommand] = []
+        let r = try CommandReceiver.deviceControl(
+            loop: loop, http: http, builder: builder, controlStreamID: csID, outputNames: ["gps_data"],
+            options: CommandReceiver.Options(ackWindow: 0.2, repostMargin: 0.1,
+                                             websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0))
+        ) { cmd in
+            seen.append(cmd)
+            return .completed()
+        }
+        r.start()
+        XCTAssertTrue(try run { r.channel.state == .open }, "\(String(describing: r.channel.lastError))")
+        var posted: HTTPResult?
+        http.send(builder.request(.post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
+                                  body: Array(("{\"parameters\":" + DeviceControl.parametersJSON(.identify(seconds: 2)) + "}").utf8))) { posted = $0 }
+        XCTAssertTrue(try run { posted != nil && (node.commands(controlStreamID: csID).first?.reports.count ?? 0) >= 3 })
+        XCTAssertEqual(seen, [.identify(seconds: 2)])
+        XCTAssertEqual(node.commands(controlStreamID: csID).first?.currentStatus, "COMPLETED")
+        r.stop()
+    }
+}
