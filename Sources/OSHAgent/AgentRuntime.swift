@@ -261,6 +261,7 @@ public final class AgentRuntime {
             for k in 0..<min(n, values.count) { out[k] = values[k] }
         } else {
             sim.fill(spec.outputName, at: now - startTime, into: out)
+            if spec.outputName == "gps_data", n >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
         }
         publisher.record(datastream: i, monotonicTime: now, values: UnsafeBufferPointer(out))
         lastValues[i] = n > 0 ? out[0] : .nan
@@ -304,12 +305,16 @@ public final class AgentRuntime {
         }
         let n = specs[i].leaves.count - 1
         guard n >= 3 else { return }
+        onPosition?(p.lat, p.lon, p.altHAE.isFinite ? p.altHAE : 0, p.epochTime ?? Clock.realtimeSeconds())
         scratch[0] = p.lat
         scratch[1] = p.lon
         scratch[2] = p.altHAE
         publisher.record(datastream: i, monotonicTime: t, values: UnsafeBufferPointer(rebasing: scratch[0..<n]))
         lastValues[i] = p.lat
     }
+
+    /// Each GPS fix (lat, lon, height above the ellipsoid, epoch seconds or nil): true north needs it.
+    public var onPosition: ((Double, Double, Double, Double) -> Void)?
 
     /// What the GPS input is doing (status line).
     public var gpsState: String? { gpsInput?.stateText }

@@ -11,12 +11,15 @@ public enum Daemon {
     public static let defaultConfigPath = "/etc/osh-edge/osh-edge.conf"
     public static let defaultSecretsPath = "/etc/osh-edge/secrets"
 
-    /// Outputs that have a hardware source in this build (the sensor issues add the rest).
-    public static let hardwareOutputs: Set<String> = ["device_health", "gps_data"]
+    /// The config's output keys fed by each device group.
+    static let imuKeys = ["quat_orientation_data", "euler_orientation_data", "accelerometer", "gyroscope", "magnetometer"]
+    static let deviceKeys: Set<String> = Set(imuKeys + ["barometer", "audio_level", "camera0_H264"])
 
     public struct Loaded {
         public var settings: AgentSettings
+        /// Outputs and rates as configured; `open` narrows them to the devices found.
         public var config: AgentConfig
+        public var plan: HardwarePlan
     }
 
     /// Reads and validates everything `run` needs; the error text names file, line and key.
@@ -47,15 +50,9 @@ public enum Daemon {
         config.trustHostClock = !settings.requireClockSync
         config.notBefore = settings.notBefore
         var enabled: [String] = []
-        var problems: [String] = []
-        for spec in OutputCatalogue.all(options) where spec.binaryEncoding == nil {
+        for spec in OutputCatalogue.all(options) {
             let key = settingsKey(spec.outputName)
             guard let o = settings.outputs[key], o.enabled else { continue }
-            if o.source == .hardware && !hardwareOutputs.contains(spec.outputName) {
-                problems.append("\(configPath): [outputs.\(key)] has no hardware driver in this build yet; "
-                                + "set source = \"simulated\" to try the node with simulated values, or enabled = false")
-                continue
-            }
             enabled.append(spec.outputName)
             config.rates[spec.outputName] = o.rate
             if spec.outputName == "gps_data", o.source == .hardware {
@@ -64,10 +61,59 @@ public enum Daemon {
                 else { config.gps = .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud) }
             }
         }
-        if !problems.isEmpty { throw DaemonError.message(problems.joined(separator: "\n")) }
         if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }
         config.outputs = enabled
-        return Loaded(settings: settings, config: config)
+        return Loaded(settings: settings, config: config, plan: plan(settings))
+    }
+
+    /// Which device groups run, and from what: a group runs when any of its outputs is enabled,
+    /// with that output's source (hardware = the board's device, simulated = the demo's).
+    static func plan(_ settings: AgentSettings) -> HardwarePlan {
+        var p = HardwarePlan()
+        p.devices = settings.devices
+        p.north = settings.north
+        p.scratchDirectory = settings.stateDirectory
+        func source(_ keys: [String]) -> HardwarePlan.Source? {
+            guard let o = keys.compactMap({ settings.outputs[$0] }).first(where: { $0.enabled }) else { return nil }
+            return o.source == .hardware ? .board : .simulated
+        }
+        p.barometer = source(["barometer"])
+        p.barometerRate = settings.outputs["barometer"]?.rate ?? 1
+        p.imu = source(imuKeys)
+        // The filter runs at 100 Hz whatever the outputs' rates (they are thinned), faster if asked.
+        p.imuRate = max(100, imuKeys.compactMap { settings.outputs[$0] }.filter(\.enabled).map(\.rate).max() ?? 100)
+        p.audio = source(["audio_level"])
+        p.camera = source(["camera0_H264"])
+        p.cameraFPS = settings.outputs["camera0_H264"]?.rate ?? 10
+        return p
+    }
+
+    /// Opens the devices, narrows the outputs to what was found, and builds the runtime.
+    static func startAgent(_ loaded: Loaded, loop: EventLoop) throws -> (AgentRuntime, Hardware) {
+        let hardware = Hardware(loop: loop, plan: loaded.plan)
+        hardware.open()
+        for n in hardware.notes { Log.warning(n) }
+        var config = loaded.config
+        config.options = hardware.options(config.options)
+        let found = Set(hardware.catalogueNames(config.options))
+        let wanted = Set(config.outputs ?? [])
+        let catalogue = OutputCatalogue.all(config.options)
+        // Device outputs only when their device answered; renamed for the chip found (MPU9250_… → ICM20948_…).
+        config.outputs = catalogue.map(\.outputName).filter { name in
+            let key = settingsKey(name)
+            if deviceKeys.contains(key) { return found.contains(name) && wanted.contains { settingsKey($0) == key } }
+            return wanted.contains(name)
+        }
+        var rates: [String: Double] = [:]
+        for (name, r) in loaded.config.rates { rates[name] = r }
+        for name in config.outputs ?? [] where rates[name] == nil {
+            if let r = loaded.settings.outputs[settingsKey(name)]?.rate { rates[name] = r }
+        }
+        config.rates = rates
+        config.externalOutputs = found
+        config.video = hardware.hasVideo && wanted.contains("camera0_H264")
+        let agent = try AgentRuntime(config: config, loop: loop)
+        return (agent, hardware)
     }
 
     /// The config file's name for an output (inertial outputs are named after their chip on the wire).
@@ -118,7 +164,7 @@ public enum Daemon {
                     if !announcedReady { announcedReady = true; notify.ready(status: a.streamingStatus) }
                 }
             }
-            var agent = try AgentRuntime(config: loaded.config, loop: loop)
+            var (agent, hardware) = try startAgent(loaded, loop: loop)
             attach(agent)
             notify.status("starting: registering with \(loaded.config.server.apiRoot)")
             // The watchdog is fed from the loop itself: if the loop stops turning, systemd restarts us.
@@ -127,19 +173,22 @@ public enum Daemon {
                 try loop.addTimer(firstAt: EventLoop.deadline(after: period / 2), interval: every) { _ in notify.watchdog() }
             }
             try agent.start()
+            try hardware.start(feeding: agent)
             Log.notice("osh-edge \(Agent.version) running: \(loaded.config.identity.uid) → \(loaded.config.server.apiRoot), "
-                       + "outputs \(loaded.config.outputs?.joined(separator: ", ") ?? "")")
+                       + "outputs \((agent.specs.map(\.outputName) + (agent.videoSpec.map { [$0.outputName] } ?? [])).joined(separator: ", "))")
             var stopping = false
             try loop.onSignals([SIGTERM, SIGINT, SIGHUP]) { sig in
                 if sig == SIGHUP {
                     do {
                         let fresh = try load(configPath: configPath, secretsPath: secretsPath)
+                        hardware.stop()
                         try agent.stop(flushUntil: EventLoop.deadline(after: 2))
                         loaded = fresh
                         Log.threshold = logLevel(fresh.settings.logLevel)
-                        agent = try AgentRuntime(config: fresh.config, loop: loop)
+                        (agent, hardware) = try startAgent(fresh, loop: loop)
                         attach(agent)
                         try agent.start()
+                        try hardware.start(feeding: agent)
                         Log.notice("configuration reloaded from \(configPath)")
                     } catch {
                         Log.error("configuration not reloaded, keeping the running one: \(error)")
@@ -151,6 +200,7 @@ public enum Daemon {
             }
             while !stopping { try loop.run() }
             notify.stopping()
+            hardware.stop()
             try agent.stop(flushUntil: EventLoop.deadline(after: 5))
             Log.notice("stopped")
             return 0

@@ -24,6 +24,11 @@ public struct DemoOptions: Sendable {
     public var gpsLog: String? = DemoOptions.defaultGPSLog
     /// A u-blox NEO-M9N recording (gpsd's regression log, BSD-2-Clause; see the fixture README).
     public static let defaultGPSLog = "Tests/OSHCoreTests/Fixtures/nmea/gpsd-3.22/ublox-neo-m9n-nmea.log"
+    /// The simulated microphone: SoX's pink noise at −20 dB (see the fixture README), looped.
+    public var audioWAV: String? = "Tests/OSHCoreTests/Fixtures/audio/pinknoise_vol-20dB.wav"
+    /// The camera: a generated test pattern through libx264 (false: no camera datastream).
+    public var video = true
+    public var videoFPS = 5.0
     public init() {}
 }
 
@@ -55,9 +60,28 @@ public enum Demo {
             else { output("no NMEA log at \(log) (run from the repository, or --gps-log FILE): gps_data is simulated") }
         }
         let loop = try EventLoop()
+        // The simulated board: chips on a simulated I²C bus read by the real drivers, a WAV through
+        // ALSA's file plugin, a test pattern through libx264.
+        var plan = HardwarePlan()
+        plan.barometer = .simulated
+        plan.imu = .simulated
+        plan.audio = o.audioWAV == nil ? nil : .simulated
+        plan.audioWAV = o.audioWAV
+        plan.camera = o.video ? .simulated : nil
+        plan.cameraFPS = o.videoFPS
+        plan.scratchDirectory = config.stateDirectory
+        try? StateFiles.makeDirectories(config.stateDirectory)
+        let hardware = Hardware(loop: loop, plan: plan)
+        hardware.open()
+        for n in hardware.notes { output(n) }
+        config.options = hardware.options(config.options)
+        config.externalOutputs = Set(hardware.catalogueNames(config.options))
+        config.video = hardware.hasVideo
         let agent = try AgentRuntime(config: config, loop: loop)
         output("osh-edge demo: \(identity.uid) → \(apiRoot)" + (devNode != nil ? " (built-in development node)" : ""))
         try agent.start()
+        try hardware.start(feeding: agent)
+        defer { hardware.stop() }
 
         try loop.onSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
         let table = StatusTable(interactive: isatty(1) != 0)

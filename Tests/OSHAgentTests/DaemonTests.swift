@@ -103,6 +103,8 @@ final class DaemonTests: XCTestCase {
         let config = try writeConfig("""
         [outputs.barometer]
         enabled = true
+        [imu]
+        chip = "MPU9999"
         """)
         let (p, err) = try start(config)
         // A refused config exits at once; never let a test hang on an agent that started anyway.
@@ -110,8 +112,29 @@ final class DaemonTests: XCTestCase {
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 2)
         let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertTrue(log.contains("[outputs.barometer] has no hardware driver"), log)
+        XCTAssertTrue(log.contains("chip = \"MPU9999\" in [imu] is not a chip osh-edge drives"), log)
         XCTAssertEqual(node.stats.totalRequests, 0, "nothing was sent to the node")
+    }
+
+    /// A configured barometer on a board without I²C (this machine): the agent runs with what it
+    /// has, says how to enable the bus, and does not register the barometer.
+    func testAMissingBusLeavesItsOutputsOutAndSaysWhy() throws {
+        let config = try writeConfig("""
+        [i2c]
+        bus = 240
+        [outputs.barometer]
+        enabled = true
+        [outputs.device_health]
+        rate = 5
+        """)
+        let (p, err) = try start(config)
+        XCTAssertTrue(wait(10) { self.count("device_health") > 0 }, "the rest runs")
+        p.terminate()
+        p.waitUntilExit()
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(log.contains("/dev/i2c-240 does not exist"), log)
+        XCTAssertTrue(log.contains("dtparam=i2c_arm=on"), log)
+        XCTAssertFalse(node.stats.datastreams.contains { $0.outputName == "barometer" }, "barometer not registered")
     }
 
     func testGPSConfigChoosesTheReceiver() throws {

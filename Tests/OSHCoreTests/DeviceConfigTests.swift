@@ -49,7 +49,7 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertEqual(d.imu.magnetometer, "none")
         XCTAssertEqual(d.imu.accelRangeG, 8)
         XCTAssertEqual(d.imu.gyroRangeDPS, 2000)
-        XCTAssertEqual(IMUConfig.parseMounting(d.imu.mounting)?.map(\.axis), [1, 0, 2])
+        XCTAssertEqual(try IMUConfig.parseMounting(d.imu.mounting).get().axes, ["-y", "+x", "+z"])
         XCTAssertEqual(d.fusion.algorithm, "mahony")
         XCTAssertEqual(d.fusion.magOffset, [1.5, -2, 3])
         XCTAssertEqual(d.audio.device, "hw:1,0")
@@ -73,7 +73,7 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertTrue(e[0].contains("did you mean \"BMP280\""), e[0])
         XCTAssertTrue(e[1].contains("\"0x08\""), e[1])
         XCTAssertTrue(e[2].contains("2, 4, 8 or 16"), e[2])
-        XCTAssertTrue(e[3].contains("each of x, y, z once"), e[3])
+        XCTAssertTrue(e[3].contains("exactly once"), e[3])
         XCTAssertTrue(e[4].contains("list of 9 numbers"), e[4])
     }
 }

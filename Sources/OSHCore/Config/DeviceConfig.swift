@@ -48,21 +48,11 @@ public struct IMUConfig: Sendable, Equatable {
     public static let accelRanges = [2, 4, 8, 16]
     public static let gyroRanges = [250, 500, 1000, 2000]
 
-    /// Parses a mounting string into (axis index 0…2, sign) per device axis; nil if it is not a
-    /// permutation of x, y, z with signs.
-    public static func parseMounting(_ s: String) -> [(axis: Int, sign: Double)]? {
-        let parts = s.split(separator: ",").map { $0.trimmingSpaces }
-        guard parts.count == 3 else { return nil }
-        var out: [(Int, Double)] = []
-        for p in parts {
-            var t = Substring(p)
-            var sign = 1.0
-            if t.first == "-" { sign = -1; t = t.dropFirst() } else if t.first == "+" { t = t.dropFirst() }
-            guard let axis = ["x", "y", "z"].firstIndex(of: t.lowercased()) else { return nil }
-            out.append((axis, sign))
-        }
-        guard Set(out.map(\.0)).count == 3 else { return nil }
-        return out
+    /// Parses a mounting string ("+x,+y,+z") into the map, or says what is wrong with it.
+    public static func parseMounting(_ s: String) -> Result<AxisMap, AxisMap.ParseError> {
+        do { return .success(try AxisMap(s.split(separator: ",").map { String($0.trimmingSpaces) })) }
+        catch let e as AxisMap.ParseError { return .failure(e) }
+        catch { return .failure(.notAPermutation([s])) }
     }
 }
 
@@ -193,9 +183,10 @@ extension SettingsReader {
                 else { fail(s.entry("gyro_range")?.line, "gyro_range in [imu] must be 250, 500, 1000 or 2000 (degrees per second)") }
             }
             if let (m, line) = string(s, "mounting") {
-                if IMUConfig.parseMounting(m) != nil { d.imu.mounting = m }
-                else {
-                    fail(line, "mounting = \(ConfigValue.quote(m)) in [imu] must name each of x, y, z once with a sign, "
+                switch IMUConfig.parseMounting(m) {
+                case .success: d.imu.mounting = m
+                case .failure(let e):
+                    fail(line, "mounting = \(ConfigValue.quote(m)) in [imu]: \(e); write three signed axes, "
                         + "as \"+x,+y,+z\" (as printed) or \"-y,+x,+z\" (board turned 90° left)")
                 }
             }

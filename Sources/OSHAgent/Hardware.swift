@@ -1,0 +1,294 @@
+import OSHCore
+import OSHPlatform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which device stands behind each group of outputs, and whether it is the board's own or a
+/// simulated one (the demo's chips on a simulated I²C bus, a WAV through ALSA's file plugin, a
+/// generated test pattern) — the same drivers either way.
+public struct HardwarePlan: Sendable {
+    public enum Source: Sendable, Equatable { case board, simulated }
+    public var devices = DeviceConfig()
+    /// nil: the group is off.
+    public var barometer: Source?
+    public var imu: Source?
+    public var audio: Source?
+    /// The WAV a simulated microphone plays (looped, in real time).
+    public var audioWAV: String?
+    public var camera: Source?
+    public var cameraFPS: Double = 10
+    public var barometerRate: Double = 1
+    /// The IMU and its filter run at this rate; outputs are thinned to their own rates.
+    public var imuRate: Double = 100
+    public var north: NorthReference = .true
+    /// Scratch space for ALSA's file-plugin configuration (simulated audio).
+    public var scratchDirectory = "/tmp"
+    public init() {}
+
+    /// The chips the demo simulates.
+    public static let demoBarometer = "BMP280"
+    public static let demoIMU = "MPU9250"
+}
+
+/// Opens the devices before registration (a chip that does not answer leaves its outputs out of
+/// the node), then feeds the runtime: barometer → `barometer`; IMU → raw inertial outputs and,
+/// through the orientation filter (+ WMM declination at the GPS fix), quat and euler; ALSA →
+/// `audio_level`; camera → encoder → the video path.
+public final class Hardware {
+    public let plan: HardwarePlan
+    /// Outputs a live device feeds (named as the catalogue names them for the found chips).
+    public private(set) var outputs: [String] = []
+    /// What was not found or not usable, one line each, for the log and the demo.
+    public private(set) var notes: [String] = []
+    public private(set) var barometerChip: String?
+    public private(set) var imuChip: String?
+    public private(set) var magnetometerChip: String?
+    public var hasVideo: Bool { video != nil }
+
+    private let loop: EventLoop
+    private var simulatedBus: SimulatedI2CBus?
+    private var boardBus: I2CBus?
+    private var barometer: BarometerInput?
+    private var imu: IMUInput?
+    private var audio: AudioInput?
+    private var video: VideoInput?
+    private var filter: OrientationFilter
+    public let trueNorth = TrueNorth()
+    private weak var agent: AgentRuntime?
+    private var index: (baro: Int?, quat: Int?, euler: Int?, accel: Int?, gyro: Int?, mag: Int?, audio: Int?) =
+        (nil, nil, nil, nil, nil, nil, nil)
+    private let scratch = UnsafeMutableBufferPointer<Double>.allocate(capacity: 8)
+    private var lastIMUTime: Double?
+
+    public init(loop: EventLoop, plan: HardwarePlan) {
+        self.loop = loop
+        self.plan = plan
+        var s = FusionSettings()
+        s.rateHz = plan.imuRate
+        s.algorithm = plan.devices.fusion.algorithm == "mahony" ? .mahony : .madgwick
+        if plan.devices.fusion.gain > 0 {
+            if s.algorithm == .madgwick { s.beta = plan.devices.fusion.gain } else { s.kp = plan.devices.fusion.gain }
+        }
+        if let cal = try? MagCalibration(offset: plan.devices.fusion.magOffset, matrix: plan.devices.fusion.magMatrix) {
+            s.magCalibration = cal
+        }
+        // The IMU input applies the mounting map to every vector, so the filter sees device axes.
+        filter = OrientationFilter(settings: s)
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Opens every planned device. Absence and failures become notes; nothing here throws for a
+    /// missing chip — the board runs with what it has.
+    public func open() {
+        let d = plan.devices
+        if plan.barometer != nil || plan.imu != nil { openBus() }
+        if let source = plan.barometer, let bus = bus(for: source) {
+            if source == .simulated {
+                note(try SimulatedBarometerBoard.attach(to: simulated(), chip: HardwarePlan.demoBarometer) {
+                    SimulatedBarometerBoard.demoWeather(Double(Clock.monotonicNanoseconds()) / 1e9)
+                }, "simulated barometer")
+            }
+            let settings = BarometerSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoBarometer : d.barometer.chip,
+                                             address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
+            do {
+                let b = try BarometerInput(loop: loop, bus: bus, settings: settings) { [unowned self] t, p, h in
+                    self.scratch[0] = p
+                    self.scratch[1] = h
+                    self.emit(self.index.baro, t, 2)
+                }
+                barometer = b
+                barometerChip = b.driver.identity.name
+                outputs.append("barometer")
+            } catch {
+                notes.append("barometer: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; barometer is not published" : ""))
+            }
+        }
+        if let source = plan.imu, let bus = bus(for: source) {
+            if source == .simulated {
+                note(try SimulatedIMUBoard.attach(to: simulated(), chip: HardwarePlan.demoIMU), "simulated IMU")
+            }
+            var settings = IMUSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoIMU : d.imu.chip,
+                                       address: source == .simulated ? nil : d.imu.address,
+                                       magnetometer: source == .simulated ? "auto" : d.imu.magnetometer,
+                                       magnetometerAddress: d.imu.magnetometerAddress, rateHz: plan.imuRate)
+            if let r = AccelRange(rawValue: d.imu.accelRangeG) { settings.accelRange = r }
+            if let r = GyroRange(rawValue: d.imu.gyroRangeDPS) { settings.gyroRange = r }
+            if source == .board, case .success(let m) = IMUConfig.parseMounting(d.imu.mounting) { settings.mounting = m }
+            do {
+                let i = try IMUInput(loop: loop, bus: bus, settings: settings) { [unowned self] s in self.imuSample(s) }
+                imu = i
+                imuChip = i.chipName
+                magnetometerChip = i.magnetometerName
+                outputs += ["quat_orientation_data", "euler_orientation_data", "accelerometer", "gyroscope"]
+                if i.hasMagnetometer { outputs.append("magnetometer") }
+                else { notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)") }
+            } catch {
+                notes.append("IMU: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; orientation outputs are not published" : ""))
+            }
+        }
+        if let source = plan.audio {
+            let a: AudioInput?
+            if source == .simulated {
+                if let wav = plan.audioWAV, access(wav, R_OK) == 0 {
+                    do { a = try AudioInput(loop: loop, replayingWAV: wav, directory: plan.scratchDirectory, window: d.audio.window) }
+                    catch { a = nil; notes.append("audio: cannot replay \(wav): \(error)") }
+                } else {
+                    a = nil
+                    notes.append("audio: no WAV to replay (\(plan.audioWAV ?? "none given")); audio_level is not published")
+                }
+            } else {
+                a = AudioInput(loop: loop, device: d.audio.device, window: d.audio.window)
+            }
+            if let a {
+                a.sink = { [unowned self] t, rms, peak in
+                    self.scratch[0] = rms
+                    self.scratch[1] = peak
+                    self.emit(self.index.audio, t, 2)
+                }
+                audio = a
+                outputs.append("audio_level")
+            }
+        }
+        if let source = plan.camera {
+            let c = d.camera
+            let settings = VideoSettings(device: source == .simulated ? VideoSettings.testPattern : c.device,
+                                         width: c.width, height: c.height, fps: plan.cameraFPS,
+                                         keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
+                                         encoder: c.encoder == "x264" ? .software : c.encoder == "v4l2m2m" ? .hardware : .auto)
+            do {
+                video = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au in
+                    self.agent?.offerVideo(monotonicTime: t, accessUnit: au)
+                }
+            } catch {
+                notes.append("camera: \(error); camera0_H264 is not published")
+            }
+        }
+    }
+
+    /// The output options for what was found (chip names appear in output names and labels).
+    public func options(_ base: OutputOptions) -> OutputOptions {
+        var o = base
+        if let c = imuChip { o = OutputOptions(uid: o.uid, north: o.north, videoWidth: o.videoWidth, videoHeight: o.videoHeight,
+                                                cameraIndex: o.cameraIndex, imuChip: c, magnetometerChip: magnetometerChip,
+                                                barometerChip: barometerChip ?? o.barometerChip) }
+        else if let b = barometerChip { o.barometerChip = b }
+        if let v = video {
+            o.videoWidth = v.pictureSize?.width ?? plan.devices.camera.width
+            o.videoHeight = v.pictureSize?.height ?? plan.devices.camera.height
+        }
+        return o
+    }
+
+    /// The output names a runtime will publish for `outputs` (inertial ones carry the chip's name).
+    public func catalogueNames(_ options: OutputOptions) -> [String] {
+        let all = OutputCatalogue.all(options).map(\.outputName)
+        return outputs.compactMap { key in
+            switch key {
+            case "accelerometer": return all.first { $0.hasSuffix("_Accelerometer_data") }
+            case "gyroscope": return all.first { $0.hasSuffix("_Gyroscope_data") }
+            case "magnetometer": return all.first { $0.hasSuffix("_Magnetometer_data") }
+            default: return key
+            }
+        }
+    }
+
+    /// Points the sinks at `agent`'s datastreams and starts the devices.
+    public func start(feeding agent: AgentRuntime) throws {
+        self.agent = agent
+        let names = agent.specs.map(\.outputName)
+        func find(_ p: (String) -> Bool) -> Int? { names.firstIndex(where: p) }
+        index = (find { $0 == "barometer" }, find { $0 == "quat_orientation_data" }, find { $0 == "euler_orientation_data" },
+                 find { $0.hasSuffix("_Accelerometer_data") }, find { $0.hasSuffix("_Gyroscope_data") },
+                 find { $0.hasSuffix("_Magnetometer_data") }, find { $0 == "audio_level" })
+        agent.onPosition = { [unowned self] lat, lon, alt, unixTime in
+            if self.trueNorth.update(latitude: lat, longitude: lon, heightMeters: alt, unixTime: unixTime) {
+                Log.info("declination \((self.trueNorth.declination * 100).rounded() / 100)° at the GPS fix (WMM2025)")
+            }
+        }
+        try barometer?.start()
+        try imu?.start()
+        audio?.start()
+        try video?.start()
+        if plan.north == .true, imu != nil {
+            Log.notice("orientation: true north once a GPS fix gives the declination; magnetic until then")
+        }
+    }
+
+    public func stop() {
+        barometer?.stop()
+        imu?.stop()
+        audio?.stop()
+        video?.stop()
+        agent?.onPosition = nil
+    }
+
+    /// The simulated bus (tests reach the chips through it to inject faults).
+    public var simulatedI2C: SimulatedI2CBus? { simulatedBus }
+    public var videoInput: VideoInput? { video }
+    public var imuInput: IMUInput? { imu }
+    public var barometerInput: BarometerInput? { barometer }
+    public var audioInput: AudioInput? { audio }
+
+    // MARK: IMU → outputs
+
+    private func imuSample(_ s: IMUSample) {
+        let dt = lastIMUTime.map { s.t - $0 } ?? 1 / plan.imuRate
+        lastIMUTime = s.t
+        let o: AndroidOrientation
+        if let q = s.quaternion {
+            // The BNO055 fused on the chip.
+            o = AndroidOrientation(Quaternion(w: q.w, x: q.x, y: q.y, z: q.z))
+        } else {
+            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                          mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            o = filter.android
+        }
+        let oriented = plan.north == .true && trueNorth.status != .noFixYet
+            ? AndroidOrientation(TrueNorth.rotate(o.quaternion, declinationDegrees: trueNorth.declination)) : o
+        scratch[0] = oriented.x; scratch[1] = oriented.y; scratch[2] = oriented.z; scratch[3] = oriented.w
+        emit(index.quat, s.t, 4)
+        scratch[0] = oriented.heading; scratch[1] = oriented.pitch; scratch[2] = oriented.roll
+        emit(index.euler, s.t, 3)
+        scratch[0] = s.accel.x; scratch[1] = s.accel.y; scratch[2] = s.accel.z
+        emit(index.accel, s.t, 3)
+        scratch[0] = s.gyro.x; scratch[1] = s.gyro.y; scratch[2] = s.gyro.z
+        emit(index.gyro, s.t, 3)
+        if let m = s.mag, s.magIsNew {
+            scratch[0] = m.x; scratch[1] = m.y; scratch[2] = m.z
+            emit(index.mag, s.t, 3)
+        }
+    }
+
+    @inline(__always)
+    private func emit(_ i: Int?, _ t: Double, _ n: Int) {
+        guard let i, let agent else { return }
+        agent.record(i, monotonicTime: t, values: UnsafeBufferPointer(rebasing: scratch[0..<n]))
+    }
+
+    // MARK: Buses
+
+    private func openBus() {
+        if plan.barometer == .board || plan.imu == .board {
+            do { boardBus = try LinuxI2CBus(number: plan.devices.i2c.bus) }
+            catch { notes.append("I²C: \(error)") }
+        }
+    }
+
+    private func simulated() -> SimulatedI2CBus {
+        if let b = simulatedBus { return b }
+        let b = SimulatedI2CBus(number: plan.devices.i2c.bus, recordsTrace: false)
+        simulatedBus = b
+        return b
+    }
+
+    private func bus(for source: HardwarePlan.Source) -> I2CBus? {
+        source == .simulated ? simulated() : boardBus
+    }
+
+    private func note<T>(_ f: @autoclosure () throws -> T, _ what: String) {
+        do { _ = try f() } catch { notes.append("\(what): \(error)") }
+    }
+}
+
