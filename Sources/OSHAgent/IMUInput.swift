@@ -48,6 +48,15 @@ public struct IMUSettings: Sendable, Equatable {
         self.pacing = pacing
     }
 
+    /// From the validated `[i2c]`/`[imu]` config. Throws `AxisMap.ParseError` for a mounting
+    /// that mirrors the frame (the config reader accepts any signed permutation).
+    public init(config: IMUConfig, bus: Int, rateHz: Double = 100) throws {
+        self.init(bus: bus, chip: config.chip, address: config.address, magnetometer: config.magnetometer,
+                  magnetometerAddress: config.magnetometerAddress,
+                  accelRange: AccelRange(g: config.accelRangeG) ?? .g4, gyroRange: GyroRange(dps: config.gyroRangeDPS) ?? .dps500,
+                  rateHz: rateHz, mounting: try AxisMap(commaSeparated: config.mounting))
+    }
+
     /// A 7-bit I²C address as config writes it: "0x68" or "104"; nil when it is not one.
     public static func parseAddress(_ text: String) -> UInt8? {
         let t = text.lowercased()
@@ -97,6 +106,9 @@ public final class IMUInput {
                               rate: rate, backoff: backoff, reopen: { try d.reopen() }, poll: { t in try poll?(t) })
         poll = { [unowned self] t in try self.tick(t) }
     }
+
+    /// /dev/i2c-N for `settings` (the barometer may share it: each input may open its own fd).
+    public static func openBus(_ settings: IMUSettings) throws -> I2CBus { try LinuxI2CBus(number: settings.bus) }
 
     /// The chip's name ("MPU9250"…) for output names and logs.
     public var chipName: String { driver.identity.name }

@@ -108,4 +108,21 @@ final class IMUInputTests: XCTestCase {
         XCTAssertEqual(IMUDrivers.identity(named: "mpu-9250")?.name, "MPU9250")
         XCTAssertEqual(try AxisMap(["+y", "-x", "+z"]).description, "[+y, -x, +z]")
     }
+
+    func testSettingsFromTheConfigSection() throws {
+        var c = IMUConfig()
+        c.chip = "ICM20948"
+        c.address = 0x68
+        c.accelRangeG = 16
+        c.gyroRangeDPS = 1000
+        c.mounting = "-y, +x, +z"
+        let s = try IMUSettings(config: c, bus: 3)
+        XCTAssertEqual(s.bus, 3)
+        XCTAssertEqual(s.chip, "ICM20948")
+        XCTAssertEqual(s.accelRange, .g16)
+        XCTAssertEqual(s.gyroRange, .dps1000)
+        XCTAssertEqual(s.mounting, try AxisMap(["-y", "+x", "+z"]))
+        c.mounting = "+x,+y,-z"
+        XCTAssertThrowsError(try IMUSettings(config: c, bus: 1))
+    }
 }

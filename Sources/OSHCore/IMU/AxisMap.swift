@@ -70,6 +70,11 @@ public struct AxisMap: Sendable, Equatable, CustomStringConvertible {
         self = m
     }
 
+    /// The config's comma form, "-y,+x,+z" (IMUConfig.mounting).
+    public init(commaSeparated text: String) throws {
+        try self.init(text.split(separator: ",").map { String($0.filter { $0 != " " }) })
+    }
+
     /// +1 for a rotation, −1 for a reflection.
     public var determinant: Double {
         // Sign of the permutation times the product of the signs.

@@ -107,7 +107,9 @@ public final class LSM6DSOXDriver: IMUDriver {
                              operation: "nothing answered with WHO_AM_I 0x3D at " + addrs.map(IMUDrivers.hex).joined(separator: "/")))
             }
             let actual = Self.odr.first { $0.code == code }?.hz ?? settings.rateHz
-            magEvery = max(1, Int((actual / 80).rounded(.up)))
+            // Read it every sample up to 160 Hz (ZYXDA says when its 80 Hz data is new): a
+            // stale field behind a turning gyro skews the heading.
+            magEvery = max(1, Int((actual / 160).rounded(.down)))
             sinceMag = magEvery
         }
     }
