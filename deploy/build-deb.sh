@@ -59,7 +59,13 @@ deps=()
 for so in "${NEEDED[@]}"; do
   pkg=${OWNER[$so]:-}
   if [[ -z $pkg && -z $LIBS_FROM ]]; then
-    pkg=$(dpkg -S "*/$so" 2>/dev/null | grep -v -- '-dev\|-dbg\|-cross' | head -1 | cut -d: -f1) || true
+    # Exact-path lookups are fast (a `dpkg -S '*/x'` glob scans every list); merged /usr
+    # means dpkg may know the file under /lib or /usr/lib.
+    path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+    for cand in "$path" "$(readlink -f -- "$path")" "${path#/usr}" "/usr$path"; do
+      [[ -n $cand ]] || continue
+      pkg=$(dpkg -S "$cand" 2>/dev/null | head -1 | cut -d: -f1) && [[ -n $pkg ]] && break
+    done
   fi
   [[ -n $pkg ]] || die "no package provides $so (give --libs-from the target release's .debs)"
   [[ $pkg == libc6 ]] && continue

@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 @testable import OSHCore
 
@@ -79,5 +80,33 @@ final class LEDPatternTests: XCTestCase {
         XCTAssertNotNil(LEDSettings.lineProblem(5000))
         XCTAssertFalse(LEDSettings(chip: "").enabled)
         XCTAssertEqual(LEDSettings(), LEDSettings(chip: "gpiochip0", line: 17, activeLow: false))
+    }
+
+    /// board/profiles/*.conf: each parses, names only known sections, and its [led] and [gps]
+    /// values pass the checks the config reader applies.
+    func testBoardProfilesAreValid() throws {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("board/profiles")
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".conf") }.sorted()
+        XCTAssertEqual(names, ["pi-zero-2w.conf", "pi3.conf", "pi4.conf", "pi5.conf"])
+        for n in names {
+            let bytes = try [UInt8](Data(contentsOf: dir.appendingPathComponent(n)))
+            let doc = try ConfigParser.parse(bytes: bytes, path: n)
+            for s in doc.sections where !(s.name.isEmpty && s.entries.isEmpty) {
+                XCTAssertTrue(["gps", "led", "publisher"].contains(s.name.joined(separator: ".")), "\(n): \(s.title)")
+            }
+            let led = try XCTUnwrap(doc.sections.first { $0.name == ["led"] }, n)
+            for e in led.entries { XCTAssertTrue(LEDSettings.keys.contains(e.key), "\(n): \(e.key)") }
+            guard case .string(let chip)? = led.entry("chip")?.value, case .integer(let line)? = led.entry("line")?.value else {
+                return XCTFail("\(n): [led] needs chip and line")
+            }
+            XCTAssertNil(LEDSettings.chipProblem(chip), n)
+            XCTAssertNil(LEDSettings.lineProblem(line), n)
+            XCTAssertTrue(chip.hasPrefix("pinctrl-"), "\(n): name the chip by its label (Pi 5 renumbered)")
+            guard case .string(let gps)? = doc.sections.first(where: { $0.name == ["gps"] })?.entry("device")?.value else {
+                return XCTFail("\(n): [gps] device")
+            }
+            XCTAssertEqual(gps, "/dev/serial0", n)
+        }
     }
 }

@@ -13,6 +13,9 @@ public struct LEDSettings: Sendable, Equatable {
         self.activeLow = activeLow
     }
 
+    /// The keys of `[led]`, as the config file spells them.
+    public static let keys = ["chip", "line", "active_low"]
+
     /// An empty chip turns the LED off entirely.
     public var enabled: Bool { !chip.isEmpty }
 
