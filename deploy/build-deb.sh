@@ -52,7 +52,8 @@ declare -A OWNER=()
 if [[ -n $LIBS_FROM ]]; then
   for deb in "$LIBS_FROM"/*.deb; do
     pkg=$(dpkg-deb -f "$deb" Package)
-    while read -r so; do OWNER[$so]=$pkg; done < <(dpkg-deb -c "$deb" | grep -o '/lib[^/ ]*\.so\.[0-9][0-9.]*$' | sed 's#^/##')
+    # Column 6 is the path (symlinks such as libv4l2.so.0 -> libv4l2.so.0.0.0 included).
+    while read -r so; do OWNER[$so]=$pkg; done < <(dpkg-deb -c "$deb" | awk '{ n = split($6, p, "/"); print p[n] }' | grep '\.so\.[0-9][0-9.]*$')
   done
 fi
 deps=()

@@ -110,3 +110,21 @@ public final class StatusLED {
         }
     }
 }
+
+extension StatusLED {
+    /// `osh-edge led`: show one pattern (or identify) for `seconds` on the configured line, then
+    /// turn the LED off — for checking the wiring and the chip/line before the service runs.
+    /// Throws the GPIO error (chip missing, permission, busy line) as the agent would log it.
+    public static func demonstrate(_ settings: LEDSettings, state: LEDState?, seconds: Double,
+                                   print: (String) -> Void) throws {
+        let line = try LibgpiodLine(chip: settings.chip, line: settings.line, initialHigh: settings.activeLow)
+        let loop = try EventLoop()
+        let led = StatusLED(line: line, activeLow: settings.activeLow, state: { state ?? .off })
+        try led.start(on: loop)
+        if state == nil { led.identify(seconds: seconds) }
+        print("\(settings.chip) line \(settings.line) (libgpiod \(LibgpiodLine.libraryVersion)): "
+              + "\(state?.rawValue ?? "identify") for \(seconds) s")
+        try loop.run(until: EventLoop.deadline(after: seconds))
+        led.stop()
+    }
+}

@@ -35,6 +35,8 @@ commands:
   check --node URL     can this board reach the node, are the credentials right, is it registered
          [--user NAME] [--uid UID] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
+  led                  show a status-LED pattern to check the wiring  --chip C (default gpiochip0)
+         --line N (default 17)  --active-low  --show identify|STATE  --seconds S (default 10)
   version              this build and the C libraries it is linked with
   help                 this text
 """
@@ -295,6 +297,7 @@ case "nmea":
 case "demo": demo(&args)
 case "node": node(&args)
 case "check": check(&args)
+case "led": runLEDCommand(&args)
 case "version":
     args.finish()
     print("osh-edge \(Agent.version)")

@@ -1,3 +1,4 @@
+import Foundation
 import XCTest
 @testable import OSHAgent
 import OSHCore
@@ -106,5 +107,30 @@ final class LEDStatusTests: XCTestCase {
         if GPIOChips.present().isEmpty {
             XCTAssertNil(StatusLED.open(LEDSettings(), loop: loop, state: { .starting }))
         }
+    }
+
+    /// `osh-edge led` on a machine without GPIO: exit 1 with the chip named, no crash; bad options exit 2.
+    func testLEDCommandErrors() throws {
+        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        func run(_ args: [String]) throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = exe
+            p.arguments = args
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = FileHandle.nullDevice
+            try p.run()
+            let e = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: e, as: UTF8.self))
+        }
+        if GPIOChips.present().isEmpty {
+            let (status, err) = try run(["led", "--chip", "pinctrl-rp1", "--line", "17", "--seconds", "1"])
+            XCTAssertEqual(status, 1, err)
+            XCTAssertTrue(err.contains("GPIO line 17 of pinctrl-rp1: no such GPIO chip"), err)
+        }
+        XCTAssertEqual(try run(["led", "--line", "-3"]).0, 2)
+        XCTAssertEqual(try run(["led", "--show", "disco"]).0, 2)
+        XCTAssertEqual(try run(["led", "--chip", "/etc/passwd"]).0, 2)
     }
 }

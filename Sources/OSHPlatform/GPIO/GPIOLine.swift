@@ -55,9 +55,12 @@ public struct GPIOError: Error, Equatable, CustomStringConvertible {
         let why = errno != 0 ? (strerror(errno).map { String(cString: $0) } ?? "errno \(errno)") : ""
         switch kind {
         case .chipMissing:
-            return "\(what): no such GPIO chip (\(why)); this machine has "
-                + (GPIOChips.present().isEmpty ? "no /dev/gpiochip* at all" : "only \(GPIOChips.present().joined(separator: ", "))")
-                + "; set [led] chip to one of them (gpioinfo lists them) or chip = \"\" for no LED"
+            let chips = GPIOChips.present()
+            return "\(what): no such GPIO chip (\(why)); "
+                + (chips.isEmpty
+                    ? "this machine has no /dev/gpiochip* at all (not a Pi, or a container without them); set [led] chip = \"\" for no LED"
+                    : "this machine has \(chips.joined(separator: ", ")); set [led] chip to one of them or to its label "
+                        + "(gpiodetect lists both), or chip = \"\" for no LED")
         case .permissionDenied:
             return "\(what): \(why) on /dev/gpiochip*; add the service user to group gpio "
                 + "(usermod -aG gpio osh-edge; deploy/udev/99-osh-edge.rules gives that group the chips)"
