@@ -42,7 +42,8 @@ final class DeployTests: XCTestCase {
 
     private var scripts: [String] {
         ["deploy/install.sh", "deploy/deploy.sh", "deploy/build-deb.sh",
-         "toolchain/make-sdk.sh", "toolchain/cross-build.sh", "toolchain/lib-chroot.sh", "toolchain/swift60-check.sh"]
+         "toolchain/make-sdk.sh", "toolchain/cross-build.sh", "toolchain/lib-chroot.sh", "toolchain/swift60-check.sh",
+         "fuzz/run-config.sh"]
             .map { repo + "/" + $0 }
     }
 
