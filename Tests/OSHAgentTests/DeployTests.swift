@@ -132,20 +132,31 @@ final class DeployTests: XCTestCase {
 
     func testDeployDryRunContactsNothingAndStageInstalls() throws {
         let script = repo + "/deploy/deploy.sh"
-        var r = try run(["bash", script, "--dry-run", "pi@raspberrypi.invalid"])
+        // Tripwires: an ssh/scp/cross-build that ran would leave a mark (and contact nothing:
+        // they are these stubs, first on PATH, and the host is a TEST-NET address).
+        let bin = dir + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        for tool in ["ssh", "scp", "rsync", "sudo"] {
+            try "#!/bin/sh\necho \"$0 $*\" >> \(dir)/ran\nexit 1\n".write(toFile: bin + "/" + tool, atomically: false, encoding: .utf8)
+            chmod(bin + "/" + tool, 0o755)
+        }
+        let path = bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        var r = try run(["bash", script, "--dry-run", "pi@192.0.2.1"], env: ["PATH": path])
         XCTAssertEqual(r.status, 0, r.out)
         XCTAssertTrue(r.out.contains("+ \(repo)/toolchain/cross-build.sh trixie --out"), r.out)
         XCTAssertTrue(r.out.contains("+ scp -r "), r.out)
-        XCTAssertTrue(r.out.contains("+ ssh pi@raspberrypi.invalid sudo sh /tmp/osh-edge-deploy/install.sh"), r.out)
+        XCTAssertTrue(r.out.contains("+ ssh pi@192.0.2.1 sudo sh /tmp/osh-edge-deploy/install.sh"), r.out)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/ran"), "a dry run executed a remote command")
         // Something that is not a host is refused before anything runs.
-        r = try run(["bash", script, "--dry-run", "--binary", "/bin/true", "-oProxyCommand=x"])
+        r = try run(["bash", script, "--dry-run", "--binary", "/bin/true", "-oProxyCommand=x"], env: ["PATH": path])
         XCTAssertEqual(r.status, 2, r.out)
-        r = try run(["bash", script, "--dry-run", "--binary", "/bin/true", "pi@host;reboot"])
+        r = try run(["bash", script, "--dry-run", "--binary", "/bin/true", "pi@host;reboot"], env: ["PATH": path])
         XCTAssertEqual(r.status, 2, r.out)
 
         let stage = dir + "/stage"
-        r = try run(["bash", script, "--binary", "/bin/true", "--stage", stage])
+        r = try run(["bash", script, "--binary", "/bin/true", "--stage", stage], env: ["PATH": path])
         XCTAssertEqual(r.status, 0, r.out)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/ran"), "staging ran a remote command")
         XCTAssertEqual(mode(stage + "/usr/bin/osh-edge"), 0o755)
         XCTAssertEqual(mode(stage + "/etc/osh-edge/secrets"), 0o600)
     }
