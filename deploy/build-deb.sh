@@ -81,6 +81,15 @@ trap 'rm -rf -- "$STAGE"' EXIT
 chmod 0755 "$STAGE"
 umask 022
 install -D -m 0755 "$BINARY" "$STAGE/usr/bin/osh-edge"
+# Debian ships stripped binaries (cross-build.sh strips at link time; a host build does not).
+if readelf -S "$STAGE/usr/bin/osh-edge" | grep -q '\.symtab'; then
+  case $ARCH in
+    amd64) STRIP="strip" ;;
+    arm64) STRIP="aarch64-linux-gnu-strip" ;;
+  esac
+  command -v "$STRIP" >/dev/null || die "$BINARY is not stripped and $STRIP is missing (apt-get install binutils-aarch64-linux-gnu, or build with toolchain/cross-build.sh)"
+  "$STRIP" --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/osh-edge"
+fi
 install -D -m 0644 "$HERE/osh-edge.service" "$STAGE/lib/systemd/system/osh-edge.service"
 install -D -m 0644 "$HERE/osh-edge.conf.example" "$STAGE/etc/osh-edge/osh-edge.conf"
 install -D -m 0644 "$HERE/udev/99-osh-edge.rules" "$STAGE/lib/udev/rules.d/99-osh-edge.rules"
