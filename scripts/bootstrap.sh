@@ -19,6 +19,7 @@ packages=(
   python3                # throwaway HTTP servers in the libcurl transport tests
   ffmpeg                 # ffprobe/ffmpeg check the H.264 the video tests encode
   alsa-utils             # aplay -L in probe tests; arecord for checking the file plugin by hand
+  shellcheck             # DeployTests lint deploy/ and toolchain/ scripts
 )
 
 missing=()

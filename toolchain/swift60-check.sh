@@ -7,6 +7,7 @@
 # Environment:
 #   OSH_SWIFT60_ROOT   chroot location (default /var/cache/osh-edge/swift60-trixie)
 #   OSH_DEBIAN_MIRROR  Debian mirror URL (default: taken from the host's apt sources)
+#   OSH_SWIFT60_SETUP_ONLY  non-empty: create the chroot if needed, then exit (no build)
 #
 # Why a chroot: Debian's amd64 `swiftlang` 6.0.3 exists only in trixie and needs
 # glibc >= 2.38, so it cannot run on a bookworm host directly.
@@ -164,6 +165,8 @@ exec 9>"$ROOT.lock"
 flock 9
 
 setup_chroot
+# make-sdk.sh / cross-build.sh only need the builder to exist.
+if [[ -n ${OSH_SWIFT60_SETUP_ONLY:-} ]]; then exit 0; fi
 
 # --- 2. build the package inside the chroot ----------------------------------------------
 # Mount the package read-only at the same absolute path as on the host, so compiler

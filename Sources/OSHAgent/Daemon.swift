@@ -171,6 +171,17 @@ public enum Daemon {
                 }
             }
             var (agent, hardware) = try startAgent(loaded, loop: loop)
+            // The LED follows whichever runtime is current (SIGHUP replaces it).
+            var current = agent
+            let led = StatusLED.open(loaded.settings.devices.led, loop: loop) {
+                LEDState.derive(registered: current.registered, nodeReachable: current.publisher.connectivity == .online,
+                                clockSynchronized: current.clockState.isSynchronized)
+            }
+            func wireLED(_ a: AgentRuntime) {
+                current = a
+                a.onIdentify = led.map { led in { seconds in led.identify(seconds: seconds); return "blinking the status LED for \(Int(seconds)) s" } }
+            }
+            wireLED(agent)
             attach(agent)
             notify.status("starting: registering with \(loaded.config.server.apiRoot)")
             // The watchdog is fed from the loop itself: if the loop stops turning, systemd restarts us.
@@ -192,6 +203,7 @@ public enum Daemon {
                         loaded = fresh
                         Log.threshold = logLevel(fresh.settings.logLevel)
                         (agent, hardware) = try startAgent(fresh, loop: loop)
+                        wireLED(agent)
                         attach(agent)
                         try agent.start()
                         try hardware.start(feeding: agent)
@@ -206,6 +218,7 @@ public enum Daemon {
             }
             while !stopping { try loop.run() }
             notify.stopping()
+            led?.stop()
             hardware.stop()
             try agent.stop(flushUntil: EventLoop.deadline(after: 5))
             Log.notice("stopped")

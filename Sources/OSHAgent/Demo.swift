@@ -91,9 +91,16 @@ public enum Demo {
         try agent.start()
         try hardware.start(feeding: agent)
         defer { hardware.stop() }
-        var identifyUntil = 0.0
+        // A simulated status LED driven by the same StatusLED as a board's GPIO line.
+        let ledLine = SimulatedGPIOLine()
+        let led = StatusLED(line: ledLine) {
+            LEDState.derive(registered: agent.registered, nodeReachable: agent.publisher.connectivity == .online,
+                            clockSynchronized: agent.clockState.isSynchronized)
+        }
+        try led.start(on: loop)
+        defer { led.stop() }
         agent.onIdentify = { seconds in
-            identifyUntil = Double(Clock.monotonicNanoseconds()) / 1e9 + seconds
+            led.identify(seconds: seconds)
             return "blinking the (simulated) status LED for \(Int(seconds)) s"
         }
         var selfCommands: SelfCommands?
@@ -106,7 +113,7 @@ public enum Demo {
         let table = StatusTable(interactive: isatty(1) != 0)
         try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { _ in
             selfCommands?.tick()
-            table.identifying = Double(Clock.monotonicNanoseconds()) / 1e9 < identifyUntil
+            table.identifying = led.isIdentifying
             output(table.render(agent))
         }
         if let d = o.duration { try loop.run(until: EventLoop.deadline(after: d)) } else { try loop.run() }

@@ -63,6 +63,8 @@ commands:
          --algorithm madgwick|mahony  --gain G  --ki KI  --rate HZ  --mag-unit uT|nT
          --mounting x=-y,y=x,z=z|z90|…  --no-bias  --json
   bench fusion         fusion updates/s and allocations  --count N  --algorithm madgwick|mahony
+  led                  show a status-LED pattern to check the wiring  --chip C (default gpiochip0)
+         --line N (default 17)  --active-low  --show identify|STATE  --seconds S (default 10)
   version              this build and the C libraries it is linked with
   help                 this text
 """
@@ -337,6 +339,7 @@ case "systems": runSystemsCommand(&args)
 case "datastreams": runDatastreamsCommand(&args)
 case "observations": runObservationsCommand(&args)
 case "command": runCommandCommand(&args)
+case "led": runLEDCommand(&args)
 case "version":
     args.finish()
     print("osh-edge \(Agent.version)")

@@ -55,7 +55,7 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertEqual(d.audio.device, "hw:1,0")
         XCTAssertEqual(d.camera.width, 1280)
         XCTAssertEqual(d.camera.encoder, "x264")
-        XCTAssertEqual(d.led, { var l = LEDConfig(); l.chip = "gpiochip0"; l.line = 17; l.activeLow = true; return l }())
+        XCTAssertEqual(d.led, LEDSettings(chip: "gpiochip0", line: 17, activeLow: true))
     }
 
     func testMistakesAreNamedWithWhatIsAllowed() {

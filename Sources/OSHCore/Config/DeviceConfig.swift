@@ -95,14 +95,6 @@ public struct CameraConfig: Sendable, Equatable {
     public init() {}
 }
 
-/// `[led]`: the status LED on a GPIO line (off when chip is "").
-public struct LEDConfig: Sendable, Equatable {
-    public var chip = ""
-    public var line = 0
-    public var activeLow = false
-    public init() {}
-}
-
 extension Substring {
     var trimmingSpaces: Substring {
         var s = self
@@ -119,7 +111,7 @@ extension SettingsReader {
         "imu": ["chip", "address", "magnetometer", "magnetometer_address", "accel_range", "gyro_range", "mounting"],
         "audio": ["device", "window"],
         "camera": ["device", "width", "height", "encoder", "keyframe_interval", "bitrate", "threads"],
-        "led": ["chip", "line", "active_low"],
+        "led": LEDSettings.keys,
         "ptz": ["chip", "address", "pan_channel", "tilt_channel", "pulse", "degrees", "pan_limits", "tilt_limits", "max_speed"],
     ]
     static let orientationKeys = ["north", "algorithm", "gain", "mag_offset", "mag_matrix"]
@@ -226,8 +218,10 @@ extension SettingsReader {
             if let v = numbers(s, "tilt_limits", count: 2) { d.ptz.tiltLimits = v }
             if let v = number(s, "max_speed", 0...1000, unit: "degrees per second (0 = one step)") { d.ptz.maxSpeed = v }
         case "led":
-            if let (c, _) = string(s, "chip") { d.led.chip = c }
-            if let v = integer(s, "line", 0...511) { d.led.line = v }
+            if let (c, line) = string(s, "chip") {
+                if let p = LEDSettings.chipProblem(c) { fail(line, "chip in [led]: \(p)") } else { d.led.chip = c }
+            }
+            if let v = integer(s, "line", 0...LEDSettings.maxLine) { d.led.line = v }
             if let v = bool(s, "active_low") { d.led.activeLow = v }
         default: break
         }
@@ -258,7 +252,8 @@ public struct DeviceConfig: Sendable, Equatable {
     public var fusion = FusionConfig()
     public var audio = AudioConfig()
     public var camera = CameraConfig()
-    public var led = LEDConfig()
+    /// Off unless configured: a line driven on a board with something else on it could harm it.
+    public var led = LEDSettings(chip: "")
     public var ptz = PTZConfig()
     public init() {}
 }

@@ -1,0 +1,130 @@
+import OSHCore
+import OSHPlatform
+
+/// Drives the status LED from the event loop: every tick (50 ms) it asks `state` what the
+/// agent is doing and sets the line to `LEDPattern.level(…)`. A pattern restarts from its
+/// first "on" when the state changes, so a change shows at once. Nothing allocates per tick.
+public final class StatusLED {
+    public static let defaultTick: UInt64 = 50_000_000
+
+    private let line: GPIOLine
+    private let activeLow: Bool
+    private let state: () -> LEDState
+    private let now: () -> UInt64
+    private let tick: UInt64
+    private var timer: EventLoop.Timer?
+    private weak var loop: EventLoop?
+
+    private var shown: LEDState?
+    private var enteredAt: UInt64 = 0
+    private var lastBlip: UInt64?
+    private var identifyStart: UInt64 = 0
+    private var identifyUntil: UInt64 = 0
+    private var failed = false
+
+    /// `state` is read once per tick (keep it cheap). `now` is CLOCK_MONOTONIC ns (tests pass their own).
+    public init(line: GPIOLine, activeLow: Bool = false, tick: UInt64 = StatusLED.defaultTick,
+                now: @escaping () -> UInt64 = { Clock.monotonicNanoseconds() },
+                state: @escaping () -> LEDState) {
+        self.line = line
+        self.activeLow = activeLow
+        self.tick = max(tick, 1_000_000)
+        self.now = now
+        self.state = state
+    }
+
+    /// Opens the configured line, or nil (with the reason logged once) when there is no LED:
+    /// a missing LED never stops the agent.
+    public static func open(_ settings: LEDSettings, loop: EventLoop, state: @escaping () -> LEDState) -> StatusLED? {
+        guard settings.enabled else { return nil }
+        do {
+            let line = try LibgpiodLine(chip: settings.chip, line: settings.line, initialHigh: settings.activeLow)
+            let led = StatusLED(line: line, activeLow: settings.activeLow, state: state)
+            try led.start(on: loop)
+            Log.info("status LED on \(settings.chip) line \(settings.line)\(settings.activeLow ? " (active low)" : "") via libgpiod \(LibgpiodLine.libraryVersion)")
+            return led
+        } catch {
+            Log.warning("no status LED: \(error)")
+            return nil
+        }
+    }
+
+    /// Starts ticking on `loop`, aligned to the tick so edges land on the pattern's 50 ms grid.
+    public func start(on loop: EventLoop) throws {
+        stop()
+        self.loop = loop
+        let t0 = now()
+        timer = try loop.addTimer(firstAt: t0, interval: tick) { [unowned self] _ in
+            // Missed ticks are not replayed: the level is a function of the time now.
+            self.update(at: self.now())
+        }
+        update(at: t0)
+    }
+
+    /// Stops ticking and turns the LED off (SIGTERM: a dark LED means "not running").
+    public func stop() {
+        if let t = timer { loop?.cancel(t) }
+        timer = nil
+        drive(false)
+    }
+
+    /// Rapid blinking for `seconds` over whatever the state shows (the identify command).
+    public func identify(seconds: Double) {
+        let t = now()
+        identifyStart = t
+        identifyUntil = seconds > 0 ? t + UInt64(min(seconds, 3600) * 1e9) : 0
+        update(at: t)
+    }
+
+    public var isIdentifying: Bool { identifyUntil > now() }
+
+    /// A batch was published: a short dark blip while streaming (at most one per second).
+    public func activity() {
+        let t = now()
+        if let b = lastBlip, t &- b < LEDPattern.blipSpacingMs * 1_000_000 { return }
+        lastBlip = t
+    }
+
+    /// Sets the line for time `t` (the timer calls it; tests call it with their own times).
+    public func update(at t: UInt64) {
+        let s = state()
+        if s != shown {
+            shown = s
+            enteredAt = t
+        }
+        let identifyLeft = identifyUntil > t ? (identifyUntil - t) / 1_000_000 : 0
+        let on = LEDPattern.level(state: s, elapsedMs: (t &- enteredAt) / 1_000_000,
+                                  sinceActivityMs: lastBlip.map { (t &- $0) / 1_000_000 },
+                                  identifyRemainingMs: identifyLeft,
+                                  identifyElapsedMs: (t &- identifyStart) / 1_000_000)
+        drive(on)
+    }
+
+    private func drive(_ on: Bool) {
+        do {
+            try line.set(on != activeLow)
+            if failed { failed = false; Log.notice("status LED works again") }
+        } catch {
+            // Logged once: a lost LED must not flood the journal every 50 ms.
+            if !failed { failed = true; Log.warning("status LED: \(error)") }
+        }
+    }
+}
+
+extension StatusLED {
+    /// `osh-edge led`: show one pattern (or identify) for `seconds` on the configured line, then
+    /// turn the LED off — for checking the wiring and the chip/line before the service runs.
+    /// Throws the GPIO error (chip missing, permission, busy line) as the agent would log it.
+    public static func demonstrate(_ settings: LEDSettings, state: LEDState?, seconds: Double,
+                                   print: (String) -> Void) throws {
+        let line = try LibgpiodLine(chip: settings.chip, line: settings.line, initialHigh: settings.activeLow)
+        let loop = try EventLoop()
+        let led = StatusLED(line: line, activeLow: settings.activeLow, state: { state ?? .off })
+        try led.start(on: loop)
+        if state == nil { led.identify(seconds: seconds) }
+        print("\(settings.chip) line \(settings.line) (libgpiod \(LibgpiodLine.libraryVersion)): "
+              + "\(state?.rawValue ?? "identify") for \(seconds) s")
+        try loop.run(until: EventLoop.deadline(after: seconds))
+        led.stop()
+    }
+}

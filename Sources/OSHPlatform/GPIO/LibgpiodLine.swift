@@ -1,0 +1,77 @@
+import CGPIOD
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An output line through libgpiod; the same code for the 1.x (bookworm) and 2.x (trixie)
+/// APIs, which differ only inside `Sources/CGPIOD/shim.h`. The line is held (and shows up
+/// as "osh-edge" in `gpioinfo`) until the object goes away.
+public final class LibgpiodLine: GPIOLine {
+    public let chip: String
+    public let line: Int
+    private let handle: UnsafeMutablePointer<osh_gpio_out>
+    private var last: Bool?
+
+    /// Requests `line` of `chip` as an output at `initialHigh`.
+    public init(chip: String, line: Int, consumer: String = "osh-edge", initialHigh: Bool = false) throws {
+        self.chip = chip
+        self.line = line
+        guard line >= 0, line <= Int(UInt32.max) else { throw GPIOError(.noSuchLine, chip: chip, line: line) }
+        var busy = [CChar](repeating: 0, count: 64)
+        let h = busy.withUnsafeMutableBufferPointer { b in
+            osh_gpio_out_open(chip, UInt32(line), consumer, initialHigh ? 1 : 0, b.baseAddress, b.count)
+        }
+        guard let h else {
+            let e = Glibc.errno
+            let by = busy.withUnsafeBufferPointer { b in b.baseAddress.map { String(cString: $0) } ?? "" }
+            throw GPIOError(GPIOError.kind(forErrno: e, busyBy: by), chip: chip, line: line, errno: e)
+        }
+        handle = h
+        last = initialHigh
+    }
+
+    deinit { osh_gpio_out_close(handle) }
+
+    public func set(_ high: Bool) throws {
+        if last == high { return }   // one ioctl per edge, not per tick
+        guard osh_gpio_out_set(handle, high ? 1 : 0) == 0 else {
+            let e = Glibc.errno
+            last = nil
+            throw GPIOError(.other, chip: chip, line: line, errno: e, operation: "setting")
+        }
+        last = high
+    }
+
+    /// "2.2.1 (API v2)": what this binary was built against.
+    public static var libraryVersion: String {
+        (osh_gpiod_version().map { String(cString: $0) } ?? "?") + " (API v\(OSH_GPIOD_MAJOR))"
+    }
+}
+
+/// The mocking seam: records each change of level with the time it happened.
+public final class SimulatedGPIOLine: GPIOLine {
+    public struct Transition: Sendable, Equatable {
+        public var time: UInt64
+        public var high: Bool
+        public init(time: UInt64, high: Bool) { self.time = time; self.high = high }
+    }
+
+    public private(set) var transitions: [Transition] = []
+    public private(set) var level: Bool
+    /// Where the time of each transition comes from (the StatusLED's clock in tests).
+    public var now: () -> UInt64
+    /// Set to make the next `set` fail (a line that vanished).
+    public var failNext: GPIOError?
+
+    public init(initialHigh: Bool = false, now: @escaping () -> UInt64 = { Clock.monotonicNanoseconds() }) {
+        level = initialHigh
+        self.now = now
+    }
+
+    public func set(_ high: Bool) throws {
+        if let e = failNext { failNext = nil; throw e }
+        guard high != level else { return }
+        level = high
+        transitions.append(Transition(time: now(), high: high))
+    }
+}

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# build-deb.sh: make osh-edge_<version>_<arch>.deb from a built binary, with dpkg-deb
+# from a staged tree (no debhelper needed).
+#
+# Usage: deploy/build-deb.sh ARCH BINARY [--out DIR] [--libs-from DIR]
+#   ARCH         arm64 or amd64 (the binary's architecture; checked)
+#   BINARY       the release binary (toolchain/cross-build.sh, or .build/release/osh-edge)
+#   --out DIR    where the .deb goes (default: the current directory)
+#   --libs-from DIR  a directory of the target release's .debs (the SDK's apt cache) used to
+#                map the binary's shared libraries to package names; default: this host's
+#                dpkg database (right for a binary built on this host)
+# Depends: one package per shared library the binary needs (libgpiod3 on trixie, libgpiod2
+# on bookworm, …), libc6 at least the newest GLIBC_ version it references, and adduser.
+set -euo pipefail
+
+die() { printf 'build-deb.sh: error: %s\n' "$*" >&2; exit 2; }
+(($# >= 2)) || die "usage: deploy/build-deb.sh ARCH BINARY [--out DIR] [--libs-from DIR]"
+ARCH=$1
+BINARY=$2
+shift 2
+OUT=.
+LIBS_FROM=
+while (($#)); do
+  case $1 in
+    --out) OUT=${2:?}; shift ;;
+    --libs-from) LIBS_FROM=${2:?}; shift ;;
+    *) die "unknown argument '$1'" ;;
+  esac
+  shift
+done
+HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd -- "$HERE/.." && pwd)
+[[ -f $BINARY ]] || die "no binary at $BINARY"
+command -v dpkg-deb >/dev/null || die "dpkg-deb is missing (apt-get install dpkg)"
+command -v readelf >/dev/null || die "readelf is missing (apt-get install binutils)"
+
+case $ARCH in
+  arm64) MACHINE=AArch64 ;;
+  amd64) MACHINE='Advanced Micro Devices X86-64' ;;
+  *) die "ARCH must be arm64 or amd64, not '$ARCH'" ;;
+esac
+readelf -h "$BINARY" | grep -q "Machine: *$MACHINE" || die "$BINARY is not an $ARCH binary ($(readelf -h "$BINARY" | sed -n 's/ *Machine: *//p'))"
+
+# Whoever builds the package names themselves (lintian flags the placeholder's mail host).
+MAINTAINER=${OSH_DEB_MAINTAINER:-osh-edge maintainers <osh-edge@localhost>}
+VERSION=$(sed -n 's/.*static let version = "\([^"]*\)".*/\1/p' "$REPO/Sources/OSHAgent/Agent.swift" | head -1)
+[[ -n $VERSION ]] || die "cannot read the version from Sources/OSHAgent/Agent.swift"
+
+# --- Depends, from the binary's NEEDED libraries
+mapfile -t NEEDED < <(readelf -d "$BINARY" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+declare -A OWNER=()
+if [[ -n $LIBS_FROM ]]; then
+  for deb in "$LIBS_FROM"/*.deb; do
+    pkg=$(dpkg-deb -f "$deb" Package)
+    # Column 6 is the path (symlinks such as libv4l2.so.0 -> libv4l2.so.0.0.0 included).
+    while read -r so; do OWNER[$so]=$pkg; done < <(dpkg-deb -c "$deb" | awk '{ n = split($6, p, "/"); print p[n] }' | grep '\.so\.[0-9][0-9.]*$')
+  done
+fi
+deps=()
+for so in "${NEEDED[@]}"; do
+  pkg=${OWNER[$so]:-}
+  if [[ -z $pkg && -z $LIBS_FROM ]]; then
+    # Exact-path lookups are fast (a `dpkg -S '*/x'` glob scans every list); merged /usr
+    # means dpkg may know the file under /lib or /usr/lib.
+    path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+    for cand in "$path" "$(readlink -f -- "$path")" "${path#/usr}" "/usr$path"; do
+      [[ -n $cand ]] || continue
+      pkg=$(dpkg -S "$cand" 2>/dev/null | head -1 | cut -d: -f1) && [[ -n $pkg ]] && break
+    done
+  fi
+  [[ -n $pkg ]] || die "no package provides $so (give --libs-from the target release's .debs)"
+  [[ $pkg == libc6 ]] && continue
+  deps+=("$pkg")
+done
+GLIBC=$(readelf -V "$BINARY" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+DEPENDS=$(printf '%s\n' "libc6 (>= $GLIBC)" "${deps[@]}" adduser | awk '!seen[$0]++' | paste -sd, | sed 's/,/, /g')
+
+# --- the staged tree
+STAGE=$(mktemp -d)
+trap 'rm -rf -- "$STAGE"' EXIT
+chmod 0755 "$STAGE"
+umask 022
+install -D -m 0755 "$BINARY" "$STAGE/usr/bin/osh-edge"
+# Debian ships stripped binaries (cross-build.sh strips at link time; a host build does not).
+if readelf -S "$STAGE/usr/bin/osh-edge" | grep -q '\.symtab'; then
+  case $ARCH in
+    amd64) STRIP="strip" ;;
+    arm64) STRIP="aarch64-linux-gnu-strip" ;;
+  esac
+  command -v "$STRIP" >/dev/null || die "$BINARY is not stripped and $STRIP is missing (apt-get install binutils-aarch64-linux-gnu, or build with toolchain/cross-build.sh)"
+  "$STRIP" --strip-unneeded --remove-section=.comment --remove-section=.note "$STAGE/usr/bin/osh-edge"
+fi
+install -D -m 0644 "$HERE/osh-edge.service" "$STAGE/lib/systemd/system/osh-edge.service"
+install -D -m 0644 "$HERE/osh-edge.conf.example" "$STAGE/etc/osh-edge/osh-edge.conf"
+install -D -m 0644 "$HERE/udev/99-osh-edge.rules" "$STAGE/lib/udev/rules.d/99-osh-edge.rules"
+DOC=$STAGE/usr/share/doc/osh-edge
+install -D -m 0644 "$HERE/osh-edge.conf.example" "$DOC/examples/osh-edge.conf.example"
+install -m 0644 "$REPO/board/README.md" "$DOC/board.md"
+install -D -m 0644 /dev/null "$STAGE/usr/share/man/man1/osh-edge.1.gz"
+gzip -9n <"$HERE/osh-edge.1" >"$STAGE/usr/share/man/man1/osh-edge.1.gz"
+cat >"$DOC/copyright" <<'EOF'
+Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: osh-edge
+
+Files: *
+Copyright: 2026 the osh-edge authors
+License: unspecified
+ The project has not chosen a licence yet; see the source repository.
+EOF
+DATE=$(date -R -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}")
+printf 'osh-edge (%s) unstable; urgency=medium\n\n  * Built by deploy/build-deb.sh.\n\n -- %s  %s\n' \
+  "$VERSION" "$MAINTAINER" "$DATE" | gzip -9n >"$DOC/changelog.gz"
+chmod 0644 "$DOC/changelog.gz"
+
+mkdir -p "$STAGE/DEBIAN"
+SIZE=$(du -sk --exclude=DEBIAN "$STAGE" | cut -f1)
+cat >"$STAGE/DEBIAN/control" <<EOF
+Package: osh-edge
+Version: $VERSION
+Architecture: $ARCH
+Maintainer: $MAINTAINER
+Installed-Size: $SIZE
+Depends: $DEPENDS
+Section: net
+Priority: optional
+Homepage: https://opensensorhub.org
+Description: OpenSensorHub sensor agent for Raspberry Pi
+ osh-edge streams a board's sensors (GPS, IMU, barometer, microphone level,
+ camera, device health) to an OpenSensorHub node through the OGC API -
+ Connected Systems. It runs as a systemd service under its own user, shows
+ its state on a status LED and holds observations while the node is away.
+EOF
+printf '/etc/osh-edge/osh-edge.conf\n' >"$STAGE/DEBIAN/conffiles"
+
+cat >"$STAGE/DEBIAN/postinst" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    for g in gpio i2c dialout audio video; do
+        getent group "$g" >/dev/null || addgroup --system "$g"
+    done
+    if ! getent passwd osh-edge >/dev/null; then
+        adduser --system --group --home /var/lib/osh-edge --no-create-home \
+            --shell /usr/sbin/nologin osh-edge
+    fi
+    for g in gpio i2c dialout audio video; do
+        adduser osh-edge "$g" >/dev/null
+    done
+    chown root:osh-edge /etc/osh-edge /etc/osh-edge/osh-edge.conf
+    chmod 0750 /etc/osh-edge
+    chmod 0640 /etc/osh-edge/osh-edge.conf
+    if [ ! -e /etc/osh-edge/secrets ]; then
+        install -m 0600 -o osh-edge -g osh-edge /dev/null /etc/osh-edge/secrets
+    fi
+    if [ -d /run/systemd/system ]; then
+        udevadm control --reload || true
+        systemctl daemon-reload
+        systemctl enable osh-edge.service
+        # Start only with a valid configuration: the shipped one names no real node yet.
+        if osh-edge config check /etc/osh-edge/osh-edge.conf >/dev/null 2>&1; then
+            systemctl restart osh-edge.service
+        else
+            echo "osh-edge: edit /etc/osh-edge/osh-edge.conf (osh-edge config check), then: systemctl start osh-edge"
+        fi
+    fi
+fi
+exit 0
+EOF
+cat >"$STAGE/DEBIAN/prerm" <<'EOF'
+#!/bin/sh
+set -e
+if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
+    systemctl stop osh-edge.service || true
+    systemctl disable osh-edge.service || true
+fi
+exit 0
+EOF
+cat >"$STAGE/DEBIAN/postrm" <<'EOF'
+#!/bin/sh
+set -e
+if [ "$1" = purge ]; then
+    # The secrets and the id cache are ours; the user stays (files may still carry its id).
+    rm -f /etc/osh-edge/secrets
+    rm -rf /var/lib/osh-edge
+fi
+if [ -d /run/systemd/system ]; then
+    systemctl daemon-reload || true
+fi
+exit 0
+EOF
+chmod 0755 "$STAGE/DEBIAN/postinst" "$STAGE/DEBIAN/prerm" "$STAGE/DEBIAN/postrm"
+# Justified: without debhelper there is no deb-systemd-helper script snippet to use, and the
+# service must only start once its configuration passes `osh-edge config check`.
+install -D -m 0644 /dev/null "$STAGE/usr/share/lintian/overrides/osh-edge"
+printf '%s\n' "osh-edge: maintainer-script-calls-systemctl [postinst:*]" \
+  "osh-edge: maintainer-script-calls-systemctl [prerm:*]" >"$STAGE/usr/share/lintian/overrides/osh-edge"
+
+mkdir -p "$OUT"
+DEB=$OUT/osh-edge_${VERSION}_$ARCH.deb
+dpkg-deb --root-owner-group -Zxz --build "$STAGE" "$DEB" >/dev/null
+printf '%s\n' "$DEB"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# cross-build.sh: build the `osh-edge` release binary for aarch64 Raspberry Pi OS with the
+# SDK from make-sdk.sh (made first if missing), in the trixie builder chroot.
+# Static Swift stdlib (Pi OS has no Swift runtime), stripped at link time (the builder
+# has no llvm-strip). The binary still links the C libraries dynamically: libcurl4,
+# libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164,
+# libmicrohttpd12, libstdc++6.
+#
+# Usage: toolchain/cross-build.sh [trixie|bookworm] [--out FILE] [--check]   (as root)
+#   --out FILE  where to put the binary (default: .build/cross/<release>/osh-edge)
+#   --check     run `osh-edge version` under qemu-aarch64-static with the SDK's sysroot
+# Prints the binary's path.
+set -euo pipefail
+LOG_TAG=cross-build
+# shellcheck source=toolchain/lib-chroot.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib-chroot.sh"
+
+REL=trixie
+OUT=
+CHECK=0
+while (($#)); do
+  case $1 in
+    trixie | bookworm) REL=$1 ;;
+    --out) OUT=${2:?--out needs a file}; shift ;;
+    --check) CHECK=1 ;;
+    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+  shift
+done
+PKG=$(realpath -e -- "$TOOLCHAIN_DIR/..")
+OUT=${OUT:-$PKG/.build/cross/$REL/osh-edge}
+NAME=osh-edge-aarch64-$REL
+
+require_root "$@"
+"$TOOLCHAIN_DIR/make-sdk.sh" "$REL" >/dev/null
+lock_builder
+SYSROOT_IN=$SDK_DIR/$NAME.artifactbundle/$NAME/sysroot
+
+case "$PKG" in
+  / | /proc* | /dev* | /sys* | /usr* | /etc* | /bin* | /sbin* | /lib* | /opt* | /var*)
+    die "package path $PKG would shadow builder directories; copy the repo elsewhere" ;;
+esac
+trap unmount_all EXIT
+trap 'exit 130' INT TERM
+mount_builder_fs
+# The repo, read-only at the same path, so compiler messages name host paths.
+TARGET=$ROOT$PKG
+if [[ -e $TARGET ]] && { [[ ! -d $TARGET ]] || [[ -n "$(ls -A -- "$TARGET")" ]]; }; then
+  die "$TARGET exists in the builder and is not an empty directory (stale mount?)"
+fi
+mkdir -p "$TARGET"
+mount --bind "$PKG" "$TARGET" && MOUNTS+=("$TARGET")
+mount -o remount,bind,ro "$TARGET"
+
+SCRATCH=/var/tmp/osh-cross-build/$REL-$(printf '%s' "$PKG" | sha256sum | cut -c1-16)
+mkdir -p "$ROOT$SCRATCH"
+log "swift build -c release for aarch64 ($NAME), scratch $ROOT$SCRATCH"
+start=$(date +%s)
+in_builder /usr/bin/env \
+  PKG_CONFIG_SYSROOT_DIR="$SYSROOT_IN" \
+  PKG_CONFIG_PATH="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
+  PKG_CONFIG_LIBDIR="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
+  sh -c 'cd "$1" && shift && exec /usr/bin/swift build "$@"' sh "$PKG" \
+  --scratch-path "$SCRATCH" --swift-sdks-path "$SDK_DIR" --swift-sdk "$NAME" \
+  -c release --static-swift-stdlib -Xlinker --strip-all --product osh-edge
+log "built in $(($(date +%s) - start)) s"
+
+mkdir -p "$(dirname -- "$OUT")"
+install -m 755 "$ROOT$SCRATCH/aarch64-unknown-linux-gnu/release/osh-edge" "$OUT"
+log "$OUT: $(stat -c %s "$OUT") bytes; $(file -b "$OUT" | cut -d, -f1-2)"
+if ((CHECK)); then
+  command -v qemu-aarch64-static >/dev/null || die "--check needs qemu-aarch64-static (apt-get install qemu-user-static)"
+  qemu-aarch64-static -L "$ROOT$SYSROOT_IN" "$OUT" version
+fi
+printf '%s\n' "$OUT"
