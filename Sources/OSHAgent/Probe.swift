@@ -47,7 +47,8 @@ public struct ProbeChip: Sendable, Equatable {
 /// Something answered at a known chip's address but its ID register named none of them.
 public struct ProbeUnidentified: Sendable, Equatable {
     public var address: UInt8
-    /// What was read, as "reg 0xD0 = 0x55 (BMP280 wants 0x58)".
+    /// What was read and what the chips owning the address would have said,
+    /// e.g. "register 0xD0 = 0x55 (BMP280 0x58/0x56/0x57, BME280 0x60)".
     public var reads: [String]
 }
 
@@ -124,7 +125,7 @@ public enum Probe {
         var addresses: [UInt8] = []
         for id in all { for a in id.addresses where !addresses.contains(a) { addresses.append(a) } }
         for a in addresses.sorted() where !done.contains(a) {
-            var reads: [String] = []
+            var reads: [(register: UInt8, value: UInt8, wanted: [String])] = []
             var seenRegisters: [UInt8: UInt8] = [:]
             address: for id in all where id.addresses.contains(a) {
                 guard let reg = id.idRegister else { continue }
@@ -142,9 +143,16 @@ public enum Probe {
                     done.insert(a)
                     break
                 }
-                reads.append("register \(hex(reg)) = \(hex(value)) (\(id.name) has \(id.idValues.map(hex).joined(separator: "/")))")
+                let want = "\(id.name) \(id.idValues.map(hex).joined(separator: "/"))"
+                if let i = reads.firstIndex(where: { $0.register == reg }) { reads[i].wanted.append(want) } else {
+                    reads.append((reg, value, [want]))
+                }
             }
-            if !done.contains(a), !reads.isEmpty { result.unidentified.append(ProbeUnidentified(address: a, reads: reads)) }
+            if !done.contains(a), !reads.isEmpty {
+                result.unidentified.append(ProbeUnidentified(address: a, reads: reads.map {
+                    "register \(hex($0.register)) = \(hex($0.value)) (" + $0.wanted.joined(separator: ", ") + ")"
+                }))
+            }
         }
         // The MPU-9250 hides its AK8963 behind the bypass switch: open it, look, put it back.
         for chip in result.chips where chip.name == IMUDrivers.mpu9250.name {

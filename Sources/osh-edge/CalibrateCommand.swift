@@ -38,6 +38,9 @@ func runCalibrateCommand(_ args: [String]) {
             guard let v = IMUSettings.parseAddress(t) else { fail("--address must be a 7-bit I²C address such as 0x68, not '\(t)'") }
             settings.address = v
         }
+        if settings.chip.lowercased() == "none" {
+            fail("the configuration disables the IMU ([imu] chip = \"none\"); give --chip NAME or auto", code: 1)
+        }
         do { bus = try LinuxI2CBus(number: settings.bus) } catch { fail("\(error)", code: 1) }
     }
 

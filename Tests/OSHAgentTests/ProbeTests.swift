@@ -94,6 +94,7 @@ final class ProbeTests: XCTestCase {
         }
 
         let table = report.table
+        if ProcessInfo.processInfo.environment["PROBE_PRINT"] != nil { print(table); print(report.json) }
         for needle in ["/dev/i2c-1", "0x76  BMP280", "0x68  MPU9250", "0x0C  AK8963", "0x77  unknown chip", "plughw:CARD=Device,DEV=0",
                        "/dev/video0  camera", "MJPG", "640x480", "/dev/video11  h264-encoder", "[barometer]", "calibrate mag"] {
             XCTAssertTrue(table.contains(needle), "missing \(needle) in\n\(table)")
@@ -118,6 +119,7 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual(decoded.pressureHPa, 1013.25, accuracy: 0.05)
         XCTAssertEqual(decoded.celsius, 21.5, accuracy: 0.05)
         XCTAssertEqual(try BarometerDecode.decode(chip: "BMP280", calibrationHex: d.calibrationHex, rawHex: d.rawHex), decoded)
+        if ProcessInfo.processInfo.environment["PROBE_PRINT"] != nil { print(report.table) }
         XCTAssertTrue(report.table.contains("osh-edge decode BMP280 \(d.calibrationHex) \(d.rawHex)"), report.table)
         let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
         let dump = ((obj["i2c"] as? [[String: Any]])?.first?["dump"] as? [[String: Any]])?.first
