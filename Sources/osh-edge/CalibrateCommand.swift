@@ -20,7 +20,7 @@ func runCalibrateCommand(_ args: [String]) {
     let busText = a.value("--bus"), chip = a.value("--chip"), addressText = a.value("--address")
     a.finish()
     let seconds = secondsText.map { Double($0) ?? -1 } ?? 60
-    guard seconds > 0, seconds <= 3600 else { fail("--seconds must be a number of seconds from 1 to 3600") }
+    guard seconds > 0, seconds <= 3600 else { fail("--seconds must be a number of seconds, more than 0 and up to 3600") }
 
     var settings = IMUSettings()
     let bus: I2CBus
@@ -57,7 +57,7 @@ func runCalibrateCommand(_ args: [String]) {
                   + (simulated ? " (simulated, hard-iron offset \(MagCalibrationRun.simulatedOffset.x), "
                      + "\(MagCalibrationRun.simulatedOffset.y), \(MagCalibrationRun.simulatedOffset.z) µT)" : ""))
             print("Turn the board slowly through every orientation: each face up, each face down, and around;")
-            print("keep it away from steel and magnets. Up to \(Int(seconds)) s, stops at \(Int(run.session.targetCoverage * 100)) % coverage.")
+            print("keep it away from steel and magnets. Up to \(BarometerDecode.fixed(seconds, seconds < 10 ? 1 : 0)) s, stops at \(Int(run.session.targetCoverage * 100)) % coverage.")
         }
         outcome = try run.run(seconds: seconds) { coverage, samples, elapsed in
             guard interactive else { return }
