@@ -56,6 +56,12 @@ commands:
   decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows
                        them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
          --json        one JSON object instead of the table
+  probe                the I²C chips (by address + ID register), ALSA capture devices and V4L2
+                       cameras/encoders on this board, and the config sections that would use them
+         --bus N  --dump (each barometer's register bytes and decoded values)  --json
+  calibrate mag        turn the board through every orientation; prints mag_offset/mag_matrix for
+                       [orientation]   --seconds S (default 60)  --json  --config FILE
+                       --bus N --chip NAME --address 0xNN  --simulated (a simulated MPU-9250)
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
   declination LAT LON [ALT_KM] [DATE]   WMM2025 field (D, I, H, X, Y, Z, F) like NOAA's calculator
                        DATE: decimal year or YYYY-MM-DD (default today)   --json
@@ -333,6 +339,8 @@ case "declination": runDeclinationCommand(args.rest)
 case "fuse": runFuseCommand(args.rest)
 case "demo": demo(&args)
 case "decode": runDecodeCommand(args.rest)
+case "probe": runProbeCommand(args.rest)
+case "calibrate": runCalibrateCommand(args.rest)
 case "node": node(&args)
 case "check": check(&args)
 case "systems": runSystemsCommand(&args)

@@ -1,0 +1,410 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OSHCore
+import OSHPlatform
+
+// `osh-edge probe`: what is attached to this board — chips on the I²C adapters (by address and
+// ID register), ALSA capture devices, V4L2 cameras and encoders — and the config sections that
+// would use them. Every source is injectable, so tests run it on a simulated bus and V4L2.
+
+/// Where `Probe.run` looks. `system()` is the board; tests pass simulated ones.
+public struct ProbeSources {
+    /// N of every /dev/i2c-N present.
+    public var adapters: () -> [Int]
+    /// Opens /dev/i2c-N (throws `I2CError`).
+    public var openBus: (Int) throws -> I2CBus
+    public var audioDevices: () -> [AudioDeviceInfo]
+    public var video: V4L2Device
+
+    public init(adapters: @escaping () -> [Int], openBus: @escaping (Int) throws -> I2CBus,
+                audioDevices: @escaping () -> [AudioDeviceInfo], video: V4L2Device) {
+        self.adapters = adapters
+        self.openBus = openBus
+        self.audioDevices = audioDevices
+        self.video = video
+    }
+
+    public static func system() -> ProbeSources {
+        ProbeSources(adapters: { LinuxI2CBus.adapters() }, openBus: { try LinuxI2CBus(number: $0) },
+                     audioDevices: { ALSADevices.captureDevices() }, video: SystemV4L2())
+    }
+}
+
+/// A chip identified on a bus.
+public struct ProbeChip: Sendable, Equatable {
+    public var name: String
+    public var kind: I2CChipIdentity.Kind
+    public var address: UInt8
+    /// The ID register and what it read; nil for chips known by address only (PCA9685).
+    public var idRegister: UInt8?
+    public var idValue: UInt8?
+    /// False when only the address says what it is (no ID register to check).
+    public var identifiedByID: Bool
+    public var note: String
+}
+
+/// Something answered at a known chip's address but its ID register named none of them.
+public struct ProbeUnidentified: Sendable, Equatable {
+    public var address: UInt8
+    /// What was read and what the chips owning the address would have said,
+    /// e.g. "register 0xD0 = 0x55 (BMP280 0x58/0x56/0x57, BME280 0x60)".
+    public var reads: [String]
+}
+
+public struct ProbeBus: Sendable {
+    public var number: Int
+    /// Why the adapter could not be opened (nil: it was scanned).
+    public var error: String?
+    public var chips: [ProbeChip] = []
+    public var unidentified: [ProbeUnidentified] = []
+    /// Addresses that answered with a bus error (not a NACK), with the message.
+    public var faults: [String] = []
+    /// `--dump`: each barometer's bytes and decoded values.
+    public var barometerDumps: [BarometerProbeResult] = []
+}
+
+public struct ProbeReport: Sendable {
+    public var buses: [ProbeBus]
+    /// Set when there is no I²C adapter to scan: how to enable one.
+    public var i2cHint: String?
+    public var audio: [AudioDeviceInfo]
+    public var video: [V4L2DeviceInfo]
+    /// Ready to paste into /etc/osh-edge/osh-edge.conf (parses with AgentSettings.parse once a
+    /// [server.NAME] is there).
+    public var configSections: String
+    /// Notes about the suggested config (chips on two buses, a second barometer…).
+    public var configNotes: [String]
+}
+
+public enum Probe {
+    public static let enableI2CHint = "no I²C adapter (/dev/i2c-*) on this machine; on a Raspberry Pi enable it with "
+        + "dtparam=i2c_arm=on in /boot/firmware/config.txt (or raspi-config → Interface Options → I2C) and reboot; "
+        + "elsewhere load the i2c-dev module (modprobe i2c-dev)"
+
+    /// PCA9685 servo drivers: no ID register, so only the address (0x40, the default strap) hints at one.
+    static let pca9685 = I2CChipIdentity(name: "PCA9685", kind: .servoDriver, addresses: [PCA9685.defaultAddress], idRegister: nil,
+                                         idValues: [], note: "known by address only (no ID register): anything at 0x40 looks like one")
+
+    /// Scans `bus` (nil: every adapter) and the audio/video devices. Never throws: what cannot be
+    /// read becomes a message in the report. `dump` starts each barometer found to read one burst.
+    public static func run(bus only: Int? = nil, dump: Bool = false, sources: ProbeSources = .system()) -> ProbeReport {
+        var buses: [ProbeBus] = []
+        var hint: String?
+        let present = sources.adapters()
+        let numbers: [Int]
+        if let n = only { numbers = [n] } else { numbers = present }
+        if numbers.isEmpty { hint = enableI2CHint }
+        for n in numbers {
+            do {
+                let bus = try sources.openBus(n)
+                buses.append(scan(bus, dump: dump))
+            } catch {
+                buses.append(ProbeBus(number: n, error: "\(error)"))
+            }
+        }
+        let audio = sources.audioDevices()
+        let video = VideoInput.listDevices(sources.video)
+        let (config, notes) = suggestConfig(buses: buses, audio: audio, video: video)
+        return ProbeReport(buses: buses, i2cHint: hint, audio: audio, video: video, configSections: config, configNotes: notes)
+    }
+
+    /// Every known chip on one bus. Reads ID registers only; the two writes are the MPU-9250's
+    /// bypass bit, set to look for its AK8963 and put back, and (with `dump`) barometer starts.
+    public static func scan(_ bus: I2CBus, dump: Bool) -> ProbeBus {
+        var result = ProbeBus(number: bus.number)
+        var done: Set<UInt8> = []
+        // IMUs first through the driver table (it knows the ICM-20948's register-bank quirk).
+        for hit in IMUDrivers.probe(bus: bus) {
+            result.chips.append(ProbeChip(name: hit.identity.name, kind: hit.identity.kind, address: hit.address,
+                                          idRegister: hit.identity.idRegister, idValue: hit.whoAmI, identifiedByID: true,
+                                          note: hit.identity.note))
+            done.insert(hit.address)
+        }
+        let all = BarometerDrivers.identities + IMUDrivers.identities + IMUDrivers.magnetometers
+        var addresses: [UInt8] = []
+        for id in all { for a in id.addresses where !addresses.contains(a) { addresses.append(a) } }
+        for a in addresses.sorted() where !done.contains(a) {
+            var reads: [(register: UInt8, value: UInt8, wanted: [String])] = []
+            var seenRegisters: [UInt8: UInt8] = [:]
+            address: for id in all where id.addresses.contains(a) {
+                guard let reg = id.idRegister else { continue }
+                let value: UInt8
+                if let v = seenRegisters[reg] { value = v } else {
+                    do { value = try bus.readRegister(a, reg) } catch let e as I2CError {
+                        if !e.isAbsent { result.faults.append("\(e)") }
+                        break address
+                    } catch { break address }
+                    seenRegisters[reg] = value
+                }
+                if id.matches(id: value) {
+                    result.chips.append(ProbeChip(name: id.name, kind: id.kind, address: a, idRegister: reg, idValue: value,
+                                                  identifiedByID: true, note: id.note))
+                    done.insert(a)
+                    break
+                }
+                let want = "\(id.name) \(id.idValues.map(hex).joined(separator: "/"))"
+                if let i = reads.firstIndex(where: { $0.register == reg }) { reads[i].wanted.append(want) } else {
+                    reads.append((reg, value, [want]))
+                }
+            }
+            if !done.contains(a), !reads.isEmpty {
+                result.unidentified.append(ProbeUnidentified(address: a, reads: reads.map {
+                    "register \(hex($0.register)) = \(hex($0.value)) (" + $0.wanted.joined(separator: ", ") + ")"
+                }))
+            }
+        }
+        // The MPU-9250 hides its AK8963 behind the bypass switch: open it, look, put it back.
+        for chip in result.chips where chip.name == IMUDrivers.mpu9250.name {
+            if let ak = lookForAK8963(bus, mpu: chip.address), !result.chips.contains(where: { $0.address == ak.address }) {
+                result.chips.append(ak)
+            }
+        }
+        // PCA9685: by address only. MODE1 must read back something a PCA9685 could hold.
+        if !done.contains(pca9685.addresses[0]), let mode1 = try? bus.readRegister(pca9685.addresses[0], 0x00) {
+            result.chips.append(ProbeChip(name: pca9685.name, kind: .servoDriver, address: pca9685.addresses[0], idRegister: nil,
+                                          idValue: nil, identifiedByID: false,
+                                          note: pca9685.note + " (MODE1 = \(hex(mode1))); used by the pan-tilt unit"))
+        }
+        result.chips.sort { $0.address < $1.address }
+        if dump { result.barometerDumps = probeBarometers(bus: bus) }
+        return result
+    }
+
+    static func lookForAK8963(_ bus: I2CBus, mpu: UInt8) -> ProbeChip? {
+        let ak = IMUDrivers.ak8963
+        guard let pin = try? bus.readRegister(mpu, MPUDriver.Reg.intPinCfg),
+              let user = try? bus.readRegister(mpu, MPUDriver.Reg.userCtrl) else { return nil }
+        // Its I²C master running (another program reads the AK8963 through it): leave it alone.
+        if user & MPUDriver.Reg.i2cMasterEnable != 0 { return nil }
+        if pin & MPUDriver.Reg.bypassEnable == 0 {
+            guard (try? bus.writeRegister(mpu, MPUDriver.Reg.intPinCfg, pin | MPUDriver.Reg.bypassEnable)) != nil else { return nil }
+        }
+        defer { if pin & MPUDriver.Reg.bypassEnable == 0 { try? bus.writeRegister(mpu, MPUDriver.Reg.intPinCfg, pin) } }
+        guard let reg = ak.idRegister, let v = try? bus.readRegister(ak.addresses[0], reg), ak.matches(id: v) else { return nil }
+        return ProbeChip(name: ak.name, kind: .magnetometer, address: ak.addresses[0], idRegister: reg, idValue: v,
+                         identifiedByID: true, note: "the MPU-9250's magnetometer, seen through its bypass switch")
+    }
+
+    static func hex(_ v: UInt8) -> String {
+        let s = String(v, radix: 16, uppercase: true)
+        return "0x" + (s.count == 1 ? "0" + s : s)
+    }
+
+    // MARK: The config it suggests
+
+    /// The [i2c]/[barometer]/[imu]/[audio]/[camera] sections (and the outputs they feed) for
+    /// what was found. Chips on several buses: the bus with the most known sensors wins.
+    public static func suggestConfig(buses: [ProbeBus], audio: [AudioDeviceInfo], video: [V4L2DeviceInfo]) -> (String, [String]) {
+        var lines: [String] = ["# osh-edge probe: replace these sections in /etc/osh-edge/osh-edge.conf"]
+        var notes: [String] = []
+        func sensors(_ b: ProbeBus) -> Int { b.chips.filter { $0.kind == .barometer || $0.kind == .imu }.count }
+        var outputs: [String] = []
+        if let best = buses.filter({ sensors($0) > 0 }).max(by: { sensors($0) < sensors($1) || (sensors($0) == sensors($1) && $0.number > $1.number) }) {
+            for other in buses where other.number != best.number && sensors(other) > 0 {
+                notes.append("sensors on /dev/i2c-\(other.number) too; the agent reads one bus, /dev/i2c-\(best.number) here")
+            }
+            lines += ["", "[i2c]", "bus = \(best.number)"]
+            let baros = best.chips.filter { $0.kind == .barometer }
+            if let b = baros.first {
+                lines += ["", "[barometer]", "chip = \"\(b.name)\"", "address = \"\(hex(b.address))\""]
+                outputs.append("barometer")
+                if baros.count > 1 { notes.append("\(baros.count) barometers on /dev/i2c-\(best.number); the first (\(b.name) at \(hex(b.address))) is used") }
+            }
+            let imus = best.chips.filter { $0.kind == .imu }
+            if let i = imus.first {
+                lines += ["", "[imu]", "chip = \"\(i.name)\"", "address = \"\(hex(i.address))\""]
+                let mags = best.chips.filter { $0.kind == .magnetometer }
+                var hasMag = false
+                switch i.name {
+                case IMUDrivers.mpu9250.name:
+                    hasMag = mags.contains { $0.name == IMUDrivers.ak8963.name }
+                    lines.append("magnetometer = \"\(hasMag ? "AK8963" : "none")\"")
+                    if !hasMag { notes.append("the MPU9250 at \(hex(i.address)) showed no AK8963 in bypass mode (a clone without one?)") }
+                case IMUDrivers.icm20948.name:
+                    hasMag = true
+                    lines.append("magnetometer = \"AK09916\"")
+                case IMUDrivers.bno055.name:
+                    hasMag = true
+                default:
+                    if let m = mags.first(where: { $0.name == IMUDrivers.lis3mdl.name }) {
+                        hasMag = true
+                        lines += ["magnetometer = \"\(m.name)\"", "magnetometer_address = \"\(hex(m.address))\""]
+                    } else {
+                        lines.append("magnetometer = \"none\"")
+                    }
+                }
+                lines += ["accel_range = 4", "gyro_range = 500",
+                          "mounting = \"+x,+y,+z\"   # board axes → device axes; turn it to match how the board sits"]
+                outputs += ["quat_orientation_data", "euler_orientation_data", "accelerometer", "gyroscope"]
+                if hasMag { outputs.append("magnetometer") }
+                if imus.count > 1 { notes.append("\(imus.count) IMUs on /dev/i2c-\(best.number); the first (\(i.name) at \(hex(i.address))) is used") }
+                if !hasMag { notes.append("no magnetometer: orientation runs without heading (IMU-only fusion)") }
+                else if i.name != IMUDrivers.bno055.name { notes.append("run `osh-edge calibrate mag` and put its two lines in [orientation]") }
+            }
+        }
+        if let a = audio.first(where: { $0.name.hasPrefix("plughw:") }) ?? audio.first(where: { $0.name.hasPrefix("hw:") }) ?? audio.first {
+            lines += ["", "[audio]", "device = \"\(a.name)\"", "window = 0.1"]
+            outputs.append("audio_level")
+        }
+        if let cam = video.first(where: { $0.role == .camera }) {
+            let size = cameraSize(cam)
+            let hasEncoder = video.contains { $0.role == .h264Encoder }
+            lines += ["", "[camera]", "device = \"\(cam.path)\"", "width = \(size.width)", "height = \(size.height)",
+                      "encoder = \"\(hasEncoder ? "v4l2m2m" : "x264")\""]
+            outputs.append("camera0_H264")
+        }
+        for o in outputs { lines += ["", "[outputs.\(o)]", "enabled = true"] }
+        if outputs.isEmpty { lines.append("# nothing found that osh-edge can use") }
+        return (lines.joined(separator: "\n") + "\n", notes)
+    }
+
+    /// 640×480 when the camera has it, else the smallest size the config accepts (≥ 160×120,
+    /// ≤ 1920×1080, width a multiple of 8, height of 8).
+    static func cameraSize(_ cam: V4L2DeviceInfo) -> V4L2FrameSize {
+        let sizes = cam.formats.flatMap(\.sizes)
+        let ok = sizes.filter { (160...1920).contains($0.width) && (120...1080).contains($0.height) && $0.width % 8 == 0 && $0.height % 8 == 0 }
+        if ok.contains(V4L2FrameSize(width: 640, height: 480)) || ok.isEmpty { return V4L2FrameSize(width: 640, height: 480) }
+        return ok.min { $0.width * $0.height < $1.width * $1.height } ?? V4L2FrameSize(width: 640, height: 480)
+    }
+}
+
+extension ProbeReport {
+    /// For a terminal.
+    public var table: String {
+        var out: [String] = ["I²C"]
+        if let h = i2cHint { out.append("  " + h) }
+        for b in buses {
+            if let e = b.error { out.append("  /dev/i2c-\(b.number): \(e)"); continue }
+            out.append("  /dev/i2c-\(b.number)" + (b.chips.isEmpty && b.unidentified.isEmpty ? ": no known chip answered" : ""))
+            for c in b.chips {
+                let id = c.identifiedByID ? "id \(Probe.hex(c.idRegister ?? 0))=\(Probe.hex(c.idValue ?? 0))" : "by address only"
+                out.append("    \(Probe.hex(c.address))  \(c.name.padded(9)) \(c.kind.rawValue.padded(13)) \(id)")
+                if !c.note.isEmpty { out.append("          \(c.note)") }
+            }
+            for u in b.unidentified {
+                out.append("    \(Probe.hex(u.address))  unknown chip: " + u.reads.joined(separator: "; "))
+            }
+            for f in b.faults { out.append("    bus fault: \(f)") }
+            for d in b.barometerDumps {
+                out.append("    dump \(d.identity.name) at \(Probe.hex(d.address))")
+                out.append("      calibration  \(d.calibrationHex.isEmpty ? "-" : d.calibrationHex)")
+                out.append("      data burst   \(d.rawHex)")
+                out.append("      osh-edge decode \(d.identity.name) \(d.calibrationHex.isEmpty ? "-" : d.calibrationHex) \(d.rawHex)")
+                if let r = d.decoded { out += r.table.split(separator: "\n").map { "      " + $0 } }
+                if let e = d.error { out.append("      error: \(e)") }
+            }
+        }
+        out.append("")
+        out.append("Audio capture (ALSA)")
+        if audio.isEmpty { out.append("  none") }
+        for a in audio { out.append("  \(a.name)  \(a.description)") }
+        out.append("")
+        out.append("Video (V4L2)")
+        if video.isEmpty { out.append("  none") }
+        for v in video {
+            out.append("  \(v.path)  \(v.role.rawValue)  \(v.card) (\(v.driver))")
+            for f in v.formats {
+                let sizes = f.isRange ? f.sizes.map(\.description).joined(separator: " … ") : f.sizes.map(\.description).joined(separator: " ")
+                out.append("    \(f.fourCC)  \(sizes)")
+            }
+        }
+        out.append("")
+        out.append("Config")
+        for n in configNotes { out.append("  note: \(n)") }
+        return out.joined(separator: "\n") + "\n" + configSections
+    }
+
+    /// One JSON object.
+    public var json: String {
+        let buf = ByteBuffer(capacity: 4096)
+        var w = JSONWriter(buf)
+        w.beginObject()
+        w.key("i2c"); w.beginArray()
+        for b in buses {
+            w.beginObject()
+            w.key("bus"); w.int(b.number)
+            w.key("device"); w.string("/dev/i2c-\(b.number)")
+            if let e = b.error { w.key("error"); w.string(e) }
+            w.key("chips"); w.beginArray()
+            for c in b.chips {
+                w.beginObject()
+                w.key("name"); w.string(c.name)
+                w.key("kind"); w.string(c.kind.rawValue)
+                w.key("address"); w.string(Probe.hex(c.address))
+                if let r = c.idRegister { w.key("idRegister"); w.string(Probe.hex(r)) }
+                if let v = c.idValue { w.key("id"); w.string(Probe.hex(v)) }
+                w.key("identifiedBy"); w.string(c.identifiedByID ? "id" : "address")
+                if !c.note.isEmpty { w.key("note"); w.string(c.note) }
+                w.endObject()
+            }
+            w.endArray()
+            w.key("unidentified"); w.beginArray()
+            for u in b.unidentified {
+                w.beginObject()
+                w.key("address"); w.string(Probe.hex(u.address))
+                w.key("reads"); w.beginArray(); for r in u.reads { w.string(r) }; w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            if !b.faults.isEmpty { w.key("faults"); w.beginArray(); for f in b.faults { w.string(f) }; w.endArray() }
+            if !b.barometerDumps.isEmpty {
+                w.key("dump"); w.beginArray()
+                for d in b.barometerDumps {
+                    w.beginObject()
+                    w.key("chip"); w.string(d.identity.name)
+                    w.key("address"); w.string(Probe.hex(d.address))
+                    w.key("calibration"); w.string(d.calibrationHex)
+                    w.key("data"); w.string(d.rawHex)
+                    if let r = d.decoded { w.key("decoded"); w.rawJSON(r.json) }
+                    if let e = d.error { w.key("error"); w.string(e) }
+                    w.endObject()
+                }
+                w.endArray()
+            }
+            w.endObject()
+        }
+        w.endArray()
+        if let h = i2cHint { w.key("i2cHint"); w.string(h) }
+        w.key("audio"); w.beginArray()
+        for a in audio {
+            w.beginObject(); w.key("device"); w.string(a.name); w.key("description"); w.string(a.description); w.endObject()
+        }
+        w.endArray()
+        w.key("video"); w.beginArray()
+        for v in video {
+            w.beginObject()
+            w.key("path"); w.string(v.path)
+            w.key("role"); w.string(v.role.rawValue)
+            w.key("card"); w.string(v.card)
+            w.key("driver"); w.string(v.driver)
+            w.key("formats"); w.beginArray()
+            for f in v.formats {
+                w.beginObject()
+                w.key("fourcc"); w.string(f.fourCC.description)
+                w.key("range"); w.bool(f.isRange)
+                w.key("sizes"); w.beginArray(); for s in f.sizes { w.string(s.description) }; w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+        w.key("notes"); w.beginArray(); for n in configNotes { w.string(n) }; w.endArray()
+        w.key("config"); w.string(configSections)
+        w.endObject()
+        return buf.string
+    }
+}
+
+extension JSONWriter {
+    /// An already-encoded JSON value (the decode result's own object).
+    mutating func rawJSON(_ s: String) {
+        var copy = s
+        copy.withUTF8 { rawValue(UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension String {
+    func padded(_ n: Int) -> String { count >= n ? self : self + String(repeating: " ", count: n - count) }
+}

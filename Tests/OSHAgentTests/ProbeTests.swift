@@ -1,0 +1,174 @@
+import Foundation
+import OSHAgent
+import OSHCore
+import OSHPlatform
+import XCTest
+
+/// `osh-edge probe` on a simulated bus and V4L2, and the real binary on this machine.
+final class ProbeTests: XCTestCase {
+    override func setUp() { Log.muted = true }
+    override func tearDown() { Log.muted = false }
+
+    /// BMP280 at 0x76, MPU-9250 at 0x68 (AK8963 behind its bypass), a chip at 0x77 answering with
+    /// an ID nobody has, and a chip at 0x5D that NACKs.
+    private func board() throws -> (SimulatedI2CBus, SimulatedMPU) {
+        let bus = SimulatedI2CBus(number: 1)
+        _ = try SimulatedBarometerBoard.attach(to: bus, chip: "BMP280", address: 0x76) { (1013.25, 21.5) }
+        let imu = try SimulatedIMUBoard.attach(to: bus, chip: "MPU9250", address: 0x68, motion: SimulatedMotion(), clock: { 1 })
+        bus.attach(RegisterMapDevice(registers: [0xD0: 0x55, 0x00: 0x55]), at: 0x77)
+        bus.attach(RegisterMapDevice(registers: [0x0F: 0xB1]), at: 0x5D)
+        bus.inject(.nack, at: 0x5D)
+        guard let mpu = imu.imu as? SimulatedMPU else { throw XCTSkip("not an MPU model") }
+        return (bus, mpu)
+    }
+
+    private func sources(_ bus: SimulatedI2CBus, video: SimulatedV4L2 = SimulatedV4L2(),
+                         audio: [AudioDeviceInfo] = []) -> ProbeSources {
+        ProbeSources(adapters: { [bus.number] }, openBus: { n in
+            guard n == bus.number else { throw I2CError(.adapterMissing, bus: n, address: nil, errno: ENOENT, operation: "opening /dev/i2c-\(n)") }
+            return bus
+        }, audioDevices: { audio }, video: video)
+    }
+
+    static let server = "[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n\n"
+
+    func testFindsChipsByIDAndReportsTheStranger() throws {
+        let (bus, mpu) = try board()
+        let pinBefore = mpu.registers[Int(MPUDriver.Reg.intPinCfg)]
+        let r = Probe.scan(bus, dump: false)
+        XCTAssertEqual(r.chips.map(\.name), ["AK8963", "MPU9250", "BMP280"])
+        XCTAssertEqual(r.chips.map(\.address), [0x0C, 0x68, 0x76])
+        XCTAssertEqual(r.chips.map(\.idValue), [0x48, 0x71, 0x58])
+        XCTAssertTrue(r.chips.allSatisfy(\.identifiedByID))
+        XCTAssertEqual(r.unidentified.map(\.address), [0x77], "a chip with a wrong ID is reported, not taken for a BMP280")
+        XCTAssertTrue(r.unidentified[0].reads.joined().contains("0x55"), "\(r.unidentified)")
+        XCTAssertFalse(r.chips.contains { $0.address == 0x5D } || r.unidentified.contains { $0.address == 0x5D }, "NACK = absent")
+        XCTAssertTrue(r.faults.isEmpty, "\(r.faults)")
+        XCTAssertEqual(mpu.registers[Int(MPUDriver.Reg.intPinCfg)], pinBefore, "the bypass bit is put back")
+        XCTAssertTrue(r.barometerDumps.isEmpty)
+    }
+
+    func testPCA9685IsByAddressOnlyAndBusFaultsAreSaid() throws {
+        let bus = SimulatedI2CBus(number: 3)
+        bus.attach(SimulatedPCA9685(), at: 0x40)
+        bus.attach(RegisterMapDevice(registers: [0xD0: 0x58]), at: 0x77)
+        bus.inject(.ioError, at: 0x77)
+        let r = Probe.scan(bus, dump: false)
+        XCTAssertEqual(r.chips.map(\.name), ["PCA9685"])
+        XCTAssertFalse(r.chips[0].identifiedByID)
+        XCTAssertTrue(r.chips[0].note.contains("address only"), r.chips[0].note)
+        XCTAssertEqual(r.faults.count, 1)
+        XCTAssertTrue(r.faults[0].contains("0x77"), r.faults[0])
+        let (config, _) = Probe.suggestConfig(buses: [r], audio: [], video: [])
+        XCTAssertFalse(config.contains("[i2c]"), "a servo driver alone is no sensor config")
+    }
+
+    func testReportAndConfigSectionsParse() throws {
+        let (bus, _) = try board()
+        let video = SimulatedV4L2()
+        video.add("/dev/video0", .camera(card: "HD Webcam", formats: [.mjpeg, .yuyv],
+                                         sizes: [V4L2FrameSize(width: 320, height: 240), V4L2FrameSize(width: 640, height: 480),
+                                                 V4L2FrameSize(width: 1280, height: 720)]))
+        video.add("/dev/video11", .encoder)
+        let audio = [AudioDeviceInfo(name: "default", description: "Default ALSA device"),
+                     AudioDeviceInfo(name: "plughw:CARD=Device,DEV=0", description: "USB Audio Device")]
+        let report = Probe.run(bus: nil, dump: false, sources: sources(bus, video: video, audio: audio))
+        XCTAssertNil(report.i2cHint)
+        XCTAssertEqual(report.buses.count, 1)
+        XCTAssertEqual(report.video.map(\.role), [.camera, .h264Encoder])
+
+        let text = Self.server + report.configSections
+        let s = try AgentSettings.parse(bytes: Array(text.utf8), path: "probe.conf")
+        XCTAssertEqual(s.devices.i2c.bus, 1)
+        XCTAssertEqual(s.devices.barometer.chip, "BMP280")
+        XCTAssertEqual(s.devices.barometer.address, 0x76)
+        XCTAssertEqual(s.devices.imu.chip, "MPU9250")
+        XCTAssertEqual(s.devices.imu.address, 0x68)
+        XCTAssertEqual(s.devices.imu.magnetometer, "AK8963")
+        XCTAssertEqual(s.devices.audio.device, "plughw:CARD=Device,DEV=0")
+        XCTAssertEqual(s.devices.camera.device, "/dev/video0")
+        XCTAssertEqual(s.devices.camera.width, 640)
+        XCTAssertEqual(s.devices.camera.encoder, "v4l2m2m")
+        for o in ["barometer", "quat_orientation_data", "euler_orientation_data", "magnetometer", "audio_level", "camera0_H264"] {
+            XCTAssertEqual(s.outputs[o]?.enabled, true, o)
+        }
+
+        let table = report.table
+        if ProcessInfo.processInfo.environment["PROBE_PRINT"] != nil { print(table); print(report.json) }
+        for needle in ["/dev/i2c-1", "0x76  BMP280", "0x68  MPU9250", "0x0C  AK8963", "0x77  unknown chip", "plughw:CARD=Device,DEV=0",
+                       "/dev/video0  camera", "MJPG", "640x480", "/dev/video11  h264-encoder", "[barometer]", "calibrate mag"] {
+            XCTAssertTrue(table.contains(needle), "missing \(needle) in\n\(table)")
+        }
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+        let i2c = try XCTUnwrap(obj["i2c"] as? [[String: Any]])
+        XCTAssertEqual((i2c[0]["chips"] as? [[String: Any]])?.compactMap { $0["name"] as? String }, ["AK8963", "MPU9250", "BMP280"])
+        XCTAssertEqual(obj["config"] as? String, report.configSections)
+        XCTAssertEqual((obj["video"] as? [[String: Any]])?.count, 2)
+    }
+
+    func testDumpGivesTheBytesDecodeTakes() throws {
+        let (bus, _) = try board()
+        let report = Probe.run(bus: 1, dump: true, sources: sources(bus))
+        let dumps = report.buses[0].barometerDumps
+        XCTAssertEqual(dumps.map(\.identity.name), ["BMP280"])
+        let d = try XCTUnwrap(dumps.first)
+        XCTAssertNil(d.error)
+        XCTAssertEqual(d.calibrationHex.count, 48)
+        XCTAssertEqual(d.rawHex.count, 12)
+        let decoded = try XCTUnwrap(d.decoded)
+        XCTAssertEqual(decoded.pressureHPa, 1013.25, accuracy: 0.05)
+        XCTAssertEqual(decoded.celsius, 21.5, accuracy: 0.05)
+        XCTAssertEqual(try BarometerDecode.decode(chip: "BMP280", calibrationHex: d.calibrationHex, rawHex: d.rawHex), decoded)
+        if ProcessInfo.processInfo.environment["PROBE_PRINT"] != nil { print(report.table) }
+        XCTAssertTrue(report.table.contains("osh-edge decode BMP280 \(d.calibrationHex) \(d.rawHex)"), report.table)
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+        let dump = ((obj["i2c"] as? [[String: Any]])?.first?["dump"] as? [[String: Any]])?.first
+        XCTAssertEqual((dump?["decoded"] as? [String: Any])?["chip"] as? String, "BMP280")
+    }
+
+    func testMissingAdapterAndNoAdapterSayHowToEnable() throws {
+        let (bus, _) = try board()
+        let missing = Probe.run(bus: 4, sources: sources(bus))
+        XCTAssertTrue(missing.buses[0].error?.contains("dtparam=i2c_arm=on") == true, "\(missing.buses[0].error ?? "")")
+        let none = Probe.run(sources: ProbeSources(adapters: { [] }, openBus: { _ in bus }, audioDevices: { [] }, video: SimulatedV4L2()))
+        XCTAssertTrue(none.buses.isEmpty)
+        XCTAssertTrue(none.i2cHint?.contains("dtparam=i2c_arm=on") == true)
+        XCTAssertTrue(none.configSections.contains("nothing found"))
+        _ = try AgentSettings.parse(bytes: Array((Self.server + none.configSections).utf8), path: "empty.conf")
+    }
+
+    // MARK: The binary, on this machine (no I²C adapter here)
+
+    func testCLIOnThisMachine() throws {
+        guard LinuxI2CBus.adapters().isEmpty else { throw XCTSkip("this machine has I²C adapters") }
+        let table = try runBinary(["probe"])
+        XCTAssertEqual(table.status, 0, table.err)
+        XCTAssertTrue(table.out.contains("dtparam=i2c_arm=on"), table.out)
+        let json = try runBinary(["probe", "--json", "--dump"])
+        XCTAssertEqual(json.status, 0, json.err)
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        XCTAssertTrue((obj["i2cHint"] as? String)?.contains("raspi-config") == true)
+        let bad = try runBinary(["probe", "--bus", "x"])
+        XCTAssertEqual(bad.status, 2)
+    }
+}
+
+/// Runs the built `osh-edge` beside the test bundle.
+func runBinary(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
+    let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+    guard FileManager.default.isExecutableFile(atPath: exe.path) else {
+        struct MissingBinary: Error { let path: String }
+        throw MissingBinary(path: exe.path)
+    }
+    let p = Process()
+    p.executableURL = exe
+    p.arguments = args
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    try p.run()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
