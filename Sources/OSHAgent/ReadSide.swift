@@ -43,6 +43,8 @@ public final class NodeReader {
     public init(server: HTTPServer) throws {
         var s = server
         if s.requestTimeout > 0, s.requestTimeout < 40 { s.requestTimeout = 40 }
+        // OSH holds a command POST silent for up to 29.5 s when no receiver answers: not a stall.
+        s.lowSpeed = nil
         self.server = s
         builder = CSRequestBuilder(credentials: s.credentials)
         loop = try EventLoop()
