@@ -90,11 +90,20 @@ int osh_signalfd_create(const int *signals, int count) {
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-int osh_block_signals(const int *signals, int count) {
+int osh_block_signals(const int *signals, int count, int *was_blocked) {
+    sigset_t set, old;
+    sigemptyset(&set);
+    for (int i = 0; i < count; i++) sigaddset(&set, signals[i]);
+    if (pthread_sigmask(SIG_BLOCK, &set, &old) != 0) return -1;
+    if (was_blocked) for (int i = 0; i < count; i++) was_blocked[i] = sigismember(&old, signals[i]) == 1;
+    return 0;
+}
+
+int osh_unblock_signals(const int *signals, int count) {
     sigset_t set;
     sigemptyset(&set);
     for (int i = 0; i < count; i++) sigaddset(&set, signals[i]);
-    return pthread_sigmask(SIG_BLOCK, &set, NULL) == 0 ? 0 : -1;
+    return pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0 ? 0 : -1;
 }
 
 int osh_signalfd_read(int fd) {

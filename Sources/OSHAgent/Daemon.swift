@@ -160,6 +160,11 @@ public enum Daemon {
             return 2
         }
         Log.threshold = logLevel(loaded.settings.logLevel)
+        // Configured device files that are not there: said once at start, with the fix. The agent
+        // still starts — the GPS source retries, a USB receiver may be plugged in later.
+        for f in DeviceCheck.run(DeviceRequirement.list(loaded.settings, led: loaded.settings.devices.led)) {
+            if f.fatal { Log.error(f.message) } else { Log.warning(f.message) }
+        }
         do {
             let loop = try EventLoop()
             let notify = SDNotify()

@@ -40,7 +40,9 @@ public enum Demo {
     @discardableResult
     public static func run(_ o: DemoOptions, output: @escaping (String) -> Void) throws -> [AgentRuntime.Row] {
         // Before the encoder and ALSA start their threads (they inherit the mask).
-        EventLoop.blockSignals([SIGINT, SIGTERM])
+        let blocked = EventLoop.blockSignals([SIGINT, SIGTERM])
+        // Give the caller its mask back (a test process spawns children after us).
+        defer { EventLoop.unblockSignals(blocked) }
         var devNode: DevNode?
         let apiRoot: String
         if let url = o.nodeURL {

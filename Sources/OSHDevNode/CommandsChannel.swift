@@ -146,7 +146,8 @@ final class CommandHub: @unchecked Sendable {
 
     /// Closes every receiver with 1001 and waits (≤ 2 s) until their threads have handed the sockets
     /// back (MHD_upgrade_action CLOSE), which must happen before the daemon stops.
-    func closeAll() {
+    @discardableResult
+    func closeAll() -> Bool {
         let all = lock.withLock { () -> [CommandReceiverSocket] in
             stopping = true
             return Array(receivers.values)
@@ -155,10 +156,13 @@ final class CommandHub: @unchecked Sendable {
             r.sendClose(WebSocketCloseCode.goingAway, "node stopping")
             shutdown(r.fd, Int32(SHUT_RDWR))
         }
-        for _ in 0..<200 {
-            if lock.withLock({ liveThreads == 0 }) { break }
+        // A receiver thread still running when the daemon stops would use the upgrade handle
+        // libmicrohttpd frees: wait for every one (10 s at most on a loaded machine).
+        for _ in 0..<1000 {
+            if lock.withLock({ liveThreads == 0 }) { return true }
             sleepSeconds(0.01)
         }
+        return lock.withLock { liveThreads == 0 }
     }
 
     /// Called when the daemon starts again.
@@ -298,6 +302,13 @@ extension DevNode {
     /// connection and `fd` (a socketpair) on the connection's thread only after the upgrade handler
     /// returns, so the handler must not block.
     func spawnReceiver(fd: Int32, urh: OpaquePointer, extra: [UInt8], ctx: UpgradeContext) {
+        // An upgrade finishing while the node stops: hand the socket back now, on libmicrohttpd's
+        // thread, rather than start a thread that would outlive the daemon.
+        if commandHub.isStopping {
+            if !ctx.duplicate { commandHub.unreserve(ctx.controlStreamID) }
+            _ = oshdev_upgrade_close(urh)
+            return
+        }
         let job = ReceiverThread(node: self, fd: fd, urh: urh, extra: extra, ctx: ctx)
         commandHub.threadStarted()
         var tid = pthread_t()

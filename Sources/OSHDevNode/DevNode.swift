@@ -34,8 +34,7 @@ public final class DevNode: @unchecked Sendable {
     }
 
     deinit {
-        if let d = daemon {
-            commandHub.closeAll()
+        if let d = daemon, commandHub.closeAll() {
             MHD_stop_daemon(d)
         }
     }
@@ -69,7 +68,12 @@ public final class DevNode: @unchecked Sendable {
         lifecycle.withLock {
             guard let d = daemon else { return }
             daemon = nil
-            commandHub.closeAll() // upgraded sockets must be let go before the daemon joins their threads
+            // Upgraded sockets must be let go before the daemon joins their threads; a receiver thread
+            // that never ended would touch freed memory, so then the daemon is leaked instead.
+            guard commandHub.closeAll() else {
+                log("a command receiver thread did not end; the daemon is left running (leaked) rather than freed under it")
+                return
+            }
             MHD_stop_daemon(d)
             log("stopped")
         }

@@ -56,6 +56,9 @@ public final class EventLoop {
 
     deinit {
         for (_, s) in sources where s.ownsFD { close(s.fd) }
+        // Signals this loop blocked go back as they were: children spawned later inherit the
+        // mask, and a child with SIGTERM blocked cannot be stopped.
+        EventLoop.unblockSignals(signalsBlockedHere)
         close(epfd)
         eventBits.deallocate()
         eventData.deallocate()
@@ -147,15 +150,33 @@ public final class EventLoop {
 
     // MARK: Signals and wake-ups
 
-    /// Blocks `signals` and delivers them to `handler` on the loop (SIGTERM/SIGINT/SIGHUP…).
-    @discardableResult
+    /// Signals `onSignals` blocked that were not blocked before (restored at deinit).
+    private var signalsBlockedHere: [Int32] = []
+
     /// Blocks `signals` in this thread before any library starts threads of its own, so that
     /// `onSignals` receives them later wherever they are delivered (call first thing).
-    public static func blockSignals(_ signals: [Int32]) {
-        _ = signals.withUnsafeBufferPointer { osh_block_signals($0.baseAddress, Int32($0.count)) }
+    /// Returns the signals this call blocked (those not blocked before), for `unblockSignals`:
+    /// children inherit the mask, so a library or test that spawns processes after us must not
+    /// find SIGTERM blocked.
+    @discardableResult
+    public static func blockSignals(_ signals: [Int32]) -> [Int32] {
+        var was = [Int32](repeating: 0, count: signals.count)
+        let r = signals.withUnsafeBufferPointer { s in
+            was.withUnsafeMutableBufferPointer { osh_block_signals(s.baseAddress, Int32(s.count), $0.baseAddress) }
+        }
+        guard r == 0 else { return [] }
+        return zip(signals, was).filter { $0.1 == 0 }.map(\.0)
     }
 
+    public static func unblockSignals(_ signals: [Int32]) {
+        guard !signals.isEmpty else { return }
+        _ = signals.withUnsafeBufferPointer { osh_unblock_signals($0.baseAddress, Int32($0.count)) }
+    }
+
+    /// Blocks `signals` and delivers them to `handler` on the loop (SIGTERM/SIGINT/SIGHUP…).
+    @discardableResult
     public func onSignals(_ signals: [Int32], handler: @escaping (Int32) -> Void) throws -> Registration {
+        signalsBlockedHere += EventLoop.blockSignals(signals)
         let fd = signals.withUnsafeBufferPointer { osh_signalfd_create($0.baseAddress, Int32($0.count)) }
         guard fd >= 0 else { throw SystemError.last("signalfd") }
         return try add(fd: fd, events: .readable, ownsFD: true) { _ in

@@ -36,8 +36,12 @@ commands:
                        directly, or an ALSA capture device until Ctrl-C)
          --window S (0.1–1, default 0.1)  --json (one object per line)  --duration S (device)
   demo                 the whole agent on this machine: the built-in development node on
-                       loopback, simulated sensors, a live table of what each datastream sent
+                       loopback, a simulated board (I²C chips read by the real drivers, a WAV through
+                       ALSA, a test pattern through libx264), commands sent to itself through the node,
+                       a live table of what each datastream sent
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
+         --audio-wav FILE|none  the simulated microphone (default: pink noise from the fixtures)
+         --no-camera  --camera-fps F (default 5)  --no-commands
          --gps-log FILE  an NMEA log replayed through a pseudo-terminal for gps_data
                        (default: the u-blox NEO-M9N log in Tests/…/Fixtures/nmea; none = simulated)
          --node URL [--user NAME]  use an external node (password from OSH_EDGE_PASSWORD)
@@ -248,6 +252,13 @@ func demo(_ a: inout Arguments) {
     o.label = a.value("--label")
     o.nodeURL = a.value("--node")
     if let log = a.value("--gps-log") { o.gpsLog = log == "none" ? nil : log }
+    if let wav = a.value("--audio-wav") { o.audioWAV = wav == "none" ? nil : wav }
+    if a.flag("--no-camera") { o.video = false }
+    if a.flag("--no-commands") { o.commands = false }
+    if let f = a.value("--camera-fps") {
+        guard let v = Double(f), (1...25).contains(v) else { fail("--camera-fps must be 1 to 25") }
+        o.videoFPS = v
+    }
     o.user = a.value("--user")
     if let pem = a.value("--insecure-trust-cert") { o.tls = .trustCertificate(pemPath: pem) }
     if let pin = a.value("--pin-sha256") { o.tls = .pinnedKey(sha256Base64: pin) }

@@ -44,7 +44,11 @@ int osh_signalfd_create(const int *signals, int count);
 // ALSA plugins): threads inherit the mask they are created with, and a thread that leaves
 // SIGTERM unblocked receives it with its default action — the process dies instead of the
 // signalfd becoming readable.
-int osh_block_signals(const int *signals, int count);
+// was_blocked[i] (may be NULL) says whether signals[i] was already blocked, for restoring.
+int osh_block_signals(const int *signals, int count, int *was_blocked);
+// Unblocks the signals in the calling thread. A pending one is delivered at once, so callers
+// drain their signalfd first.
+int osh_unblock_signals(const int *signals, int count);
 // Reads one signal from a signalfd; returns the signal number, or -1 with errno.
 int osh_signalfd_read(int fd);
 
