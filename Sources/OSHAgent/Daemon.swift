@@ -162,8 +162,14 @@ public enum Daemon {
         Log.threshold = logLevel(loaded.settings.logLevel)
         // Configured device files that are not there: said once at start, with the fix. The agent
         // still starts — the GPS source retries, a USB receiver may be plugged in later.
-        for f in DeviceCheck.run(DeviceRequirement.list(loaded.settings, led: loaded.settings.devices.led)) {
-            if f.fatal { Log.error(f.message) } else { Log.warning(f.message) }
+        let findings = DeviceCheck.run(DeviceRequirement.list(loaded.settings, led: loaded.settings.devices.led))
+        for f in findings where !f.fatal { Log.warning(f.message) }
+        // A board device the config names that is not there is a configuration error: refused
+        // before anything starts (systemd retries; a USB receiver is only warned about).
+        let fatal = findings.filter(\.fatal)
+        if !fatal.isEmpty {
+            for f in fatal { Log.error(f.message) }
+            return 2
         }
         do {
             let loop = try EventLoop()
@@ -178,9 +184,18 @@ public enum Daemon {
             var (agent, hardware) = try startAgent(loaded, loop: loop)
             // The LED follows whichever runtime is current (SIGHUP replaces it).
             var current = agent
+            var currentHardware = hardware
             let led = StatusLED.open(loaded.settings.devices.led, loop: loop) {
                 LEDState.derive(registered: current.registered, nodeReachable: current.publisher.connectivity == .online,
-                                clockSynchronized: current.clockState.isSynchronized)
+                                clockSynchronized: current.clockState.isSynchronized, sensorFault: currentHardware.sensorFault)
+            }
+            if let led {
+                // A short blip per request the node took (streaming pattern).
+                var lastRequests = 0
+                try loop.addTimer(firstAt: EventLoop.deadline(after: 0.25), interval: 250_000_000) { _ in
+                    let n = current.specs.indices.reduce(0) { $0 + current.publisher.counters($1).requests }
+                    if n != lastRequests { lastRequests = n; led.activity() }
+                }
             }
             func wireLED(_ a: AgentRuntime) {
                 current = a
@@ -208,6 +223,7 @@ public enum Daemon {
                         loaded = fresh
                         Log.threshold = logLevel(fresh.settings.logLevel)
                         (agent, hardware) = try startAgent(fresh, loop: loop)
+                        currentHardware = hardware
                         wireLED(agent)
                         attach(agent)
                         try agent.start()

@@ -47,6 +47,13 @@ public final class Hardware {
     public private(set) var imuChip: String?
     public private(set) var magnetometerChip: String?
     public var hasVideo: Bool { video != nil }
+    /// A device that was found is failing now (the LED's double blink).
+    public var sensorFault: Bool {
+        [barometer?.poller.state, imu?.poller.state].contains { s in
+            if case .retrying? = s { return true }
+            return false
+        }
+    }
 
     private let loop: EventLoop
     private var simulatedBus: SimulatedI2CBus?

@@ -116,6 +116,23 @@ final class DaemonTests: XCTestCase {
         XCTAssertEqual(node.stats.totalRequests, 0, "nothing was sent to the node")
     }
 
+    /// A board UART the config names that does not exist is refused before anything starts.
+    func testAMissingBoardUARTIsRefusedAtStart() throws {
+        let config = try writeConfig("""
+        [outputs.gps_data]
+        enabled = true
+        [gps]
+        device = "/dev/ttyAMA9"
+        """)
+        let (p, err) = try start(config)
+        if !wait(10, { !p.isRunning }) { p.terminate() }
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 2)
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(log.contains("/dev/ttyAMA9"), log)
+        XCTAssertEqual(node.stats.totalRequests, 0, "nothing was sent to the node")
+    }
+
     /// A configured barometer on a board without I²C (this machine): the agent runs with what it
     /// has, says how to enable the bus, and does not register the barometer.
     func testAMissingBusLeavesItsOutputsOutAndSaysWhy() throws {
