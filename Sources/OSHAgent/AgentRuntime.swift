@@ -267,7 +267,8 @@ public final class AgentRuntime {
             let r = health.read()
             let values = [r.cpuTemperature, r.underVoltage ? 1 : 0, r.throttled ? 1 : 0, Double(r.throttleFlags),
                           r.loadAverage, r.memoryAvailableMB, r.diskFreePercent,
-                          Double(publisher.ring.occupied), Double((0..<specs.count).map { publisher.counters($0).dropped }.reduce(0, +))]
+                          Double(publisher.ring.occupied), Double((0..<specs.count).map { publisher.counters($0).dropped }.reduce(0, +)),
+                          r.uptimeSeconds, clockState.isSynchronized ? 1 : 0]
             for k in 0..<min(n, values.count) { out[k] = values[k] }
         } else {
             sim.fill(spec.outputName, at: now - startTime, into: out)

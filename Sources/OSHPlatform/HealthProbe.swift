@@ -20,6 +20,7 @@ public struct HealthProbe {
         public var loadAverage = Double.nan
         public var memoryAvailableMB = Double.nan
         public var diskFreePercent = Double.nan
+        public var uptimeSeconds = Double.nan
         public var underVoltage: Bool { throttleFlags & 0x1 != 0 }
         public var throttled: Bool { throttleFlags & 0x4 != 0 }
     }
@@ -33,6 +34,7 @@ public struct HealthProbe {
             r.throttleFlags = Int(hex, radix: 16) ?? Int(s) ?? 0
         }
         if let l = file("proc/loadavg")?.split(separator: " ").first, let v = Double(l) { r.loadAverage = v }
+        if let u = file("proc/uptime")?.split(separator: " ").first, let v = Double(u) { r.uptimeSeconds = v }
         if let m = file("proc/meminfo") {
             for line in m.split(separator: "\n") where line.hasPrefix("MemAvailable:") {
                 let kb = line.split(separator: " ").dropFirst().first.flatMap { Double($0) }

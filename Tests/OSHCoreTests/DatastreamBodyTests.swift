@@ -104,7 +104,7 @@ final class DatastreamBodyTests: XCTestCase {
         let spec = OutputCatalogue.deviceHealth(androidOptions())
         let leaves = spec.leaves.map(\.path)
         XCTAssertEqual(leaves, ["/time", "/cpuTemperature", "/underVoltage", "/throttled", "/throttleFlags", "/loadAverage",
-                                "/memoryAvailable", "/diskFree", "/queueDepth", "/droppedCount"])
+                                "/memoryAvailable", "/diskFree", "/queueDepth", "/droppedCount", "/uptime", "/clockSynchronized"])
         // Every field has a sensorml.com definition and a label; quantities have UCUM codes.
         guard case .record(let fields) = spec.record.kind else { return XCTFail("not a record") }
         for f in fields.dropFirst() {

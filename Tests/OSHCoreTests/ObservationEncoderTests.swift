@@ -64,10 +64,10 @@ final class ObservationEncoderTests: XCTestCase {
 
     func testCountsAndBooleans() throws {
         let health = OutputCatalogue.deviceHealth(o)
-        let s = try encode(health, .sweJSON, time: "2026-01-01T00:00:00Z", [48.3, 1, 0, 0x50005, 0.25, 812.5, 61.0, 17, .nan])
+        let s = try encode(health, .sweJSON, time: "2026-01-01T00:00:00Z", [48.3, 1, 0, 0x50005, 0.25, 812.5, 61.0, 17, .nan, 3600.5, 1])
         XCTAssertEqual(s, "{\"time\":\"2026-01-01T00:00:00.000Z\",\"cpuTemperature\":48.3,\"underVoltage\":true,\"throttled\":false,"
                        + "\"throttleFlags\":327685,\"loadAverage\":0.25,\"memoryAvailable\":812.5,\"diskFree\":61.0,"
-                       + "\"queueDepth\":17,\"droppedCount\":0}")
+                       + "\"queueDepth\":17,\"droppedCount\":0,\"uptime\":3600.5,\"clockSynchronized\":true}")
     }
 
     func testOMBatchIsAJSONArray() throws {

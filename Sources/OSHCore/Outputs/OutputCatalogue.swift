@@ -299,6 +299,10 @@ public enum OutputCatalogue {
                               count("queueDepth", def: p("QueueDepth"), label: "Queued Observations"),
                               count("droppedCount", def: p("DroppedCount"), label: "Dropped Observations",
                                     description: "Observations dropped since the agent started"),
+                              quantity("uptime", def: p("Uptime"), label: "Uptime", description: "Seconds since the board booted",
+                                       uom: "s", type: .float32),
+                              boolean("clockSynchronized", def: p("ClockSynchronized"), label: "Clock Synchronized",
+                                      description: "The system clock is synchronised (NTP or GPS); false while observations are held"),
                           ]),
                           sweJSONTime: .sampling,
                           source: SystemComponentInfo(id: "SENSOR_BOARD", label: "Board Health"))
