@@ -8,25 +8,7 @@ final class AudioLevelsCommandTests: XCTestCase {
     private static let audio = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("OSHCoreTests/Fixtures/audio")
 
-    private func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        // SwiftPM puts the executable beside the test bundle it runs.
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
-        guard FileManager.default.isExecutableFile(atPath: exe.path) else {
-            struct MissingBinary: Error { let path: String }
-            throw MissingBinary(path: exe.path)
-        }
-        let p = Process()
-        p.executableURL = exe
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
+    private func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) { try runOSHEdge(args) }
 
     func testJSONLinesMatchTheReference() throws {
         let r = try run(["levels", "--json", Self.audio.appendingPathComponent("pinknoise_vol-20dB.wav").path])

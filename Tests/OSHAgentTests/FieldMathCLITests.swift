@@ -6,25 +6,7 @@ import XCTest
 /// `osh-edge declination` and `osh-edge fuse` through the real binary.
 final class FieldMathCLITests: XCTestCase {
     private func run(_ args: [String], stdin: String = "") throws -> (status: Int32, out: String, err: String) {
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
-        guard FileManager.default.isExecutableFile(atPath: exe.path) else {
-            struct MissingBinary: Error { let path: String }
-            throw MissingBinary(path: exe.path)
-        }
-        let p = Process()
-        p.executableURL = exe
-        p.arguments = args
-        let input = Pipe(), out = Pipe(), err = Pipe()
-        p.standardInput = input
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        input.fileHandleForWriting.write(Data(stdin.utf8))
-        try input.fileHandleForWriting.close()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+        try runOSHEdge(args, stdin: stdin)
     }
 
     /// NOAA's official test row: 2027.5, 0 km, 80°N 0°E → X 6500.8, Y 294.5, Z 54869.4, H 6507.5,

@@ -154,21 +154,4 @@ final class ProbeTests: XCTestCase {
 }
 
 /// Runs the built `osh-edge` beside the test bundle.
-func runBinary(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-    let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
-    guard FileManager.default.isExecutableFile(atPath: exe.path) else {
-        struct MissingBinary: Error { let path: String }
-        throw MissingBinary(path: exe.path)
-    }
-    let p = Process()
-    p.executableURL = exe
-    p.arguments = args
-    let out = Pipe(), err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    try p.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-}
+func runBinary(_ args: [String]) throws -> (status: Int32, out: String, err: String) { try runOSHEdge(args) }

@@ -237,21 +237,7 @@ final class ReadSideTests: XCTestCase {
     // MARK: The CLI
 
     private func run(_ args: [String], env: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
-        let p = Process()
-        p.executableURL = exe
-        p.arguments = args
-        var e = ProcessInfo.processInfo.environment
-        for (k, v) in env { e[k] = v }
-        p.environment = e
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let er = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: er, as: UTF8.self))
+        try runOSHEdge(args, env: env)
     }
 
     private func jsonObject(_ s: String) throws -> [String: Any] {

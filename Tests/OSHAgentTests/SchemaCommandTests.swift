@@ -52,25 +52,7 @@ final class SchemaCommandTests: XCTestCase {
 
     // MARK: The binary
 
-    private func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        // SwiftPM puts the executable beside the test bundle it runs.
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
-        guard FileManager.default.isExecutableFile(atPath: exe.path) else {
-            struct MissingBinary: Error { let path: String }
-            throw MissingBinary(path: exe.path) // the test target depends on osh-edge, so this is a build problem
-        }
-        let p = Process()
-        p.executableURL = exe
-        p.arguments = args
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
-    }
+    private func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) { try runOSHEdge(args) }
 
     func testCLIPrintsTheAndroidBodiesForTheReportIdentity() throws {
         let r = try run(["schema", "--all", "--uid", "urn:osh:android:7ae57419dd427e4c:droid2",

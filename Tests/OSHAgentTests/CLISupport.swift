@@ -1,0 +1,39 @@
+import Foundation
+
+/// Runs the `osh-edge` SwiftPM built beside the test bundle (the test target depends on it),
+/// with `stdin` as its input and `env` added to the environment. Standard error goes to a file
+/// so a chatty child cannot stall on a full pipe while we read its standard output.
+func runOSHEdge(_ args: [String], stdin: String? = nil, env: [String: String] = [:]) throws -> (status: Int32, out: String, err: String) {
+    let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+    guard FileManager.default.isExecutableFile(atPath: exe.path) else {
+        struct MissingBinary: Error { let path: String }
+        throw MissingBinary(path: exe.path) // a build problem: the test target depends on osh-edge
+    }
+    let p = Process()
+    p.executableURL = exe
+    p.arguments = args
+    if !env.isEmpty {
+        var e = ProcessInfo.processInfo.environment
+        for (k, v) in env { e[k] = v }
+        p.environment = e
+    }
+    let errPath = NSTemporaryDirectory() + "osh-edge-stderr-\(UUID().uuidString)"
+    FileManager.default.createFile(atPath: errPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: errPath) }
+    let errFile = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    let out = Pipe()
+    p.standardOutput = out
+    p.standardError = errFile
+    let input = Pipe()
+    if stdin != nil { p.standardInput = input }
+    try p.run()
+    if let stdin {
+        input.fileHandleForWriting.write(Data(stdin.utf8))
+        try input.fileHandleForWriting.close()
+    }
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    try errFile.close()
+    let e = FileManager.default.contents(atPath: errPath) ?? Data()
+    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
