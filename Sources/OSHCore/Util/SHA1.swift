@@ -1,59 +1,30 @@
 // SHA-1 (FIPS 180-4 §6.1), pure Swift. Only for the WebSocket handshake (RFC 6455 §4.2.2:
 // Sec-WebSocket-Accept = base64(SHA-1(key + GUID))), where it is a checksum, not security.
 
-public struct SHA1: Sendable {
+public struct SHA1: Sendable, BlockHash64 {
     public static let digestSize = 20
 
     private var h: (UInt32, UInt32, UInt32, UInt32, UInt32) = (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)
-    private var block = [UInt8](repeating: 0, count: 64)
-    private var blockCount = 0
-    private var totalBytes: UInt64 = 0
+    var block = [UInt8](repeating: 0, count: 64)
+    var blockCount = 0
+    var totalBytes: UInt64 = 0
     private var w = [UInt32](repeating: 0, count: 80)
 
     public init() {}
 
-    public mutating func update<C: Collection>(_ bytes: C) where C.Element == UInt8 {
-        for b in bytes {
-            block[blockCount] = b
-            blockCount += 1
-            if blockCount == 64 {
-                compress()
-                blockCount = 0
-            }
-        }
-        totalBytes &+= UInt64(bytes.count)
-    }
+    public mutating func update<C: Collection>(_ bytes: C) where C.Element == UInt8 { absorb(bytes) }
 
     public mutating func update(_ s: String) { update(s.utf8) }
 
     /// Pads, processes the last block(s) and returns the 20-byte digest. The hasher is spent afterwards.
     public mutating func finalize() -> [UInt8] {
-        let bitLength = totalBytes &* 8
-        block[blockCount] = 0x80
-        blockCount += 1
-        if blockCount > 56 {
-            while blockCount < 64 { block[blockCount] = 0; blockCount += 1 }
-            compress()
-            blockCount = 0
-        }
-        while blockCount < 56 { block[blockCount] = 0; blockCount += 1 }
-        for i in 0..<8 { block[56 + i] = UInt8(truncatingIfNeeded: bitLength >> UInt64(56 - 8 * i)) }
-        compress()
-        blockCount = 0
-        var out = [UInt8]()
-        out.reserveCapacity(20)
-        for word in [h.0, h.1, h.2, h.3, h.4] {
-            out.append(UInt8(truncatingIfNeeded: word >> 24))
-            out.append(UInt8(truncatingIfNeeded: word >> 16))
-            out.append(UInt8(truncatingIfNeeded: word >> 8))
-            out.append(UInt8(truncatingIfNeeded: word))
-        }
-        return out
+        pad()
+        return Self.bigEndian([h.0, h.1, h.2, h.3, h.4])
     }
 
     @inline(__always) private static func rotl(_ x: UInt32, _ n: UInt32) -> UInt32 { (x << n) | (x >> (32 - n)) }
 
-    private mutating func compress() {
+    mutating func compress() {
         for t in 0..<16 {
             w[t] = UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16
                 | UInt32(block[4 * t + 2]) << 8 | UInt32(block[4 * t + 3])

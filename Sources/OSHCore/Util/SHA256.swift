@@ -2,7 +2,7 @@
 // Used for app-specific board ids derived from /etc/machine-id, SPKI pins and
 // anything else that needs a digest; not on the observation hot path.
 
-public struct SHA256: Sendable {
+public struct SHA256: Sendable, BlockHash64 {
     public static let digestSize = 32
     public static let blockSize = 64
 
@@ -21,55 +21,26 @@ public struct SHA256: Sendable {
     /// FIPS 180-4 §5.3.3 initial hash value.
     private var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-    private var block = [UInt8](repeating: 0, count: 64)
-    private var blockCount = 0
-    private var totalBytes: UInt64 = 0
+    var block = [UInt8](repeating: 0, count: 64)
+    var blockCount = 0
+    var totalBytes: UInt64 = 0
     private var w = [UInt32](repeating: 0, count: 64)
 
     public init() {}
 
-    public mutating func update<C: Collection>(_ bytes: C) where C.Element == UInt8 {
-        for b in bytes {
-            block[blockCount] = b
-            blockCount += 1
-            if blockCount == 64 {
-                compress()
-                blockCount = 0
-            }
-        }
-        totalBytes &+= UInt64(bytes.count)
-    }
+    public mutating func update<C: Collection>(_ bytes: C) where C.Element == UInt8 { absorb(bytes) }
 
     public mutating func update(_ s: String) { update(s.utf8) }
 
     /// Pads, processes the last block(s) and returns the 32-byte digest. The hasher is spent afterwards.
     public mutating func finalize() -> [UInt8] {
-        let bitLength = totalBytes &* 8
-        block[blockCount] = 0x80
-        blockCount += 1
-        if blockCount > 56 {
-            while blockCount < 64 { block[blockCount] = 0; blockCount += 1 }
-            compress()
-            blockCount = 0
-        }
-        while blockCount < 56 { block[blockCount] = 0; blockCount += 1 }
-        for i in 0..<8 { block[56 + i] = UInt8(truncatingIfNeeded: bitLength >> UInt64(56 - 8 * i)) }
-        compress()
-        blockCount = 0
-        var out = [UInt8]()
-        out.reserveCapacity(32)
-        for word in h {
-            out.append(UInt8(truncatingIfNeeded: word >> 24))
-            out.append(UInt8(truncatingIfNeeded: word >> 16))
-            out.append(UInt8(truncatingIfNeeded: word >> 8))
-            out.append(UInt8(truncatingIfNeeded: word))
-        }
-        return out
+        pad()
+        return Self.bigEndian(h)
     }
 
     @inline(__always) private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
 
-    private mutating func compress() {
+    mutating func compress() {
         for t in 0..<16 {
             w[t] = UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16
                 | UInt32(block[4 * t + 2]) << 8 | UInt32(block[4 * t + 3])
