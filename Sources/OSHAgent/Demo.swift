@@ -146,7 +146,7 @@ struct StatusTable {
         lines.append("\(state); clock: \(a.clockState.isSynchronized ? "trusted" : "held"); queued \(a.publisher.ring.occupied)"
                      + (identifying ? "; LED: identify (blinking)" : ""))
         if a.config.commands {
-            let ch = a.commandReceiver.map { "\($0.channel.state)" } ?? "not yet"
+            let ch = a.commandReceiver.map { "\($0.channel.state)" } ?? (a.lastCommand == nil ? "not yet" : "closed")
             lines.append("commands: channel \(ch); last: \(a.lastCommand ?? "none")")
         }
         lines.append(pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last value" + "                  last error")
