@@ -236,10 +236,8 @@ public final class AgentRuntime {
 
     /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
     public func stop(flushUntil deadline: UInt64) throws {
-        commandReceiver?.stop()
-        commandReceiver = nil
-        for r in extraReceivers.values { r.stop() }
-        extraReceivers.removeAll()
+        for r in commandReceivers.values { r.stop() }
+        commandReceivers.removeAll()
         gpsInput?.stop()
         gpsInput = nil
         registrationDeadline.cancel()
@@ -416,8 +414,10 @@ public final class AgentRuntime {
 
     // MARK: Commands (device_control)
 
-    /// The receiver on the node's command channel, once the control stream exists.
-    public private(set) var commandReceiver: CommandReceiver?
+    /// The receivers on the node's command channels, by inputName, once their control streams exist.
+    public private(set) var commandReceivers: [String: CommandReceiver] = [:]
+    /// The `device_control` receiver.
+    public var commandReceiver: CommandReceiver? { commandReceivers[DeviceControl.inputName] }
     /// `identify`: blink the status LED for the given seconds; returns a message, or nil when the
     /// board has no LED (the command then fails saying so).
     public var onIdentify: ((Double) -> String?)?
@@ -435,79 +435,72 @@ public final class AgentRuntime {
         }
     }
     public var extraControls: [ExtraControl] = []
-    public private(set) var extraReceivers: [String: CommandReceiver] = [:]
 
     /// Every command handled (the demo's table, logs).
     public private(set) var lastCommand: String?
 
-    private func startExtraControls(systemID: String) {
+    /// Registers every control stream (device_control, then the extras) and opens its receiver.
+    private func startCommands(systemID: String) {
+        let names = specs.map(\.outputName) + (videoSpec.map { [$0.outputName] } ?? [])
+        openControl(systemID: systemID, inputName: DeviceControl.inputName,
+                    body: DeviceControl.body(systemLabel: config.identity.label, outputNames: names)) { [unowned self] id in
+            try CommandReceiver.deviceControl(loop: self.loop, http: self.http, builder: self.node.builder, controlStreamID: id,
+                                              outputNames: names, options: self.config.commandOptions) { [unowned self] c in
+                self.execute(c)
+            }
+        }
         for control in extraControls {
-            CommandReceiver.registerControlStream(http: http, builder: node.builder, systemID: systemID, body: control.body) { [unowned self] r in
-                switch r {
-                case .failure(let e):
-                    Log.error("commands: \(control.inputName): \(e)")
-                case .success(let id):
-                    if let old = self.extraReceivers[control.inputName] {
-                        if old.controlStreamID == id { return }
-                        old.stop()
-                    }
-                    do {
-                        let receiver = try CommandReceiver(loop: self.loop, http: self.http, builder: self.node.builder, controlStreamID: id,
-                                                           schema: control.schema, options: self.config.commandOptions) { [unowned self] c in
-                            let outcome = control.handler(c)
-                            self.lastCommand = "\(control.inputName): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
-                            Log.notice("command \(self.lastCommand ?? "")")
-                            return outcome
-                        }
-                        receiver.start()
-                        self.extraReceivers[control.inputName] = receiver
-                        Log.notice("commands: listening on control stream \(id) (\(control.inputName))")
-                    } catch {
-                        Log.error("commands: cannot open the \(control.inputName) channel: \(error)")
-                    }
+            openControl(systemID: systemID, inputName: control.inputName, body: control.body) { [unowned self] id in
+                try CommandReceiver(loop: self.loop, http: self.http, builder: self.node.builder, controlStreamID: id,
+                                    schema: control.schema, options: self.config.commandOptions) { [unowned self] c in
+                    let outcome = control.handler(c)
+                    self.noteCommand(control.inputName, outcome)
+                    return outcome
                 }
             }
         }
     }
 
-    private func startCommands(systemID: String) {
-        startExtraControls(systemID: systemID)
-        let names = specs.map(\.outputName) + (videoSpec.map { [$0.outputName] } ?? [])
-        let body = DeviceControl.body(systemLabel: config.identity.label, outputNames: names)
+    /// One control stream: created (or found, by inputName) on the node, then its receiver opened —
+    /// unless the one already open listens on the same id. A receiver told the stream is gone
+    /// (a node restarted without its database) is dropped and the board registers again.
+    private func openControl(systemID: String, inputName: String, body: [UInt8],
+                             makeReceiver: @escaping (String) throws -> CommandReceiver) {
         CommandReceiver.registerControlStream(http: http, builder: node.builder, systemID: systemID, body: body) { [unowned self] r in
             switch r {
             case .failure(let e):
-                Log.error("commands: \(e); the node cannot drive this board until the next registration")
+                Log.error("commands: \(inputName): \(e); the node cannot drive it until the next registration")
             case .success(let id):
-                if let old = self.commandReceiver {
+                if let old = self.commandReceivers[inputName] {
                     if old.controlStreamID == id { return }
                     old.stop()
                 }
                 do {
-                    let receiver = try CommandReceiver.deviceControl(loop: self.loop, http: self.http, builder: self.node.builder,
-                                                                     controlStreamID: id, outputNames: names,
-                                                                     options: self.config.commandOptions) { [unowned self] c in
-                        self.execute(c)
-                    }
+                    let receiver = try makeReceiver(id)
                     receiver.onChannelDown = { [unowned self] error, retry in
                         guard let error else { return }
                         if case .notFound = error {
-                            Log.warning("commands: \(error)")
-                            self.commandReceiver?.stop()
-                            self.commandReceiver = nil
+                            Log.warning("commands: \(inputName): \(error)")
+                            self.commandReceivers[inputName]?.stop()
+                            self.commandReceivers[inputName] = nil
                             self.scheduleRegistration(after: 0)
                         } else if let retry {
-                            Log.warning("commands: \(error); reconnecting in \(Int(retry.rounded())) s")
+                            Log.warning("commands: \(inputName): \(error); reconnecting in \(Int(retry.rounded())) s")
                         }
                     }
                     receiver.start()
-                    self.commandReceiver = receiver
-                    Log.notice("commands: listening on control stream \(id) (device_control)")
+                    self.commandReceivers[inputName] = receiver
+                    Log.notice("commands: listening on control stream \(id) (\(inputName))")
                 } catch {
-                    Log.error("commands: cannot open the command channel: \(error)")
+                    Log.error("commands: cannot open the \(inputName) channel: \(error)")
                 }
             }
         }
+    }
+
+    private func noteCommand(_ what: String, _ outcome: CommandOutcome) {
+        lastCommand = "\(what): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
+        Log.notice("command \(lastCommand ?? "")")
     }
 
     /// Runs one command from the node; the outcome is what the node will hold.
@@ -539,8 +532,7 @@ public final class AgentRuntime {
         } catch {
             outcome = .rejected(error.description)
         }
-        lastCommand = "\(c.item): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
-        Log.notice("command \(lastCommand ?? "")")
+        noteCommand(c.item, outcome)
         return outcome
     }
 

@@ -239,7 +239,7 @@ final class SelfCommands {
         case 5: parameters = #"{"setRate":{"outputName":""# + target + #"","rate":2}}"#
         case 3:
             // Point the (simulated) pan-tilt unit 30° right.
-            guard let ptz = agent.extraReceivers[PTZSchema.inputName], ptz.channel.state == .open else { return }
+            guard let ptz = agent.commandReceivers[PTZSchema.inputName], ptz.channel.state == .open else { return }
             send(ptz.controlStreamID, #"{"rpan":30}"#)
             return
         default: return

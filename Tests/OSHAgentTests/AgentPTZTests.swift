@@ -48,8 +48,8 @@ final class AgentPTZTests: XCTestCase {
             }
             return true
         }
-        XCTAssertTrue(try run(10) { agent.extraReceivers[PTZSchema.inputName]?.channel.state == .open })
-        let csID = try XCTUnwrap(agent.extraReceivers[PTZSchema.inputName]?.controlStreamID)
+        XCTAssertTrue(try run(10) { agent.commandReceivers[PTZSchema.inputName]?.channel.state == .open })
+        let csID = try XCTUnwrap(agent.commandReceivers[PTZSchema.inputName]?.controlStreamID)
         let chip = try XCTUnwrap(hardware.simulatedI2C?.device(at: 0x40) as? SimulatedPCA9685)
         let before = try XCTUnwrap(chip.pulseMicros(channel: 0))
         let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
