@@ -105,12 +105,10 @@ public enum Daemon {
             if deviceKeys.contains(key) { return found.contains(name) && wanted.contains { settingsKey($0) == key } }
             return wanted.contains(name)
         }
-        var rates: [String: Double] = [:]
-        for (name, r) in loaded.config.rates { rates[name] = r }
-        for name in config.outputs ?? [] where rates[name] == nil {
-            if let r = loaded.settings.outputs[settingsKey(name)]?.rate { rates[name] = r }
+        // Outputs renamed for the chip found take the rate configured under their config key.
+        for name in config.outputs ?? [] where config.rates[name] == nil {
+            config.rates[name] = loaded.settings.outputs[settingsKey(name)]?.rate
         }
-        config.rates = rates
         config.externalOutputs = found
         config.video = hardware.hasVideo && wanted.contains("camera0_H264")
         config.extraSpecs = hardware.extraSpecs

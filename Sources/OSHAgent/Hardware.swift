@@ -271,10 +271,12 @@ public final class Hardware {
     /// The output options for what was found (chip names appear in output names and labels).
     public func options(_ base: OutputOptions) -> OutputOptions {
         var o = base
-        if let c = imuChip { o = OutputOptions(uid: o.uid, north: o.north, videoWidth: o.videoWidth, videoHeight: o.videoHeight,
-                                                cameraIndex: o.cameraIndex, imuChip: c, magnetometerChip: magnetometerChip,
-                                                barometerChip: barometerChip ?? o.barometerChip) }
-        else if let b = barometerChip { o.barometerChip = b }
+        // The inertial names derive from the chips at init, so a found IMU means new options.
+        if let c = imuChip {
+            o = OutputOptions(uid: o.uid, north: o.north, videoWidth: o.videoWidth, videoHeight: o.videoHeight,
+                              cameraIndex: o.cameraIndex, imuChip: c, magnetometerChip: magnetometerChip, barometerChip: o.barometerChip)
+        }
+        if let b = barometerChip { o.barometerChip = b }
         if let v = video {
             o.videoWidth = v.pictureSize?.width ?? plan.devices.camera.width
             o.videoHeight = v.pictureSize?.height ?? plan.devices.camera.height
