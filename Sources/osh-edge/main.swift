@@ -75,7 +75,7 @@ commands:
   bench fusion         fusion updates/s and allocations  --count N  --algorithm madgwick|mahony
   led                  show a status-LED pattern to check the wiring  --chip C (default gpiochip0)
          --line N (default 17)  --active-low  --show identify|STATE  --seconds S (default 10)
-  version              this build and the C libraries it is linked with
+  version (--version)  this build and the C libraries it is linked with
   help                 this text
 """
 
@@ -317,7 +317,10 @@ func node(_ a: inout Arguments) {
 }
 
 var args = Arguments(rest: Array(CommandLine.arguments.dropFirst()))
-guard let command = args.positional() else {
+// `--version`/`--help` first are the usual spellings of those commands; positional() skips options.
+let leadingOption = args.rest.first.flatMap { ["--version", "--help", "-h"].contains($0) ? $0 : nil }
+if leadingOption != nil { args.rest.removeFirst() }
+guard let command = leadingOption ?? args.positional() else {
     print(usage)
     exit(2)
 }
@@ -359,7 +362,7 @@ case "datastreams": runDatastreamsCommand(&args)
 case "observations": runObservationsCommand(&args)
 case "command": runCommandCommand(&args)
 case "led": runLEDCommand(&args)
-case "version":
+case "version", "--version":
     args.finish()
     print("osh-edge \(Agent.version)")
     for (name, version) in Agent.linkedLibraries() { print("  \(name) \(version)") }

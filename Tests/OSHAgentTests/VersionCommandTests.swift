@@ -1,0 +1,20 @@
+import XCTest
+
+/// `osh-edge --version` is the spelling packagers and CI reach for first; it must equal `version`.
+final class VersionCommandTests: XCTestCase {
+    func testDashDashVersionIsTheVersionCommand() throws {
+        let plain = try runOSHEdge(["version"])
+        let dashed = try runOSHEdge(["--version"])
+        XCTAssertEqual(plain.status, 0, plain.err)
+        XCTAssertEqual(dashed.status, 0, dashed.err)
+        XCTAssertTrue(dashed.out.hasPrefix("osh-edge "), dashed.out)
+        XCTAssertEqual(dashed.out, plain.out)
+        XCTAssertEqual(try runOSHEdge(["--version", "extra"]).status, 2, "extra words are refused as for `version`")
+    }
+
+    func testDashDashHelpPrintsTheUsageAndSucceeds() throws {
+        let r = try runOSHEdge(["--help"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.contains("usage: osh-edge <command>"), r.out)
+    }
+}
