@@ -189,11 +189,13 @@ fi
 exit 0
 EOF
 chmod 0755 "$STAGE/DEBIAN/postinst" "$STAGE/DEBIAN/prerm" "$STAGE/DEBIAN/postrm"
-# Justified: without debhelper there is no deb-systemd-helper script snippet to use, and the
-# service must only start once its configuration passes `osh-edge config check`.
-install -D -m 0644 /dev/null "$STAGE/usr/share/lintian/overrides/osh-edge"
-printf '%s\n' "osh-edge: maintainer-script-calls-systemctl [postinst:*]" \
-  "osh-edge: maintainer-script-calls-systemctl [prerm:*]" >"$STAGE/usr/share/lintian/overrides/osh-edge"
+# Each override carries its justification as a comment (deploy/osh-edge.lintian-overrides).
+install -D -m 0644 "$HERE/osh-edge.lintian-overrides" "$STAGE/usr/share/lintian/overrides/osh-edge"
+# md5sums: what `dpkg --verify osh-edge` checks the installed files against (the conffile
+# is left out, as dh_md5sums does: dpkg records its hash itself).
+(cd "$STAGE" && find . \( -path ./DEBIAN -o -path ./etc/osh-edge/osh-edge.conf \) -prune -o -type f -printf '%P\0' |
+  LC_ALL=C sort -z | xargs -0 md5sum) >"$STAGE/DEBIAN/md5sums"
+chmod 0644 "$STAGE/DEBIAN/md5sums"
 
 mkdir -p "$OUT"
 DEB=$OUT/osh-edge_${VERSION}_$ARCH.deb
