@@ -20,6 +20,7 @@ packages=(
   ffmpeg                 # ffprobe/ffmpeg check the H.264 the video tests encode
   alsa-utils             # aplay -L in probe tests; arecord for checking the file plugin by hand
   shellcheck             # DeployTests lint deploy/ and toolchain/ scripts
+  systemd                # systemd-analyze security/verify of deploy/osh-edge.service (DaemonTests, CI)
 )
 
 missing=()

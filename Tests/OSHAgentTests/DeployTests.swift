@@ -43,6 +43,7 @@ final class DeployTests: XCTestCase {
     private var scripts: [String] {
         ["deploy/install.sh", "deploy/deploy.sh", "deploy/build-deb.sh",
          "toolchain/make-sdk.sh", "toolchain/cross-build.sh", "toolchain/lib-chroot.sh", "toolchain/swift60-check.sh",
+         "toolchain/ci-aarch64.sh",
          "fuzz/run-config.sh"]
             .map { repo + "/" + $0 }
     }
@@ -173,7 +174,7 @@ final class DeployTests: XCTestCase {
 
         let info = try run(["dpkg-deb", "--info", deb]).out
         for field in ["Package: osh-edge", "Architecture: amd64", "Depends: libc6 (>= 2.", "adduser",
-                      "conffiles", "postinst", "prerm", "postrm"] {
+                      "conffiles", "md5sums", "postinst", "prerm", "postrm"] {
             XCTAssertTrue(info.contains(field), "\(field) missing:\n\(info)")
         }
         XCTAssertEqual(try run(["dpkg-deb", "-I", deb, "conffiles"]).out, "/etc/osh-edge/osh-edge.conf\n")
