@@ -47,6 +47,7 @@ public enum Daemon {
                                  identity: identity, options: options, stateDirectory: settings.stateDirectory)
         config.publisher = settings.publisher
         config.ringCapacity = settings.ringCapacity
+        config.spool = settings.spool
         config.trustHostClock = !settings.requireClockSync
         config.notBefore = settings.notBefore
         var enabled: [String] = []

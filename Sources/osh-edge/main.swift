@@ -75,6 +75,8 @@ commands:
   bench fusion         fusion updates/s and allocations  --count N  --algorithm madgwick|mahony
   led                  show a status-LED pattern to check the wiring  --chip C (default gpiochip0)
          --line N (default 17)  --active-low  --show identify|STATE  --seconds S (default 10)
+  spool [status|dump]  what the store-and-forward spool holds (read only; safe while running)
+         --config FILE (its state_directory) | --dir DIR   --json
   version              this build and the C libraries it is linked with
   help                 this text
 """
@@ -359,6 +361,7 @@ case "datastreams": runDatastreamsCommand(&args)
 case "observations": runObservationsCommand(&args)
 case "command": runCommandCommand(&args)
 case "led": runLEDCommand(&args)
+case "spool": runSpoolCommand(&args)
 case "version":
     args.finish()
     print("osh-edge \(Agent.version)")

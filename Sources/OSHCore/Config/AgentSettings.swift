@@ -124,6 +124,8 @@ public struct AgentSettings: Sendable, Equatable {
     public var publisher: PublisherSettings
     /// Scalar observations held while the node is unreachable.
     public var ringCapacity: Int
+    /// Store-and-forward to the state directory during outages (off by default: SD-card wear).
+    public var spool = SpoolSettings()
     /// Hold observations until the clock is synchronised (SPEC §6).
     public var requireClockSync: Bool
     /// Never stamp a time before this (epoch seconds).
