@@ -323,7 +323,9 @@ public final class Publisher {
     /// and the ring holds no backlog (a full batch waiting): the freshest data goes first.
     private func flushSpool() {
         guard let spool, !spoolInFlight, connectivity == .online, spool.pendingBytes > 0 else { return }
-        for i in streams.indices where ring.count(of: i) >= batchLimit { return }
+        // A backlog is a full batch *waiting*; one in flight plus a few new ones is ordinary streaming
+        // and must not starve the spool on a slow link.
+        for (i, s) in streams.enumerated() where ring.count(of: i) - (s.inFlight ? s.batch.count : 0) >= batchLimit { return }
         guard let d = spool.loadBatch(max: batchLimit) else { return }
         let s = streams[d]
         guard let id = s.datastreamID else { return } // registering: the batch waits in the spool
