@@ -156,6 +156,8 @@ public enum Daemon {
             loaded = try load(configPath: configPath, secretsPath: secretsPath)
         } catch {
             Log.error("\(error)")
+            let bytes = (try? StateFiles.read(configPath)).flatMap { $0 }
+            StatusLED.showConfigError(bytes.flatMap { AgentSettings.ledSettings(bytes: $0, path: configPath) })
             return 2
         }
         Log.threshold = logLevel(loaded.settings.logLevel)
@@ -168,6 +170,7 @@ public enum Daemon {
         let fatal = findings.filter(\.fatal)
         if !fatal.isEmpty {
             for f in fatal { Log.error(f.message) }
+            StatusLED.showConfigError(loaded.settings.devices.led)
             return 2
         }
         do {

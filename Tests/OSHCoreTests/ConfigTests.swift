@@ -252,6 +252,20 @@ final class ConfigTests: XCTestCase {
 
     // MARK: Schema: sections and keys
 
+    /// A file refused as a whole still lends its sound `[led]` section to the config-error pattern.
+    func testTheLEDOfARefusedFileIsStillFound() {
+        let broken = server + "[publisher]\nformat = \"xml\"\n[led]\nchip = \"gpiochip0\"\nline = 27\nactive_low = true\n"
+        XCTAssertFalse(errors(broken).isEmpty)
+        let led = AgentSettings.ledSettings(bytes: Array(broken.utf8), path: "osh-edge.conf")
+        XCTAssertEqual(led?.chip, "gpiochip0")
+        XCTAssertEqual(led?.line, 27)
+        XCTAssertEqual(led?.activeLow, true)
+        for bad in ["[led]\nchip = \"gpiochip0\"\nline = 4096\n", "[led]\nchip = \"gpiochip0\"\nlin = 3\n",
+                    "[led]\nline = 3\n", "[led]\nchip = \"gpiochip0\"\nline = 3\n[led]\nline = 4\n", "[led\n"] {
+            XCTAssertNil(AgentSettings.ledSettings(bytes: Array((server + bad).utf8), path: "c"), bad)
+        }
+    }
+
     func testUnknownKeyNamesTheAllowedKeys() {
         XCTAssertEqual(errors(server + "[publisher]\nfromat = \"om+json\"\n"), [
             "osh-edge.conf:4: key 'fromat' is not known in [publisher] (did you mean 'format'?); "
