@@ -139,7 +139,8 @@ final class FileSpoolTests: XCTestCase {
         for f in files { total += (try FileManager.default.attributesOfItem(atPath: dir + "/" + f)[.size] as? Int) ?? 0 }
         XCTAssertLessThanOrEqual(total, 128 << 10, "the bound holds")
         let times = drain(s, max: 500).flatMap(\.1)
-        XCTAssertTrue(times == (perSegment..<n).map(Double.init), "the newest are kept, in order: \(times.count) from \(times.first ?? -1)")
+        XCTAssertEqual(s.stats.damaged, 0, "dropping a segment mid-append must not touch the record being written")
+        XCTAssertTrue(times == (perSegment..<n).map(Double.init), "the newest are kept, in order: \(times.count) from \(times.first ?? -1), missing \(Set((perSegment..<n).map(Double.init)).subtracting(times).sorted().prefix(5))")
     }
 
     func testRecordsOfAnOutputNoLongerConfiguredAreSkippedAndCounted() throws {

@@ -62,6 +62,7 @@ public final class FileSpool: ObservationSpool {
     private var reported: Set<String> = []
 
     private let recordBuf: UnsafeMutableRawPointer
+    private let cursorBuf: UnsafeMutableRawPointer
     private let readBuf: UnsafeMutableRawBufferPointer
     private static let batchLimit = 500
     private let times: UnsafeMutablePointer<Double>
@@ -84,6 +85,7 @@ public final class FileSpool: ObservationSpool {
         cursorFD = osh_open(cursorPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard cursorFD >= 0 else { throw SystemError.last("open", subject: cursorPath) }
         recordBuf = .allocate(byteCount: SpoolRecord.size(values: SpoolRecord.maxValues), alignment: 8)
+        cursorBuf = .allocate(byteCount: SpoolCursor.slotBytes, alignment: 8)
         readBuf = .allocate(byteCount: 256 << 10, alignment: 8)
         times = .allocate(capacity: Self.batchLimit)
         values = .allocate(capacity: Self.batchLimit * self.maxValues)
@@ -101,13 +103,14 @@ public final class FileSpool: ObservationSpool {
 
     deinit {
         if dirty { sync(force: true) }
+        closeReader()
         if writeFD >= 0 { close(writeFD) }
         close(cursorFD)
         release()
     }
 
     private func release() {
-        recordBuf.deallocate(); readBuf.deallocate(); times.deallocate(); values.deallocate(); counts.deallocate()
+        recordBuf.deallocate(); cursorBuf.deallocate(); readBuf.deallocate(); times.deallocate(); values.deallocate(); counts.deallocate()
     }
 
     private func path(_ id: UInt64) -> String { Self.segmentPath(options.directory, id) }
@@ -195,7 +198,31 @@ public final class FileSpool: ObservationSpool {
 
     @discardableResult
     private func scan(_ id: UInt64, from start: Int, size: Int, _ body: (ScanItem) -> Bool) throws -> Int {
-        try Self.scan(path: path(id), from: start, size: size, buffer: readBuf, body)
+        if readFD < 0 || readSegment != id {
+            closeReader()
+            let p = path(id)
+            let fd = osh_open(p, O_RDONLY | O_CLOEXEC, 0)
+            guard fd >= 0 else { throw SystemError.last("open", subject: p) }
+            readFD = fd
+            readSegment = id
+        }
+        return try Self.scan(fd: readFD, name: path(id), from: start, size: size, buffer: readBuf, body)
+    }
+
+    /// The segment being read stays open between batches (opening it per batch would build its
+    /// path, an allocation, every time).
+    private var readFD: Int32 = -1
+    private var readSegment: UInt64 = 0
+
+    private func closeReader() {
+        if readFD >= 0 { close(readFD) }
+        readFD = -1
+    }
+
+    /// Removes a segment file (the reader's descriptor on it first).
+    private func remove(_ id: UInt64) {
+        if readSegment == id { closeReader() }
+        unlink(path(id))
     }
 
     /// Reads a segment file from `start` in chunks through `buffer` and calls `body` for each record and
@@ -206,12 +233,17 @@ public final class FileSpool: ObservationSpool {
         let fd = osh_open(p, O_RDONLY | O_CLOEXEC, 0)
         guard fd >= 0 else { throw SystemError.last("open", subject: p) }
         defer { close(fd) }
+        return try scan(fd: fd, name: p, from: start, size: size, buffer: buffer, body)
+    }
+
+    static func scan(fd: Int32, name: @autoclosure () -> String, from start: Int, size: Int,
+                     buffer: UnsafeMutableRawBufferPointer, _ body: (ScanItem) -> Bool) throws -> Int {
         var off = start
         while off < size {
             let got = pread(fd, buffer.baseAddress, min(buffer.count, size - off), off_t(off))
             if got < 0 {
                 if errno == EINTR { continue }
-                throw SystemError.last("read", subject: p)
+                throw SystemError.last("read", subject: name())
             }
             if got == 0 { break } // the file is shorter than we knew: nothing more to read
             let chunk = UnsafeRawBufferPointer(start: buffer.baseAddress, count: got)
@@ -314,7 +346,7 @@ public final class FileSpool: ObservationSpool {
             if case .record = item { lost += 1 }
             return true
         }
-        unlink(path(id))
+        remove(id)
         ids.removeFirst()
         sizes.removeFirst()
         stats.droppedFull += lost
@@ -397,7 +429,7 @@ public final class FileSpool: ObservationSpool {
         // Everything sent: remove the files, so an idle spool holds nothing on the card.
         if let k = ids.firstIndex(of: cursor.segment), k == ids.count - 1, Int(cursor.offset) >= sizes[k] {
             if writeFD >= 0 { close(writeFD); writeFD = -1 }
-            unlink(path(cursor.segment))
+            remove(cursor.segment)
             ids.removeAll(); sizes.removeAll()
             moveCursor(to: cursor.segment + 1, offset: 0)
         }
@@ -406,7 +438,7 @@ public final class FileSpool: ObservationSpool {
 
     private func deleteBeforeCursor() {
         while let first = ids.first, first < cursor.segment {
-            unlink(path(first))
+            remove(first)
             ids.removeFirst()
             sizes.removeFirst()
         }
@@ -414,13 +446,11 @@ public final class FileSpool: ObservationSpool {
 
     private func moveCursor(to segment: UInt64, offset: Int) {
         cursor = SpoolCursor(sequence: cursor.sequence + 1, segment: segment, offset: UInt64(offset))
-        var slot = [UInt8](repeating: 0, count: SpoolCursor.slotBytes)
-        slot.withUnsafeMutableBytes { b in
-            guard let base = b.baseAddress else { return }
-            cursor.encode(into: base)
-            // Alternate slots: a write torn by a power cut leaves the previous cursor intact.
-            _ = pwrite(cursorFD, base, b.count, off_t(Int(cursor.sequence % 2) * SpoolCursor.slotBytes))
-        }
+        // Its own buffer: an append may move the cursor (dropping the oldest segment) while its
+        // record waits in `recordBuf`.
+        cursor.encode(into: cursorBuf)
+        // Alternate slots: a write torn by a power cut leaves the previous cursor intact.
+        _ = pwrite(cursorFD, cursorBuf, SpoolCursor.slotBytes, off_t(Int(cursor.sequence % 2) * SpoolCursor.slotBytes))
         if options.sync == .record { _ = fdatasync(cursorFD) } else { dirty = true }
     }
 
