@@ -276,7 +276,10 @@ public final class AgentRuntime {
         // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
         let kept = publisher.spillRingToSpool()
         if kept > 0 { Log.notice("spool: kept the ring's \(kept) unsent observations for the next start") }
-        fileSpool?.sync(force: true)
+        // Closed here, not whenever this runtime is released: a SIGHUP reload opens the same
+        // directory for the next runtime while this one still exists.
+        publisher.spool = nil
+        fileSpool = nil
     }
 
     // MARK: Sources

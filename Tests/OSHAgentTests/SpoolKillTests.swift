@@ -191,4 +191,31 @@ final class SpoolKillTests: XCTestCase {
         print("spool kill test: \(kills) SIGKILLs, \(expected.entries.count) spooled observations, "
               + "\(expected.entries.count - left.count) sent before the mid-drain kill, \(allSpooled.count - expected.entries.count) spooled by that run")
     }
+
+    /// `osh-edge spool status|dump` reads a spool without changing it.
+    func testTheSpoolCommandShowsWhatWaits() throws {
+        do {
+            let spool = try FileSpool(options: FileSpoolOptions(directory: spoolDir), outputNames: ["barometer", "gps_data"], maxValues: 4)
+            for (ds, t, v) in [(0, 1_773_853_000.0, [1013.25, 0.5]), (1, 1_773_853_000.5, [48.1, 11.2, 520]), (0, 1_773_853_001.0, [1013.5, 0.25])] {
+                _ = v.withUnsafeBufferPointer { spool.append(datastream: ds, epochTime: t, values: $0) }
+            }
+        }
+        let before = try spooled()
+        let status = try runOSHEdge(["spool", "status", "--dir", spoolDir])
+        XCTAssertEqual(status.status, 0, status.err)
+        XCTAssertTrue(status.out.contains("3 observations waiting"), status.out)
+        XCTAssertTrue(status.out.contains("barometer: 2"), status.out)
+        XCTAssertTrue(status.out.contains("gps_data: 1"), status.out)
+        let dump = try runOSHEdge(["spool", "dump", "--dir", spoolDir, "--json"])
+        XCTAssertEqual(dump.status, 0, dump.err)
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(dump.out.utf8)) as? [String: Any])
+        let entries = try XCTUnwrap(json["entries"] as? [[String: Any]])
+        XCTAssertEqual(entries.compactMap { $0["output"] as? String }, ["barometer", "gps_data", "barometer"])
+        XCTAssertEqual(entries.first?["time"] as? String, "2026-03-18T16:56:40.000Z")
+        XCTAssertEqual(entries.first?["values"] as? [Double], [1013.25, 0.5])
+        XCTAssertEqual(try spooled().entries, before.entries, "looking changed nothing")
+        let missing = try runOSHEdge(["spool", "status", "--config", dir + "/none.conf"])
+        XCTAssertEqual(missing.status, 2)
+        XCTAssertTrue(missing.err.contains("none.conf does not exist"), missing.err)
+    }
 }
