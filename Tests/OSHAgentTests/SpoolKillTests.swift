@@ -98,21 +98,10 @@ final class SpoolKillTests: XCTestCase {
 
     private func spooled() throws -> FileSpool.Inspection { try FileSpool.inspect(directory: spoolDir) }
 
-    /// A fixed-seed generator: the kill points are random but the same on every run.
-    private struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     func testKilledWhileSpoolingNothingCorruptNothingTwiceOrderKept() throws {
         let config = try writeConfig()
-        var rng = SplitMix(state: 0x05E_D6E)
+        var rng = SplitMix64(seed: 0x05E_D6E) // the kill points: random, but the same on every run
         try startAgent(config)
         XCTAssertTrue(wait(20) { self.times("barometer").count >= 20 && self.times("gps_data").count >= 20 }, "streaming")
         XCTAssertEqual(try spooled().segments.count, 0, "nothing on disk while the node answers")

@@ -222,26 +222,35 @@ public final class Publisher {
         let s = streams[i]
         guard connectivity == .online, !s.inFlight, let id = s.datastreamID, let offset = clockOffset else { return }
         guard ring.reserve(datastream: i, max: batchLimit, into: &s.batch) > 0 else { return }
-        s.body.reset()
-        let array = settings.format == .omJSON
-        if array { ObservationEncoder.beginBatch(s.body) }
-        var n = 0
-        for slot in s.batch {
-            if n > 0 { ObservationEncoder.batchSeparator(s.body) }
-            do {
-                try s.encoder.encode(time: ring.time(ofSlot: slot) + offset, values: ring.values(ofSlot: slot), into: s.body)
-                n += 1
-            } catch {
-                // A value count that does not fit the schema is a sensor bug: count it, never send half a record.
-                s.counters.lastError = "\(error)"
-                s.counters.errors += 1
-            }
-        }
-        if array { ObservationEncoder.endBatch(s.body) }
+        encodeBatch(s, into: s.body, count: s.batch.count, what: "",
+                    time: { ring.time(ofSlot: s.batch[$0]) + offset }, values: { ring.values(ofSlot: s.batch[$0]) })
         s.inFlight = true
         s.counters.requests += 1
         transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: s.body,
                                    completion: s.completion)
+    }
+
+    /// Encodes `count` records into `body` (an om+json array, or one swe+json record). A record whose
+    /// values do not fit the schema is counted and left out — never half a record sent. Returns how many went in.
+    @discardableResult
+    private func encodeBatch(_ s: Stream, into body: ByteBuffer, count: Int, what: @autoclosure () -> String,
+                             time: (Int) -> Double, values: (Int) -> UnsafeBufferPointer<Double>) -> Int {
+        body.reset()
+        let array = settings.format == .omJSON
+        if array { ObservationEncoder.beginBatch(body) }
+        var n = 0
+        for k in 0..<count {
+            if n > 0 { ObservationEncoder.batchSeparator(body) }
+            do {
+                try s.encoder.encode(time: time(k), values: values(k), into: body)
+                n += 1
+            } catch {
+                s.counters.lastError = what() + "\(error)"
+                s.counters.errors += 1
+            }
+        }
+        if array { ObservationEncoder.endBatch(body) }
+        return n
     }
 
     private func completed(_ i: Int, _ outcome: TransportOutcome) {
@@ -329,22 +338,9 @@ public final class Publisher {
         guard let d = spool.loadBatch(max: batchLimit) else { return }
         let s = streams[d]
         guard let id = s.datastreamID else { return } // registering: the batch waits in the spool
-        spoolBody.reset()
-        let array = settings.format == .omJSON
-        if array { ObservationEncoder.beginBatch(spoolBody) }
-        var n = 0
-        for k in 0..<spool.batchCount {
-            if n > 0 { ObservationEncoder.batchSeparator(spoolBody) }
-            do {
-                try s.encoder.encode(time: spool.batchTime(k), values: spool.batchValues(k), into: spoolBody)
-                n += 1
-            } catch {
-                // The output's schema changed since the record was written: never send half a record.
-                s.counters.lastError = "spooled \(s.outputName) record: \(error)"
-                s.counters.errors += 1
-            }
-        }
-        if array { ObservationEncoder.endBatch(spoolBody) }
+        // A record that no longer fits (the output's schema changed since it was written) is left out.
+        let n = encodeBatch(s, into: spoolBody, count: spool.batchCount, what: "spooled \(s.outputName) record: ",
+                            time: { spool.batchTime($0) }, values: { spool.batchValues($0) })
         if n == 0 {
             spool.commitBatch()
             return
