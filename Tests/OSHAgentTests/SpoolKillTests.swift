@@ -137,14 +137,15 @@ final class SpoolKillTests: XCTestCase {
         XCTAssertTrue(nodeBefore.baro.isDisjoint(with: spooledTimes(expected.entries, baroKey)), "nothing the node holds was spooled")
         XCTAssertTrue(nodeBefore.gps.isDisjoint(with: spooledTimes(expected.entries, gpsKey)))
 
-        // The node answers slowly; part of the spool drains, then it refuses observations (503,
-        // nothing stored) and the agent is killed once everything in flight has been answered.
-        node.mode = .delay(0.15)
+        // The node takes 40 observation requests (the ring's backlog and part of the spool), then
+        // refuses the rest with 503 (nothing stored); the agent is killed once it is backing off,
+        // so nothing the node acknowledged is still in flight.
+        node.mode = .acceptObservationsThenReject(remaining: 40, status: 503)
         try startAgent(config)
-        let full = expected.pendingBytes
-        XCTAssertTrue(wait(30) { ((try? self.spooled().pendingBytes) ?? full) < full * 2 / 3 }, "draining")
-        node.mode = .rejectObservations(status: 503)
-        usleep(1_500_000) // every delayed answer arrives and is committed
+        XCTAssertTrue(wait(30) {
+            self.node.requests.contains { $0.route.contains("observations") && $0.status == 503 }
+        }, "the node stopped taking observations")
+        usleep(500_000) // the 503 reaches the agent, which backs off
         stopAgent(SIGKILL)
         kills += 1
         let midway = try spooled()
