@@ -12,6 +12,8 @@ public struct AgentConfig: Sendable {
     public var rates: [String: Double] = [:]
     public var publisher = PublisherSettings()
     public var ringCapacity = 1000
+    /// Store-and-forward in `stateDirectory/spool` (off unless enabled).
+    public var spool = SpoolSettings()
     /// Directory for the per-server id cache.
     public var stateDirectory: String
     /// Trust the host clock even if the kernel says it is unsynchronised (the demo's default).
@@ -66,6 +68,8 @@ public final class AgentRuntime {
     private var registering = false
     private lazy var registrationDeadline = LoopDeadline(loop: loop) { [unowned self] in self.register() }
     private var gpsInput: GPSInput?
+    /// Store-and-forward, when `[publisher] spool = true` and its directory opened.
+    public private(set) var fileSpool: FileSpool?
     /// Wall-clock offset learnt from GPS time (used while the system clock is not synchronised).
     private var gpsClockOffset: Double?
 
@@ -83,6 +87,24 @@ public final class AgentRuntime {
         let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
         publisher = Publisher(ring: ring, encoders: encoders, transport: node, settings: config.publisher,
                               now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
+        if config.spool.enabled {
+            let dir = config.stateDirectory + "/spool"
+            do {
+                let spool = try FileSpool(options: FileSpoolOptions(directory: dir, maxBytes: config.spool.maxMegabytes << 20,
+                                                                    sync: config.spool.sync),
+                                          outputNames: specs.map(\.outputName), maxValues: ring.maxValues)
+                spool.onProblem = { Log.warning($0) }
+                if spool.pendingBytes > 0 {
+                    Log.notice("spool: \(spool.pendingBytes) bytes of observations from an earlier outage wait in \(dir); "
+                               + "they are sent after the ring once the node answers")
+                }
+                publisher.spool = spool
+                fileSpool = spool
+            } catch {
+                // The agent still streams; only what a long outage overflows is lost, as without a spool.
+                Log.error("spool disabled: \(error); check that \(config.stateDirectory) is writable by the service user")
+            }
+        }
         if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
             videoSpec = v
             videoPublisher = VideoPublisher(transport: node, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
@@ -251,6 +273,13 @@ public final class AgentRuntime {
             publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
         }
         http.cancelAll()
+        // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
+        let kept = publisher.spillRingToSpool()
+        if kept > 0 { Log.notice("spool: kept the ring's \(kept) unsent observations for the next start") }
+        // Closed here, not whenever this runtime is released: a SIGHUP reload opens the same
+        // directory for the next runtime while this one still exists.
+        publisher.spool = nil
+        fileSpool = nil
     }
 
     // MARK: Sources

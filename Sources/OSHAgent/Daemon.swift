@@ -47,6 +47,7 @@ public enum Daemon {
                                  identity: identity, options: options, stateDirectory: settings.stateDirectory)
         config.publisher = settings.publisher
         config.ringCapacity = settings.ringCapacity
+        config.spool = settings.spool
         config.trustHostClock = !settings.requireClockSync
         config.notBefore = settings.notBefore
         var enabled: [String] = []
@@ -155,6 +156,8 @@ public enum Daemon {
             loaded = try load(configPath: configPath, secretsPath: secretsPath)
         } catch {
             Log.error("\(error)")
+            let bytes = (try? StateFiles.read(configPath)).flatMap { $0 }
+            StatusLED.showConfigError(bytes.flatMap { AgentSettings.ledSettings(bytes: $0, path: configPath) })
             return 2
         }
         Log.threshold = logLevel(loaded.settings.logLevel)
@@ -167,6 +170,7 @@ public enum Daemon {
         let fatal = findings.filter(\.fatal)
         if !fatal.isEmpty {
             for f in fatal { Log.error(f.message) }
+            StatusLED.showConfigError(loaded.settings.devices.led)
             return 2
         }
         do {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import OSHCore
 import OSHPlatform
 
@@ -125,6 +128,31 @@ extension StatusLED {
         print("\(settings.chip) line \(settings.line) (libgpiod \(LibgpiodLine.libraryVersion)): "
               + "\(state?.rawValue ?? "identify") for \(seconds) s")
         try loop.run(until: EventLoop.deadline(after: seconds))
+        led.stop()
+    }
+
+    /// Three times the configuration-error pattern (three blinks per 3 s), then dark.
+    public static let configErrorSeconds = 9.0
+
+    /// The agent refuses its configuration: if the file's `[led]` section is sound, the LED says
+    /// so before the process exits (systemd restarts it 5 s later, so the pattern comes back
+    /// until the file is fixed). SIGTERM ends it early.
+    public static func showConfigError(_ settings: LEDSettings?, seconds: Double = configErrorSeconds) {
+        guard let settings, settings.enabled else { return }
+        do {
+            let line = try LibgpiodLine(chip: settings.chip, line: settings.line, initialHigh: settings.activeLow)
+            try showConfigError(line: line, activeLow: settings.activeLow, loop: try EventLoop(), seconds: seconds)
+        } catch {
+            Log.warning("the status LED cannot show the configuration error: \(error)")
+        }
+    }
+
+    static func showConfigError(line: GPIOLine, activeLow: Bool, loop: EventLoop, seconds: Double) throws {
+        let led = StatusLED(line: line, activeLow: activeLow, state: { .configError })
+        try led.start(on: loop)
+        let signals = try loop.onSignals([SIGTERM, SIGINT]) { _ in loop.stop() }
+        try loop.run(until: EventLoop.deadline(after: seconds))
+        loop.remove(signals)
         led.stop()
     }
 }

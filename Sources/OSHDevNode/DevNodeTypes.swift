@@ -64,6 +64,9 @@ public enum DevNodeMode: Sendable, Equatable {
     case status(Int)
     /// Answer observation POSTs only with this status and an OSH-style error; nothing is stored.
     case rejectObservations(status: Int)
+    /// Accept the next `remaining` observation POSTs normally, then answer the rest with `status`
+    /// (nothing stored) — a node that goes away at a known point, e.g. halfway through a backlog.
+    case acceptObservationsThenReject(remaining: Int, status: Int)
     /// Handle requests normally but answer each one only after this many seconds (the connection's
     /// own thread sleeps; other connections are not held up).
     case delay(Double)

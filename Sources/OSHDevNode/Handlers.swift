@@ -714,6 +714,10 @@ final class RequestHandler {
             throw NodeFailure(status: status, message: status == 400 ? "Ingest Error: observations rejected by the development node"
                                                                      : statusMessage(status))
         }
+        if case .acceptObservationsThenReject(let remaining, let status) = store.mode {
+            guard remaining > 0 else { throw NodeFailure(status: status, message: statusMessage(status)) }
+            store.mode = .acceptObservationsThenReject(remaining: remaining - 1, status: status)
+        }
         guard let ct = req.contentType else { throw NodeFailure.badRequest("Missing content type") }
         var foiFromQuery: String?
         if let foi = param("foi") {

@@ -73,8 +73,12 @@ commands:
          --algorithm madgwick|mahony  --gain G  --ki KI  --rate HZ  --mag-unit uT|nT
          --mounting x=-y,y=x,z=z|z90|…  --no-bias  --json
   bench fusion         fusion updates/s and allocations  --count N  --algorithm madgwick|mahony
+  bench spool          an outage's overflow into the spool and its drain, obs/s and bytes/obs
+         --count N  --sync record|second|never  --dir DIR (default under /tmp)
   led                  show a status-LED pattern to check the wiring  --chip C (default gpiochip0)
          --line N (default 17)  --active-low  --show identify|STATE  --seconds S (default 10)
+  spool [status|dump]  what the store-and-forward spool holds (read only; safe while running)
+         --config FILE (its state_directory) | --dir DIR   --json
   version (--version)  this build and the C libraries it is linked with
   help                 this text
 """
@@ -179,7 +183,8 @@ func bench(_ a: inout Arguments) {
     if which == "video" { return benchVideo(&a) }
     if which == "fusion" { return runFusionBench(&a) }
     if which == "imu" { return runIMUBenchCommand(&a) }
-    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, imu, fusion, audio or video") }
+    if which == "spool" { return benchSpool(&a) }
+    guard which == "encode" else { fail("bench needs a benchmark name: encode, publish, baro, imu, fusion, audio, video or spool") }
     let count = Int(a.value("--count") ?? "200000") ?? 0
     guard count > 0 else { fail("--count must be a positive integer") }
     let output = a.value("--output")
@@ -362,6 +367,7 @@ case "datastreams": runDatastreamsCommand(&args)
 case "observations": runObservationsCommand(&args)
 case "command": runCommandCommand(&args)
 case "led": runLEDCommand(&args)
+case "spool": runSpoolCommand(&args)
 case "version", "--version":
     args.finish()
     print("osh-edge \(Agent.version)")

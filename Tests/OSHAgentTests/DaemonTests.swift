@@ -116,6 +116,25 @@ final class DaemonTests: XCTestCase {
         XCTAssertEqual(node.stats.totalRequests, 0, "nothing was sent to the node")
     }
 
+    /// A refused config with a sound `[led]` tries to show the error on the LED before exiting
+    /// (this machine has no GPIO chip, so it says why it cannot; on a Pi it blinks 9 s).
+    func testARefusedConfigTriesTheConfigErrorLED() throws {
+        let config = try writeConfig("""
+        [publisher]
+        format = "xml"
+        [led]
+        chip = "gpiochip9"
+        line = 17
+        """)
+        let (p, err) = try start(config)
+        if !wait(20, { !p.isRunning }) { p.terminate() }
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 2)
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(log.contains("format = \"xml\""), log)
+        XCTAssertTrue(log.contains("the status LED cannot show the configuration error") || FileManager.default.fileExists(atPath: "/dev/gpiochip9"), log)
+    }
+
     /// A board UART the config names that does not exist is refused before anything starts.
     func testAMissingBoardUARTIsRefusedAtStart() throws {
         let config = try writeConfig("""

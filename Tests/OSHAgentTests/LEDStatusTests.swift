@@ -51,6 +51,18 @@ final class LEDStatusTests: XCTestCase {
         XCTAssertEqual(r.edges(since: t0), ["0:0", "100:1", "1000:0", "1100:1"])
     }
 
+    /// A refused configuration: three blinks on the real loop, then the LED goes dark before exit.
+    func testAConfigErrorBlinksThreeTimesThenGoesDark() throws {
+        let line = SimulatedGPIOLine()
+        let t0 = Clock.monotonicNanoseconds()
+        try StatusLED.showConfigError(line: line, activeLow: false, loop: try EventLoop(), seconds: 0.9)
+        XCTAssertEqual(line.transitions.map { $0.high ? 1 : 0 }, [1, 0, 1, 0, 1, 0], "three blinks, then off")
+        XCTAssertFalse(line.level)
+        let ms = line.transitions.map { Double($0.time &- t0) / 1e6 }
+        XCTAssertEqual(ms[1], 150, accuracy: 60, "a 150 ms blink")
+        XCTAssertEqual(ms[2], 300, accuracy: 60)
+    }
+
     func testIdentifyOverridesThenReturns() {
         let r = Rig()
         r.state = .streaming

@@ -110,6 +110,7 @@ final class ConfigTests: XCTestCase {
         let text = try example()
         for key in ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "active",
                     "uid", "uid_extension", "label", "format", "ring_capacity", "flush_interval", "batch_max",
+                    "spool", "spool_max_mb", "spool_fsync",
                     "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory"] {
             XCTAssertTrue(text.contains(key + " = "), key)
         }
@@ -251,13 +252,27 @@ final class ConfigTests: XCTestCase {
 
     // MARK: Schema: sections and keys
 
+    /// A file refused as a whole still lends its sound `[led]` section to the config-error pattern.
+    func testTheLEDOfARefusedFileIsStillFound() {
+        let broken = server + "[publisher]\nformat = \"xml\"\n[led]\nchip = \"gpiochip0\"\nline = 27\nactive_low = true\n"
+        XCTAssertFalse(errors(broken).isEmpty)
+        let led = AgentSettings.ledSettings(bytes: Array(broken.utf8), path: "osh-edge.conf")
+        XCTAssertEqual(led?.chip, "gpiochip0")
+        XCTAssertEqual(led?.line, 27)
+        XCTAssertEqual(led?.activeLow, true)
+        for bad in ["[led]\nchip = \"gpiochip0\"\nline = 4096\n", "[led]\nchip = \"gpiochip0\"\nlin = 3\n",
+                    "[led]\nline = 3\n", "[led]\nchip = \"gpiochip0\"\nline = 3\n[led]\nline = 4\n", "[led\n"] {
+            XCTAssertNil(AgentSettings.ledSettings(bytes: Array((server + bad).utf8), path: "c"), bad)
+        }
+    }
+
     func testUnknownKeyNamesTheAllowedKeys() {
         XCTAssertEqual(errors(server + "[publisher]\nfromat = \"om+json\"\n"), [
             "osh-edge.conf:4: key 'fromat' is not known in [publisher] (did you mean 'format'?); "
-                + "known keys: format, ring_capacity, flush_interval, batch_max",
+                + "known keys: format, ring_capacity, flush_interval, batch_max, spool, spool_max_mb, spool_fsync",
         ])
         XCTAssertEqual(errors(server + "[publisher]\ncolour = 1\n"), [
-            "osh-edge.conf:4: key 'colour' is not known in [publisher]; known keys: format, ring_capacity, flush_interval, batch_max",
+            "osh-edge.conf:4: key 'colour' is not known in [publisher]; known keys: format, ring_capacity, flush_interval, batch_max, spool, spool_max_mb, spool_fsync",
         ])
         XCTAssertEqual(errors(server + "[outputs.gps_data]\nrte = 1\n"), [
             "osh-edge.conf:4: key 'rte' is not known in [outputs.gps_data] (did you mean 'rate'?); known keys: enabled, rate, source",
@@ -354,6 +369,9 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(one("publisher", "ring_capacity = 1000.0"), ["osh-edge.conf:4: 'ring_capacity' in [publisher] must be a whole number from 100 to 1000000; got a decimal number"])
         XCTAssertEqual(one("publisher", "ring_capacity = \"1000\""), ["osh-edge.conf:4: 'ring_capacity' in [publisher] must be a whole number from 100 to 1000000; got a string: remove the quotes"])
         XCTAssertEqual(one("publisher", "flush_interval = 0.04"), ["osh-edge.conf:4: flush_interval = 0.04 in [publisher] is out of range; allowed: 0.05 to 10 seconds"])
+        XCTAssertEqual(one("publisher", "spool_fsync = \"always\""), ["osh-edge.conf:4: spool_fsync = \"always\" in [publisher] is not allowed; allowed: \"record\", \"second\", \"never\""])
+        XCTAssertEqual(one("publisher", "spool_max_mb = 0"), ["osh-edge.conf:4: spool_max_mb = 0 in [publisher] is out of range; allowed: 1 to 16384"])
+        XCTAssertEqual(one("publisher", "spool = 1"), ["osh-edge.conf:4: 'spool' in [publisher] must be true or false; got a whole number"])
         XCTAssertEqual(one("publisher", "batch_max = 0"), ["osh-edge.conf:4: batch_max = 0 in [publisher] is out of range; allowed: 1 to 500"])
         XCTAssertEqual(one("publisher", "format = \"om-json\""), ["osh-edge.conf:4: format = \"om-json\" in [publisher] is not allowed (did you mean \"om+json\"?); allowed: \"om+json\", \"swe+json\""])
         XCTAssertEqual(one("outputs.gps_data", "rate = 0"), ["osh-edge.conf:4: rate = 0 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz"])
@@ -584,17 +602,3 @@ final class ConfigTests: XCTestCase {
         print("config fuzz: \(accepted) accepted, \(refused) refused in \(Date().timeIntervalSince(start)) s")
     }
 }
-
-/// A small seeded generator (SplitMix64), so failures reproduce.
-private struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-

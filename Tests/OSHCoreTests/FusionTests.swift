@@ -4,14 +4,10 @@ import XCTest
 
 /// A deterministic noise source (SplitMix64 + Box–Muller), so the synthetic runs are identical everywhere.
 struct SeededNoise {
-    var state: UInt64
+    var generator: SplitMix64
+    init(state: UInt64) { generator = SplitMix64(seed: state) }
     mutating func uniform() -> Double {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return (Double(z >> 11) + 0.5) / 9_007_199_254_740_992
+        (Double(generator.next() >> 11) + 0.5) / 9_007_199_254_740_992
     }
     mutating func gaussian(_ sigma: Double) -> Double {
         sigma * (-2 * log(uniform())).squareRoot() * cos(2 * .pi * uniform())

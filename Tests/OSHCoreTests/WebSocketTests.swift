@@ -147,7 +147,7 @@ final class WebSocketFrameTests: XCTestCase {
     /// libFuzzer-style robustness: seeded mutations of valid frame streams, 20 000 cases, both roles,
     /// random chunking. The parser must only ever return events or throw, never crash or hang.
     func testRandomMutationsNeverCrash() {
-        var rng = WSSplitMix(seed: 0x5EED_6455)
+        var rng = SplitMix64(seed: 0x5EED_6455)
         let seeds: [[UInt8]] = [unmaskedHello, maskedHello, fragmented, ping, maskedPong,
                                 [0x82, 0x7E, 0x01, 0x00] + [UInt8](repeating: 7, count: 256),
                                 [0x88, 0x02, 0x03, 0xE8], [0x81, 0x00]]
@@ -236,18 +236,5 @@ final class WebSocketHandshakeTests: XCTestCase {
         }
         XCTAssertThrowsError(try WebSocketHandshake.checkRequest(method: "GET", upgrade: "websocket", connection: "Upgrade",
                                                                  key: "short", version: "13"))
-    }
-}
-
-/// SplitMix64: a deterministic generator for the mutation test.
-private struct WSSplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

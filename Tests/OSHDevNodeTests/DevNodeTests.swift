@@ -490,6 +490,11 @@ final class DevNodeTests: XCTestCase {
         XCTAssertEqual(node.stats.datastream(id: ds)?.observationCount, 1)
         XCTAssertEqual(node.requests.last?.status, 201)
         XCTAssertEqual(node.requests.last?.route, "POST /datastreams/{id}/observations")
+        node.mode = .acceptObservationsThenReject(remaining: 2, status: 503)
+        let statuses = try (0..<4).map { _ in try post(node, "/datastreams/\(ds)/observations", "application/om+json", obs).status }
+        XCTAssertEqual(statuses, [201, 201, 503, 503])
+        XCTAssertEqual(node.stats.datastream(id: ds)?.observationCount, 3, "the refused ones are not stored")
+        XCTAssertEqual(try get(node, "/systems/\(sys)").status, 200, "only observations are refused")
     }
 
     func testPauseResumeKeepsThePort() throws {

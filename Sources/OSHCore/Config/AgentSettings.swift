@@ -124,6 +124,8 @@ public struct AgentSettings: Sendable, Equatable {
     public var publisher: PublisherSettings
     /// Scalar observations held while the node is unreachable.
     public var ringCapacity: Int
+    /// Store-and-forward to the state directory during outages (off by default: SD-card wear).
+    public var spool = SpoolSettings()
     /// Hold observations until the clock is synchronised (SPEC §6).
     public var requireClockSync: Bool
     /// Never stamp a time before this (epoch seconds).
@@ -167,6 +169,20 @@ public struct AgentSettings: Sendable, Equatable {
         if !all.isEmpty { throw ConfigErrors(all) }
         guard let settings else { throw ConfigErrors([ConfigError(path: path, line: nil, message: "no usable server")]) }
         return settings
+    }
+
+    /// The `[led]` section of a file that is refused as a whole, when that section itself is sound
+    /// and names a line: the agent can still show "configuration error" on the LED.
+    public static func ledSettings(bytes: [UInt8], path: String) -> LEDSettings? {
+        let (doc, _) = ConfigParser.parseRecovering(bytes: bytes, path: path)
+        let sections = doc.sections.filter { $0.name == ["led"] }
+        guard sections.count == 1, let s = sections.first, !s.isDamaged else { return nil }
+        var r = SettingsReader(path: path)
+        var d = DeviceConfig()
+        r.checkKeys(s, known: LEDSettings.keys)
+        r.readDevices(s, kind: "led", into: &d)
+        guard r.errors.isEmpty, d.led.enabled else { return nil }
+        return d.led
     }
 
     /// By line (whole-file problems last), keeping the order found within a line; capped.

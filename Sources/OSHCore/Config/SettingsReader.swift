@@ -15,7 +15,7 @@ struct SettingsReader {
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
         "system": ["uid", "uid_extension", "label"],
-        "publisher": ["format", "ring_capacity", "flush_interval", "batch_max"],
+        "publisher": ["format", "ring_capacity", "flush_interval", "batch_max", "spool", "spool_max_mb", "spool_fsync"],
         "time": ["require_sync", "not_before"],
         "outputs": ["enabled", "rate", "source"],
         "orientation": SettingsReader.orientationKeys,
@@ -39,6 +39,7 @@ struct SettingsReader {
         var system = SystemSettings()
         var publisher = PublisherSettings()
         var ringCapacity = 1000
+        var spool = SpoolSettings()
         var requireSync = true
         var notBefore = AgentSettings.defaultNotBefore
         var outputs = AgentSettings.defaultOutputs
@@ -87,6 +88,9 @@ struct SettingsReader {
                 if let v = integer(s, "ring_capacity", 100...1_000_000) { ringCapacity = v }
                 if let v = number(s, "flush_interval", 0.05...10, unit: "seconds") { publisher.flushInterval = v }
                 if let v = integer(s, "batch_max", 1...500) { publisher.batchMax = v }
+                if let v = bool(s, "spool") { spool.enabled = v }
+                if let v = integer(s, "spool_max_mb", 1...16_384) { spool.maxMegabytes = v }
+                if let v = choice(s, "spool_fsync", SpoolSync.allCases.map { ($0.rawValue, $0) }) { spool.sync = v }
             case "time":
                 if let v = bool(s, "require_sync") { requireSync = v }
                 if let (text, line) = string(s, "not_before") {
@@ -154,6 +158,7 @@ struct SettingsReader {
         settings.system = system
         settings.publisher = publisher
         settings.ringCapacity = ringCapacity
+        settings.spool = spool
         settings.requireClockSync = requireSync
         settings.notBefore = notBefore
         settings.outputs = outputs

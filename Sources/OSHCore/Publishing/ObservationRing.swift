@@ -105,8 +105,9 @@ public final class ObservationRing {
             let s = p % capacity
             if state[s] == SlotState.live.rawValue {
                 let d = Int(ds[s])
+                let kept = evict?(s) ?? false
                 release(slot: s)
-                droppedFull[d] += 1
+                if !kept { droppedFull[d] += 1 }
                 advanceTail()
                 if span == capacity { compact() }
                 return true
@@ -142,6 +143,10 @@ public final class ObservationRing {
 
     /// Called when compaction moves an in-flight slot (the publisher updates its batch).
     public var relocate: ((_ from: Int, _ to: Int) -> Void)?
+
+    /// Called with the slot a full ring is about to drop (the oldest waiting one). Returns true when
+    /// the observation was kept elsewhere (the spool), so it is not counted as dropped.
+    public var evict: ((_ slot: Int) -> Bool)?
 
     private func advanceTail() {
         while tail < head, state[tail % capacity] == SlotState.free.rawValue { tail += 1 }
@@ -205,6 +210,21 @@ public final class ObservationRing {
     /// The batch must be sent again later: its observations wait again, still oldest of their datastream.
     public func requeue(_ batch: [Int]) {
         for s in batch where state[s] == SlotState.inFlight.rawValue { state[s] = SlotState.live.rawValue }
+    }
+
+    /// Hands every waiting observation to `body`, oldest first, and frees it (at shutdown during an
+    /// outage, so the spool keeps what the ring would lose). In-flight ones stay. Returns how many.
+    @discardableResult
+    public func removeWaiting(_ body: (_ slot: Int) -> Void) -> Int {
+        var n = 0
+        var p = tail
+        while p < head {
+            let s = p % capacity
+            if state[s] == SlotState.live.rawValue { body(s); release(slot: s); n += 1 }
+            p += 1
+        }
+        advanceTail()
+        return n
     }
 
     /// Drops everything of one datastream that is waiting (e.g. the output was disabled). Returns how many.

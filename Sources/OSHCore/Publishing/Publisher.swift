@@ -59,6 +59,10 @@ public struct StreamCounters: Sendable, Equatable {
     public var droppedRejected = 0
     public var droppedNoSlot = 0
     public var errors = 0
+    /// Written to the spool during an outage instead of being dropped.
+    public var spooled = 0
+    /// Of `sent`, how many came from the spool.
+    public var sentFromSpool = 0
     public var lastError: String?
     public var dropped: Int { droppedRingFull + droppedRejected + droppedNoSlot }
 }
@@ -97,6 +101,17 @@ public final class Publisher {
     /// Connectivity changed (status line, LED).
     public var onConnectivity: ((Connectivity) -> Void)?
 
+    /// Store-and-forward (off when nil): observations a full ring would drop during an outage go
+    /// there, and are sent oldest first once the node answers and the ring's backlog is out.
+    /// Nothing is written to it while the node is reachable (SD-card wear).
+    public var spool: ObservationSpool?
+    /// Spooled observations could not be written (disk error): counted, and logged by the spool.
+    public private(set) var spoolWriteFailures = 0
+    private var spoolInFlight = false
+    private var spoolDatastream = 0
+    private let spoolBody = ByteBuffer(capacity: 16 * 1024)
+    private var spoolCompletion: (TransportOutcome) -> Void = { _ in }
+
     private let transport: PublisherTransport
     /// CLOCK_MONOTONIC seconds (injected so tests control time).
     private let monotonicNow: () -> Double
@@ -133,6 +148,8 @@ public final class Publisher {
         for (i, s) in streams.enumerated() {
             s.completion = { [unowned self] outcome in self.completed(i, outcome) }
         }
+        spoolCompletion = { [unowned self] outcome in self.spoolCompleted(outcome) }
+        ring.evict = { [unowned self] slot in self.spill(slot, shuttingDown: false) }
         ring.relocate = { [unowned self] from, to in
             for s in self.streams where s.inFlight {
                 if let k = s.batch.firstIndex(of: from) { s.batch[k] = to }
@@ -153,7 +170,7 @@ public final class Publisher {
     /// Sets (or clears, while re-registering) the node's id for datastream `i`.
     public func setDatastreamID(_ i: Int, _ id: String?) {
         streams[i].datastreamID = id
-        if id != nil { flush(i) }
+        if id != nil { flush(i); flushSpool() }
     }
 
     /// The sampling feature id stamped on O&M observations (nil = none).
@@ -185,15 +202,17 @@ public final class Publisher {
         switch connectivity {
         case .online:
             for i in streams.indices { flush(i) }
+            flushSpool()
         case .backoff(let next, let delay):
             if now >= next { probe(delay: delay) }
         case .probing:
             break
         }
+        spool?.tick(now: now)
     }
 
     /// True when nothing is waiting or in flight (shutdown flush, tests).
-    public var isIdle: Bool { ring.occupied == 0 && !streams.contains { $0.inFlight } }
+    public var isIdle: Bool { ring.occupied == 0 && !streams.contains { $0.inFlight } && !spoolInFlight }
     public var inFlightCount: Int { streams.reduce(0) { $0 + ($1.inFlight ? 1 : 0) } }
 
     // MARK: Sending
@@ -203,26 +222,35 @@ public final class Publisher {
         let s = streams[i]
         guard connectivity == .online, !s.inFlight, let id = s.datastreamID, let offset = clockOffset else { return }
         guard ring.reserve(datastream: i, max: batchLimit, into: &s.batch) > 0 else { return }
-        s.body.reset()
-        let array = settings.format == .omJSON
-        if array { ObservationEncoder.beginBatch(s.body) }
-        var n = 0
-        for slot in s.batch {
-            if n > 0 { ObservationEncoder.batchSeparator(s.body) }
-            do {
-                try s.encoder.encode(time: ring.time(ofSlot: slot) + offset, values: ring.values(ofSlot: slot), into: s.body)
-                n += 1
-            } catch {
-                // A value count that does not fit the schema is a sensor bug: count it, never send half a record.
-                s.counters.lastError = "\(error)"
-                s.counters.errors += 1
-            }
-        }
-        if array { ObservationEncoder.endBatch(s.body) }
+        encodeBatch(s, into: s.body, count: s.batch.count, what: "",
+                    time: { ring.time(ofSlot: s.batch[$0]) + offset }, values: { ring.values(ofSlot: s.batch[$0]) })
         s.inFlight = true
         s.counters.requests += 1
         transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: s.body,
                                    completion: s.completion)
+    }
+
+    /// Encodes `count` records into `body` (an om+json array, or one swe+json record). A record whose
+    /// values do not fit the schema is counted and left out — never half a record sent. Returns how many went in.
+    @discardableResult
+    private func encodeBatch(_ s: Stream, into body: ByteBuffer, count: Int, what: @autoclosure () -> String,
+                             time: (Int) -> Double, values: (Int) -> UnsafeBufferPointer<Double>) -> Int {
+        body.reset()
+        let array = settings.format == .omJSON
+        if array { ObservationEncoder.beginBatch(body) }
+        var n = 0
+        for k in 0..<count {
+            if n > 0 { ObservationEncoder.batchSeparator(body) }
+            do {
+                try s.encoder.encode(time: time(k), values: values(k), into: body)
+                n += 1
+            } catch {
+                s.counters.lastError = what() + "\(error)"
+                s.counters.errors += 1
+            }
+        }
+        if array { ObservationEncoder.endBatch(body) }
+        return n
     }
 
     private func completed(_ i: Int, _ outcome: TransportOutcome) {
@@ -269,6 +297,92 @@ public final class Publisher {
         s.counters.lastError = "HTTP \(o.status): \(e.summary)"
     }
 
+    // MARK: Spool
+
+    /// The ring is full and drops `slot`: during an outage it goes to the spool instead.
+    private func spill(_ slot: Int, shuttingDown: Bool) -> Bool {
+        guard let spool, let offset = clockOffset else { return false }
+        let d = ring.datastream(ofSlot: slot)
+        guard shuttingDown || connectivity != .online || streams[d].datastreamID == nil else { return false }
+        guard spool.append(datastream: d, epochTime: ring.time(ofSlot: slot) + offset, values: ring.values(ofSlot: slot)) else {
+            spoolWriteFailures += 1
+            return false
+        }
+        streams[d].counters.spooled += 1
+        return true
+    }
+
+    /// At shutdown during an outage (or before registration), the ring's waiting observations go to
+    /// the spool rather than being lost with the process. Returns how many were kept.
+    @discardableResult
+    public func spillRingToSpool() -> Int {
+        guard spool != nil, clockOffset != nil,
+              connectivity != .online || streams.contains(where: { $0.datastreamID == nil }) else { return 0 }
+        var kept = 0
+        ring.removeWaiting { slot in
+            if spill(slot, shuttingDown: true) { kept += 1 } else { streams[ring.datastream(ofSlot: slot)].counters.droppedNoSlot += 1 }
+        }
+        return kept
+    }
+
+    /// Bytes waiting in the spool (0 without one).
+    public var spoolPendingBytes: Int { spool?.pendingBytes ?? 0 }
+
+    /// Sends the spool's oldest batch when the node answers, nothing is in flight from the spool,
+    /// and the ring holds no backlog (a full batch waiting): the freshest data goes first.
+    private func flushSpool() {
+        guard let spool, !spoolInFlight, connectivity == .online, spool.pendingBytes > 0 else { return }
+        // A backlog is a full batch *waiting*; one in flight plus a few new ones is ordinary streaming
+        // and must not starve the spool on a slow link.
+        for (i, s) in streams.enumerated() where ring.count(of: i) - (s.inFlight ? s.batch.count : 0) >= batchLimit { return }
+        guard let d = spool.loadBatch(max: batchLimit) else { return }
+        let s = streams[d]
+        guard let id = s.datastreamID else { return } // registering: the batch waits in the spool
+        // A record that no longer fits (the output's schema changed since it was written) is left out.
+        let n = encodeBatch(s, into: spoolBody, count: spool.batchCount, what: "spooled \(s.outputName) record: ",
+                            time: { spool.batchTime($0) }, values: { spool.batchValues($0) })
+        if n == 0 {
+            spool.commitBatch()
+            return
+        }
+        spoolInFlight = true
+        spoolDatastream = d
+        s.counters.requests += 1
+        transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: spoolBody,
+                                   completion: spoolCompletion)
+    }
+
+    private func spoolCompleted(_ outcome: TransportOutcome) {
+        spoolInFlight = false
+        guard let spool else { return }
+        let d = spoolDatastream
+        let s = streams[d]
+        let n = spool.batchCount
+        switch DeliveryVerdict.classify(outcome) {
+        case .delivered:
+            spool.commitBatch()
+            s.counters.sent += n
+            s.counters.sentFromSpool += n
+            s.counters.bytes += spoolBody.count
+            flushSpool()
+        case .keep:
+            note(s, outcome)
+            enterBackoff()
+        case .datastreamLost:
+            note(s, outcome)
+            s.datastreamID = nil
+            onDatastreamLost?(d)
+        case .rejected:
+            spool.commitBatch()
+            s.counters.droppedRejected += n
+            note(s, outcome)
+            if !s.rejectionLogged {
+                s.rejectionLogged = true
+                onFirstRejection?(d, s.counters.lastError ?? "status \(outcome.status)")
+            }
+        }
+    }
+
     // MARK: Backoff
 
     private func enterBackoff() {
@@ -291,6 +405,7 @@ public final class Publisher {
                 self.connectivity = .online
                 self.onConnectivity?(.online)
                 for i in self.streams.indices { self.flush(i) }
+                self.flushSpool()
             default:
                 self.schedule(delay: min(delay * 2, self.settings.backoffMax))
             }

@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import OSHAgent
+import OSHCore
+import OSHPlatform
+
+/// `osh-edge spool [status|dump] [--dir DIR | --config FILE] [--json]`: what the store-and-forward
+/// spool holds, read without changing it (safe while the service runs).
+func runSpoolCommand(_ a: inout Arguments) {
+    let what = a.positional() ?? "status"
+    guard what == "status" || what == "dump" else { fail("spool: expected status or dump, not '\(what)'") }
+    let json = a.flag("--json")
+    let dirArg = a.value("--dir")
+    let configArg = a.value("--config")
+    a.finish()
+    let dir: String
+    if let d = dirArg {
+        dir = d
+    } else {
+        let path = configArg ?? Daemon.defaultConfigPath
+        do {
+            guard let bytes = try StateFiles.read(path) else {
+                fail("\(path) does not exist; give --config FILE or --dir STATE_DIRECTORY/spool")
+            }
+            dir = try AgentSettings.parse(bytes: bytes, path: path).stateDirectory + "/spool"
+        } catch {
+            fail("\(error)")
+        }
+    }
+    let inspection: FileSpool.Inspection
+    do {
+        inspection = try FileSpool.inspect(directory: dir)
+    } catch {
+        fail("cannot read the spool: \(error)", code: 1)
+    }
+    let names = SpoolNames()
+    let out = ByteBuffer(capacity: 4096)
+    if json {
+        var w = JSONWriter(out)
+        w.beginObject()
+        w.key("directory"); w.string(dir)
+        w.key("segments"); w.int(inspection.segments.count)
+        w.key("pendingBytes"); w.int(inspection.pendingBytes)
+        w.key("records"); w.int(inspection.entries.count)
+        w.key("damaged"); w.int(inspection.damage.count)
+        w.key("perOutput")
+        w.beginObject()
+        for (name, n) in perOutput(inspection, names) { w.key(name); w.int(n) }
+        w.endObject()
+        if what == "dump" {
+            w.key("entries")
+            w.beginArray()
+            for e in inspection.entries {
+                w.beginObject()
+                w.key("output"); w.string(names.name(e.key))
+                w.key("time"); w.string(ISOTime.string(epochSeconds: e.time))
+                w.key("epoch"); w.number(e.time)
+                w.key("values")
+                w.beginArray()
+                for v in e.values { if v.isFinite { w.number(v) } else { w.null() } }
+                w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+        }
+        w.endObject()
+        print(out.string)
+        return
+    }
+    print("spool \(dir): \(inspection.entries.count) observations waiting (\(inspection.pendingBytes) bytes in "
+          + "\(inspection.segments.count) segment file(s))")
+    if !inspection.damage.isEmpty {
+        print("  damaged stretches (skipped when sent): "
+              + inspection.damage.map { "segment \($0.segment) @\($0.offset) (\($0.length) bytes)" }.joined(separator: ", "))
+    }
+    for (name, n) in perOutput(inspection, names) { print("  \(name): \(n)") }
+    if what == "dump" {
+        for e in inspection.entries {
+            print("\(names.name(e.key))\t\(ISOTime.string(epochSeconds: e.time))\t"
+                  + e.values.map { "\($0)" }.joined(separator: ","))
+        }
+    }
+}
+
+private func perOutput(_ i: FileSpool.Inspection, _ names: SpoolNames) -> [(String, Int)] {
+    var counts: [UInt32: Int] = [:]
+    var order: [UInt32] = []
+    for e in i.entries {
+        if counts[e.key] == nil { order.append(e.key) }
+        counts[e.key, default: 0] += 1
+    }
+    return order.map { (names.name($0), counts[$0] ?? 0) }
+}
+
+/// Output names by spool key: every catalogue output, with the inertial ones under each IMU chip's name.
+private struct SpoolNames {
+    var byKey: [UInt32: String] = [:]
+    init() {
+        let chips: [(String, String?)] = [("MPU9250", nil), ("MPU6050", nil), ("MPU6500", nil), ("ICM20948", "AK09916"),
+                                          ("LSM6DSOX", "LIS3MDL"), ("BNO055", nil), ("MPU9250", "AK8963")]
+        for (imu, mag) in chips {
+            for spec in OutputCatalogue.all(OutputOptions(uid: "spool", imuChip: imu, magnetometerChip: mag)) {
+                byKey[SpoolRecord.key(outputName: spec.outputName)] = spec.outputName
+            }
+        }
+        byKey[SpoolRecord.key(outputName: "ptz_position")] = "ptz_position"
+    }
+    func name(_ key: UInt32) -> String { byKey[key] ?? "output#" + String(key, radix: 16) }
+}
+
+/// `osh-edge bench spool [--count N] [--sync record|second|never] [--dir DIR] [--quiet]`
+func benchSpool(_ a: inout Arguments) {
+    let count = Int(a.value("--count") ?? "100000") ?? 0
+    guard count > 100 else { fail("--count must be more than 100 (the ring holds the first 100)") }
+    let modes: [SpoolSync]
+    if let s = a.value("--sync") {
+        guard let m = SpoolSync(rawValue: s) else { fail("--sync must be record, second or never") }
+        modes = [m]
+    } else {
+        modes = [.never, .second]
+    }
+    let base = a.value("--dir") ?? "/tmp/osh-edge-bench-spool-\(getpid())"
+    let quiet = a.flag("--quiet")
+    a.finish()
+    Log.muted = true
+    for mode in modes {
+        let dir = base + "/" + mode.rawValue
+        do {
+            let r = try SpoolBench.run(directory: dir, count: count, sync: mode)
+            if !quiet {
+                print("spool_fsync=\(mode.rawValue): \(r.observations) obs spooled at \(Int(r.spooledPerSecond)) obs/s, "
+                      + "drained at \(Int(r.drainedPerSecond)) obs/s; \(format1(r.bytesPerObservation)) B/obs on disk")
+            }
+        } catch {
+            fail("\(error)", code: 1)
+        }
+        // The drained spool left only its cursor behind.
+        unlink(dir + "/cursor")
+        rmdir(dir)
+    }
+    rmdir(base)
+    if !quiet { print("peak RSS: \(Agent.peakRSSKiB()) KiB (\(base) on the filesystem measured)") }
+}

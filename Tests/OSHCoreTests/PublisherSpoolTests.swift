@@ -1,0 +1,161 @@
+import Foundation
+import OSHCore
+import XCTest
+
+/// The spool seam's in-memory side: records in order, a batch loaded until committed.
+/// (The file side, FileSpool, is tested on real files in OSHPlatformTests.)
+final class MemorySpool: ObservationSpool {
+    var records: [(ds: Int, time: Double, values: [Double])] = []
+    var committed = 0
+    private var loaded = 0
+    var refuseWrites = false
+
+    func append(datastream: Int, epochTime: Double, values: UnsafeBufferPointer<Double>) -> Bool {
+        guard !refuseWrites else { return false }
+        records.append((datastream, epochTime, Array(values)))
+        return true
+    }
+    var pendingBytes: Int { (records.count - committed) * 40 }
+    func loadBatch(max: Int) -> Int? {
+        guard committed < records.count else { loaded = 0; return nil }
+        let ds = records[committed].ds
+        loaded = records[committed...].prefix(max).prefix { $0.ds == ds }.count
+        return ds
+    }
+    var batchCount: Int { loaded }
+    func batchTime(_ k: Int) -> Double { records[committed + k].time }
+    func batchValues(_ k: Int) -> UnsafeBufferPointer<Double> {
+        records[committed + k].values.withUnsafeBufferPointer { p in
+            // Valid while `records` is not mutated: the publisher encodes before anything else runs.
+            UnsafeBufferPointer(start: p.baseAddress, count: p.count)
+        }
+    }
+    func commitBatch() { committed += loaded; loaded = 0 }
+    func tick(now: Double) {}
+}
+
+/// Store-and-forward policy (issue 7 item 5): what goes to the spool, when, and in what order it comes back.
+final class PublisherSpoolTests: XCTestCase {
+    private var now = 100.0
+    private let offset = 1_773_853_000.0
+    private let options = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12")
+
+    private func make(capacity: Int = 10) throws -> (Publisher, RecordingTransport, MemorySpool) {
+        let t = RecordingTransport()
+        var settings = PublisherSettings()
+        settings.jitter = 0
+        settings.batchMax = 5
+        let specs = [OutputCatalogue.barometer(options), OutputCatalogue.gps(options)]
+        let ring = ObservationRing(capacity: capacity, maxValues: 8, datastreams: specs.count)
+        let p = Publisher(ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: .omJSON) },
+                          transport: t, settings: settings, now: { [unowned self] in self.now })
+        let spool = MemorySpool()
+        p.spool = spool
+        p.clockOffset = offset
+        p.setDatastreamID(0, "baro1")
+        p.setDatastreamID(1, "gps1")
+        return (p, t, spool)
+    }
+
+    /// Pressures (the first value) of one om+json body.
+    private func pressures(_ body: String) throws -> [Double] {
+        let arr = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [[String: Any]])
+        return arr.compactMap { ($0["result"] as? [String: Any])?["pressure"] as? Double }
+    }
+
+    /// Takes the node down: one batch fails with 503, the publisher backs off.
+    private func outage(_ p: Publisher, _ t: RecordingTransport) {
+        for i in 0..<5 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertEqual(t.posts.count, 1)
+        t.answer(503)
+        guard case .backoff = p.connectivity else { return XCTFail("not backing off") }
+    }
+
+    func testNothingGoesToTheSpoolWhileTheNodeAnswers() throws {
+        let (p, t, spool) = try make()
+        // A slow node: a batch in flight, the ring overflows, but the node is reachable.
+        for i in 0..<40 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertEqual(t.posts.count, 1)
+        XCTAssertTrue(spool.records.isEmpty, "no SD-card writes while the node answers")
+        XCTAssertGreaterThan(p.counters(0).droppedRingFull, 0, "overflow is dropped and counted as before")
+        XCTAssertEqual(p.spillRingToSpool(), 0, "a stop while online keeps nothing on disk")
+    }
+
+    func testOverflowDuringAnOutageIsSpooledThenSentAfterTheRingInOrder() throws {
+        let (p, t, spool) = try make()
+        outage(p, t)
+        // 5 waiting + 30 more in a 10-slot ring: the 25 oldest overflow into the spool.
+        for i in 5..<35 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertEqual(spool.records.map(\.time), (0..<25).map { Double($0) + offset })
+        XCTAssertEqual(p.counters(0).spooled, 25)
+        XCTAssertEqual(p.counters(0).droppedRingFull, 0, "nothing lost")
+        // The node answers again: the ring's backlog goes first, then the spool, oldest first.
+        now += 2
+        p.tick(now: now)
+        t.probes.removeFirst()(TransportOutcome(status: 200))
+        XCTAssertEqual(p.connectivity, .online)
+        var sent: [Double] = []
+        while !t.posts.isEmpty {
+            sent += try pressures(t.posts[0].body)
+            t.answer(201)
+            p.tick(now: now)
+        }
+        XCTAssertEqual(sent, (25..<35).map(Double.init) + (0..<25).map(Double.init))
+        XCTAssertEqual(spool.committed, 25)
+        XCTAssertEqual(p.counters(0).sent, 35)
+        XCTAssertEqual(p.counters(0).sentFromSpool, 25)
+        XCTAssertEqual(p.spoolPendingBytes, 0)
+    }
+
+    func testASpoolBatchTheNodeFailsIsKeptAndOneItRefusesIsDropped() throws {
+        let (p, t, spool) = try make()
+        outage(p, t)
+        for i in 5..<25 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        now += 2
+        p.tick(now: now)
+        t.probes.removeFirst()(TransportOutcome(status: 200))
+        // Deliver the ring (two batches), then fail the first spool batch.
+        t.answer(201); t.answer(201)
+        p.tick(now: now)
+        XCTAssertEqual(try pressures(t.posts[0].body), [0, 1, 2, 3, 4])
+        t.answer(503)
+        XCTAssertEqual(spool.committed, 0, "not acknowledged: stays in the spool")
+        now += 2
+        p.tick(now: now)
+        t.probes.removeFirst()(TransportOutcome(status: 200))
+        XCTAssertEqual(try pressures(t.posts[0].body), [0, 1, 2, 3, 4], "the same batch again, in order")
+        t.answer(400, body: "{\"errors\":[{\"message\":\"bad\"}]}")
+        XCTAssertEqual(spool.committed, 5, "refused for good: dropped and counted, never resent")
+        XCTAssertEqual(p.counters(0).droppedRejected, 5)
+    }
+
+    func testBeforeRegistrationTheOverflowIsSpooledEvenIfNoRequestFailed() throws {
+        let (p, _, spool) = try make()
+        p.setDatastreamID(1, nil) // gps_data not registered yet
+        for i in 0..<15 { p.record(datastream: 1, monotonicTime: Double(i), values: [1, 2, 3]) }
+        XCTAssertEqual(spool.records.count, 5)
+        XCTAssertTrue(spool.records.allSatisfy { $0.ds == 1 })
+    }
+
+    func testWithoutATrustworthyClockNothingIsSpooled() throws {
+        let (p, t, spool) = try make()
+        outage(p, t)
+        p.clockOffset = nil
+        for i in 5..<30 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertTrue(spool.records.isEmpty, "a spooled record must carry a true time")
+        XCTAssertEqual(p.counters(0).droppedRingFull, 20) // 5 waiting + 25 new in 10 slots
+    }
+
+    func testAStopDuringAnOutageSpillsTheRingAndAFailedWriteIsCounted() throws {
+        let (p, t, spool) = try make()
+        outage(p, t)
+        for i in 5..<8 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertEqual(p.spillRingToSpool(), 8)
+        XCTAssertEqual(spool.records.map(\.values[0]), (0..<8).map(Double.init), "oldest first")
+        XCTAssertEqual(p.ring.occupied, 0)
+        spool.refuseWrites = true
+        for i in 8..<25 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertEqual(p.spoolWriteFailures, 7)
+        XCTAssertEqual(p.counters(0).droppedRingFull, 7)
+    }
+}
