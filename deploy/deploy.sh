@@ -62,6 +62,7 @@ B=$BUNDLE/osh-edge-deploy
 ((DRY)) || install -m 0755 "$BINARY" "$B/osh-edge"
 install -m 0644 "$HERE/osh-edge.service" "$HERE/osh-edge.conf.example" "$B/"
 install -m 0644 "$HERE/udev/99-osh-edge.rules" "$B/udev/"
+install -m 0644 "$HERE/osh-edge.1" "$B/"
 install -m 0755 "$HERE/install.sh" "$B/"
 
 # 3. install

@@ -79,6 +79,10 @@ run install -d -m 0755 "$D/usr/bin" "$D/etc/systemd/system" "$D/etc/udev/rules.d
 run install -m 0755 "$HERE/osh-edge" "$BIN"
 run install -m 0644 "$HERE/osh-edge.service" "$UNIT"
 run install -m 0644 "$HERE/udev/99-osh-edge.rules" "$RULES"
+# The unit's Documentation= is the man page (optional in a bundle made by hand).
+if [ -f "$HERE/osh-edge.1" ]; then
+  run install -D -m 0644 "$HERE/osh-edge.1" "$D/usr/share/man/man1/osh-edge.1"
+fi
 # /etc/osh-edge: root owns it, the service's group may read it (the unit says 0750).
 run install -d -m 0750 "$CONFDIR"
 owner root:"$USER_NAME" "$CONFDIR"
