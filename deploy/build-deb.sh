@@ -96,6 +96,7 @@ install -D -m 0644 "$HERE/udev/99-osh-edge.rules" "$STAGE/lib/udev/rules.d/99-os
 DOC=$STAGE/usr/share/doc/osh-edge
 install -D -m 0644 "$HERE/osh-edge.conf.example" "$DOC/examples/osh-edge.conf.example"
 install -m 0644 "$REPO/board/README.md" "$DOC/board.md"
+install -m 0644 "$REPO/README.md" "$DOC/README.md" # the unit's Documentation=
 install -D -m 0644 /dev/null "$STAGE/usr/share/man/man1/osh-edge.1.gz"
 gzip -9n <"$HERE/osh-edge.1" >"$STAGE/usr/share/man/man1/osh-edge.1.gz"
 cat >"$DOC/copyright" <<'EOF'

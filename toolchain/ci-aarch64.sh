@@ -188,7 +188,7 @@ if run_step "build-deb.sh arm64" "$OUT/build-deb.log" "$REPO/deploy/build-deb.sh
   grep -q 'libgpiod2' "$OUT/deb-info.log" && bad+=("Depends names bookworm's libgpiod2")
   for want in ./usr/bin/osh-edge ./lib/systemd/system/osh-edge.service ./etc/osh-edge/osh-edge.conf \
     ./usr/share/doc/osh-edge/examples/osh-edge.conf.example ./lib/udev/rules.d/99-osh-edge.rules \
-    ./usr/share/man/man1/osh-edge.1.gz ./usr/share/doc/osh-edge/copyright ./usr/share/lintian/overrides/osh-edge; do
+    ./usr/share/man/man1/osh-edge.1.gz ./usr/share/doc/osh-edge/README.md ./usr/share/doc/osh-edge/copyright ./usr/share/lintian/overrides/osh-edge; do
     grep -qE -- " $want\$" "$OUT/deb-contents.log" || bad+=("contents lack $want")
   done
   grep -qE '^-rwxr-xr-x root/root .* \./usr/bin/osh-edge$' "$OUT/deb-contents.log" || bad+=("/usr/bin/osh-edge is not root-owned 0755")
