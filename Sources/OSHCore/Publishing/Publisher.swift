@@ -256,27 +256,36 @@ public final class Publisher {
     private func completed(_ i: Int, _ outcome: TransportOutcome) {
         let s = streams[i]
         s.inFlight = false
-        let n = s.batch.count
-        var sendMore = false
-        var lost = false
-        switch DeliveryVerdict.classify(outcome) {
+        let verdict = DeliveryVerdict.classify(outcome)
+        switch verdict {
+        case .delivered, .rejected: ring.complete(s.batch)
+        case .keep, .datastreamLost: ring.requeue(s.batch)
+        }
+        account(i, verdict, outcome, count: s.batch.count, bytes: s.body.count)
+        // A full batch already waiting (a backlog) goes out at once; a partial one waits for the tick.
+        let sendMore = verdict == .delivered && ring.count(of: i) >= batchLimit
+        // Cleared before any new flush, which refills the same (reused) array.
+        s.batch.removeAll(keepingCapacity: true)
+        if verdict == .datastreamLost { onDatastreamLost?(i) }
+        if sendMore { flush(i) }
+    }
+
+    /// What a finished request means for datastream `i`, whichever sender (ring or spool) made it:
+    /// counters, the error note, backoff, forgetting a lost id, the once-per-datastream rejection
+    /// log. The caller has already freed or kept its own records.
+    private func account(_ i: Int, _ verdict: DeliveryVerdict, _ outcome: TransportOutcome, count n: Int, bytes: Int) {
+        let s = streams[i]
+        switch verdict {
         case .delivered:
-            ring.complete(s.batch)
             s.counters.sent += n
-            s.counters.bytes += s.body.count
-            // A full batch already waiting (a backlog) goes out at once; a partial one waits for the tick.
-            sendMore = ring.count(of: i) >= batchLimit
+            s.counters.bytes += bytes
         case .keep:
-            ring.requeue(s.batch)
             note(s, outcome)
             enterBackoff()
         case .datastreamLost:
-            ring.requeue(s.batch)
             note(s, outcome)
             s.datastreamID = nil
-            lost = true
         case .rejected:
-            ring.complete(s.batch)
             s.counters.droppedRejected += n
             note(s, outcome)
             if !s.rejectionLogged {
@@ -284,10 +293,6 @@ public final class Publisher {
                 onFirstRejection?(i, s.counters.lastError ?? "status \(outcome.status)")
             }
         }
-        // Cleared before any new flush, which refills the same (reused) array.
-        s.batch.removeAll(keepingCapacity: true)
-        if lost { onDatastreamLost?(i) }
-        if sendMore { flush(i) }
     }
 
     private func note(_ s: Stream, _ o: TransportOutcome) {
@@ -299,11 +304,14 @@ public final class Publisher {
 
     // MARK: Spool
 
+    /// Datastream `d` cannot send now: the node is unreachable, or it is not registered (yet).
+    private func inOutage(_ d: Int) -> Bool { connectivity != .online || streams[d].datastreamID == nil }
+
     /// The ring is full and drops `slot`: during an outage it goes to the spool instead.
     private func spill(_ slot: Int, shuttingDown: Bool) -> Bool {
         guard let spool, let offset = clockOffset else { return false }
         let d = ring.datastream(ofSlot: slot)
-        guard shuttingDown || connectivity != .online || streams[d].datastreamID == nil else { return false }
+        guard shuttingDown || inOutage(d) else { return false }
         guard spool.append(datastream: d, epochTime: ring.time(ofSlot: slot) + offset, values: ring.values(ofSlot: slot)) else {
             spoolWriteFailures += 1
             return false
@@ -316,8 +324,7 @@ public final class Publisher {
     /// the spool rather than being lost with the process. Returns how many were kept.
     @discardableResult
     public func spillRingToSpool() -> Int {
-        guard spool != nil, clockOffset != nil,
-              connectivity != .online || streams.contains(where: { $0.datastreamID == nil }) else { return 0 }
+        guard spool != nil, clockOffset != nil, streams.indices.contains(where: inOutage) else { return 0 }
         var kept = 0
         ring.removeWaiting { slot in
             if spill(slot, shuttingDown: true) { kept += 1 } else { streams[ring.datastream(ofSlot: slot)].counters.droppedNoSlot += 1 }
@@ -356,30 +363,18 @@ public final class Publisher {
         spoolInFlight = false
         guard let spool else { return }
         let d = spoolDatastream
-        let s = streams[d]
         let n = spool.batchCount
-        switch DeliveryVerdict.classify(outcome) {
+        let verdict = DeliveryVerdict.classify(outcome)
+        if verdict == .delivered || verdict == .rejected { spool.commitBatch() }
+        account(d, verdict, outcome, count: n, bytes: spoolBody.count)
+        switch verdict {
         case .delivered:
-            spool.commitBatch()
-            s.counters.sent += n
-            s.counters.sentFromSpool += n
-            s.counters.bytes += spoolBody.count
+            streams[d].counters.sentFromSpool += n
             flushSpool()
-        case .keep:
-            note(s, outcome)
-            enterBackoff()
         case .datastreamLost:
-            note(s, outcome)
-            s.datastreamID = nil
             onDatastreamLost?(d)
-        case .rejected:
-            spool.commitBatch()
-            s.counters.droppedRejected += n
-            note(s, outcome)
-            if !s.rejectionLogged {
-                s.rejectionLogged = true
-                onFirstRejection?(d, s.counters.lastError ?? "status \(outcome.status)")
-            }
+        case .keep, .rejected:
+            break
         }
     }
 
