@@ -70,6 +70,8 @@ public final class FileSpool: ObservationSpool {
     private let counts: UnsafeMutablePointer<Int>
     public private(set) var batchCount = 0
     private var batchEnd: (segment: UInt64, offset: Int)?
+    private var loadedDatastream = -1
+    private var loadedLimit = 0
     private var batchDamaged = 0, batchDamagedBytes = 0, batchUnknown = 0
 
     /// Opens (creating) the spool for outputs `outputNames` (index = the publisher's datastream index).
@@ -124,29 +126,17 @@ public final class FileSpool: ObservationSpool {
 
     private func recover() throws {
         ids = try Self.segmentIDs(options.directory)
-        var slots = [UInt8](repeating: 0, count: 2 * SpoolCursor.slotBytes)
-        let n = slots.withUnsafeMutableBytes { pread(cursorFD, $0.baseAddress, $0.count, 0) }
-        if n == slots.count {
-            cursor = slots.withUnsafeBytes { b in
-                SpoolCursor.newest(SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[0..<32])),
-                                   SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[32..<64])))
-            } ?? SpoolCursor(sequence: 0, segment: ids.first ?? 1, offset: 0)
-        } else {
-            cursor = SpoolCursor(sequence: 0, segment: ids.first ?? 1, offset: 0)
-        }
-        // Segments wholly before the cursor were delivered; an unlink lost in a power cut comes back here.
-        while let first = ids.first, first < cursor.segment {
-            unlink(path(first))
-            ids.removeFirst()
-        }
-        if let first = ids.first, first > cursor.segment {
-            cursor = SpoolCursor(sequence: cursor.sequence, segment: first, offset: 0)
-        }
         sizes = []
         for id in ids {
             var st = stat()
             guard stat(path(id), &st) == 0 else { throw SystemError.last("stat", subject: path(id)) }
             sizes.append(Int(st.st_size))
+        }
+        cursor = Self.readCursor(cursorFD) ?? SpoolCursor(sequence: 0, segment: ids.first ?? 1, offset: 0)
+        // Segments wholly before the cursor were delivered; an unlink lost in a power cut comes back here.
+        deleteBeforeCursor()
+        if let first = ids.first, first > cursor.segment {
+            cursor = SpoolCursor(sequence: cursor.sequence, segment: first, offset: 0)
         }
         if let last = ids.last {
             // A power cut may have left half a record at the end of the newest segment: cut it off,
@@ -161,6 +151,17 @@ public final class FileSpool: ObservationSpool {
                 sizes[sizes.count - 1] = end
             }
             if Int(cursor.offset) > sizes[0] { cursor.offset = UInt64(sizes[0]) }
+        }
+    }
+
+    /// The newer intact slot of a cursor file (nil: none written yet, or both torn).
+    static func readCursor(_ fd: Int32) -> SpoolCursor? {
+        var slots = [UInt8](repeating: 0, count: 2 * SpoolCursor.slotBytes)
+        let n = slots.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n == slots.count else { return nil }
+        return slots.withUnsafeBytes { b in
+            SpoolCursor.newest(SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[0..<SpoolCursor.slotBytes])),
+                               SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[SpoolCursor.slotBytes...])))
         }
     }
 
@@ -197,7 +198,8 @@ public final class FileSpool: ObservationSpool {
     }
 
     @discardableResult
-    private func scan(_ id: UInt64, from start: Int, size: Int, _ body: (ScanItem) -> Bool) throws -> Int {
+    private func scan(_ id: UInt64, from start: Int, size: Int, readAtMost: Int = Int.max,
+                      _ body: (ScanItem) -> Bool) throws -> Int {
         if readFD < 0 || readSegment != id {
             closeReader()
             let p = path(id)
@@ -206,7 +208,9 @@ public final class FileSpool: ObservationSpool {
             readFD = fd
             readSegment = id
         }
-        return try Self.scan(fd: readFD, name: path(id), from: start, size: size, buffer: readBuf, body)
+        // `readAtMost` keeps a batch's read to what the batch can hold (never less than one record).
+        let window = UnsafeMutableRawBufferPointer(rebasing: readBuf[0..<min(readBuf.count, max(readAtMost, SpoolRecord.size(values: SpoolRecord.maxValues)))])
+        return try Self.scan(fd: readFD, name: path(id), from: start, size: size, buffer: window, body)
     }
 
     /// The segment being read stays open between batches (opening it per batch would build its
@@ -362,6 +366,9 @@ public final class FileSpool: ObservationSpool {
 
     public func loadBatch(max limit: Int) -> Int? {
         let limit = min(max(1, limit), Self.batchLimit)
+        // Loaded and not committed (a retry after a failure, or the datastream is registering):
+        // the same records, without reading them again.
+        if batchEnd != nil, batchCount > 0, loadedLimit == limit { return loadedDatastream }
         while true {
             batchCount = 0
             batchEnd = nil
@@ -377,7 +384,8 @@ public final class FileSpool: ObservationSpool {
             var ds = -1
             let end: Int
             do {
-                end = try scan(cursor.segment, from: Int(cursor.offset), size: size) { item in
+                end = try scan(cursor.segment, from: Int(cursor.offset), size: size,
+                               readAtMost: limit * SpoolRecord.size(values: maxValues)) { item in
                     switch item {
                     case .record(_, let key, let time, let n, let chunk, let rel):
                         guard let d = keyIndex[key] else { batchUnknown += 1; return true }
@@ -403,8 +411,13 @@ public final class FileSpool: ObservationSpool {
                 commitBatch()
                 continue
             }
-            batchEnd = (cursor.segment, end)
-            if batchCount > 0 { return ds }
+            // No progress (the file is shorter than it was): the rest of the segment is lost, not looped on.
+            batchEnd = (cursor.segment, end > Int(cursor.offset) || batchCount > 0 ? end : size)
+            if batchCount > 0 {
+                loadedDatastream = ds
+                loadedLimit = limit
+                return ds
+            }
             // Only unknown outputs or damage: step over them durably and look further.
             commitBatch()
         }
@@ -516,15 +529,8 @@ public final class FileSpool: ObservationSpool {
         var ids = try segmentIDs(directory)
         let cfd = osh_open(directory + "/cursor", O_RDONLY | O_CLOEXEC, 0)
         if cfd >= 0 {
-            var slots = [UInt8](repeating: 0, count: 2 * SpoolCursor.slotBytes)
-            let n = slots.withUnsafeMutableBytes { pread(cfd, $0.baseAddress, $0.count, 0) }
+            r.cursor = readCursor(cfd)
             close(cfd)
-            if n == slots.count {
-                r.cursor = slots.withUnsafeBytes { b in
-                    SpoolCursor.newest(SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[0..<32])),
-                                       SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[32..<64])))
-                }
-            }
         }
         if let c = r.cursor { ids.removeAll { $0 < c.segment } }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 8)
