@@ -97,11 +97,11 @@ private func perOutput(_ i: FileSpool.Inspection, _ names: SpoolNames) -> [(Stri
 private struct SpoolNames {
     var byKey: [UInt32: String] = [:]
     init() {
-        let chips: [(String, String?)] = [("MPU9250", nil), ("MPU6050", nil), ("MPU6500", nil), ("ICM20948", "AK09916"),
-                                          ("LSM6DSOX", "LIS3MDL"), ("BNO055", nil), ("MPU9250", "AK8963")]
-        for (imu, mag) in chips {
-            for spec in OutputCatalogue.all(OutputOptions(uid: "spool", imuChip: imu, magnetometerChip: mag)) {
-                byKey[SpoolRecord.key(outputName: spec.outputName)] = spec.outputName
+        for imu in KnownChips.imus {
+            for mag in [nil] + KnownChips.magnetometers.map(Optional.some) {
+                for spec in OutputCatalogue.all(OutputOptions(uid: "spool", imuChip: imu, magnetometerChip: mag)) {
+                    byKey[SpoolRecord.key(outputName: spec.outputName)] = spec.outputName
+                }
             }
         }
         byKey[SpoolRecord.key(outputName: "ptz_position")] = "ptz_position"
