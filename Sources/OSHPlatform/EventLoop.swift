@@ -245,6 +245,18 @@ public final class EventLoop {
         }
     }
 
+    /// Turns the loop until `condition` holds (checked after each event, and at least every 10 ms)
+    /// or `seconds` pass. Returns whether it held — a bounded wait for tests and tools.
+    @discardableResult
+    public func run(for seconds: Double, until condition: () -> Bool) throws -> Bool {
+        let end = EventLoop.deadline(after: seconds)
+        while !condition() {
+            if osh_monotonic_ns() > end { return false }
+            try runOnce(timeoutMs: 10)
+        }
+        return true
+    }
+
     /// Makes `run` return after the current event.
     public func stop() { stopping = true }
 }

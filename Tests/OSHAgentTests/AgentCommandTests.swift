@@ -33,12 +33,7 @@ final class AgentCommandTests: XCTestCase {
         agent.onIdentify = { s in identified = s; return "blinking for \(Int(s)) s" }
         try agent.start()
         func run(_ timeout: Double, until: () -> Bool) throws -> Bool {
-            let end = EventLoop.deadline(after: timeout)
-            while !until() {
-                if Clock.monotonicNanoseconds() > end { return false }
-                _ = try loop.runOnce(timeoutMs: 10)
-            }
-            return true
+            try loop.run(for: timeout, until: until)
         }
         XCTAssertTrue(try run(10) { agent.commandReceiver?.channel.state == .open }, "command channel open")
         let csID = try XCTUnwrap(agent.commandReceiver?.controlStreamID)

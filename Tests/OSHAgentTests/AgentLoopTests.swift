@@ -38,12 +38,7 @@ final class AgentLoopTests: XCTestCase {
     /// Serves the loop until `condition` holds or `timeout` passes; returns whether it held.
     @discardableResult
     private func run(_ loop: EventLoop, timeout: Double, until condition: () -> Bool) throws -> Bool {
-        let end = EventLoop.deadline(after: timeout)
-        while !condition() {
-            if Clock.monotonicNanoseconds() > end { return false }
-            try loop.runOnce(timeoutMs: 20)
-        }
-        return true
+        try loop.run(for: timeout, until: condition)
     }
 
     private func received(_ a: AgentRuntime) -> [String: Int] {

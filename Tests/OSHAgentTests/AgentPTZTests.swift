@@ -41,12 +41,7 @@ final class AgentPTZTests: XCTestCase {
         try hardware.start(feeding: agent)
         defer { hardware.stop() }
         func run(_ timeout: Double, until: () -> Bool) throws -> Bool {
-            let end = EventLoop.deadline(after: timeout)
-            while !until() {
-                if Clock.monotonicNanoseconds() > end { return false }
-                _ = try loop.runOnce(timeoutMs: 10)
-            }
-            return true
+            try loop.run(for: timeout, until: until)
         }
         XCTAssertTrue(try run(10) { agent.commandReceivers[PTZSchema.inputName]?.channel.state == .open })
         let csID = try XCTUnwrap(agent.commandReceivers[PTZSchema.inputName]?.controlStreamID)

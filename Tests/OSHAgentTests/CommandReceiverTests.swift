@@ -31,12 +31,7 @@ final class CommandReceiverTests: XCTestCase {
 
     @discardableResult
     private func run(timeout: Double = 5, until condition: () -> Bool) throws -> Bool {
-        let end = EventLoop.deadline(after: timeout)
-        while !condition() {
-            if Clock.monotonicNanoseconds() > end { return false }
-            try loop.runOnce(timeoutMs: 10)
-        }
-        return true
+        try loop.run(for: timeout, until: condition)
     }
 
     private func call(_ r: CSRequest) throws -> HTTPResult {

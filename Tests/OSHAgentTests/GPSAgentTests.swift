@@ -33,12 +33,7 @@ final class GPSAgentTests: XCTestCase {
     }
 
     private func run(_ loop: EventLoop, timeout: Double, until condition: () -> Bool) throws -> Bool {
-        let end = EventLoop.deadline(after: timeout)
-        while !condition() {
-            if Clock.monotonicNanoseconds() > end { return false }
-            try loop.runOnce(timeoutMs: 20)
-        }
-        return true
+        try loop.run(for: timeout, until: condition)
     }
 
     func testAReplayedReceiverLogReachesTheNodeWithItsPositions() throws {

@@ -22,12 +22,7 @@ final class VideoInputTests: XCTestCase {
     private func now() -> Double { Double(Clock.monotonicNanoseconds()) / 1e9 }
 
     private func spin(_ loop: EventLoop, timeout: Double = 3, until cond: () -> Bool) throws -> Bool {
-        let end = now() + timeout
-        while !cond() {
-            if now() > end { return false }
-            _ = try loop.runOnce(timeoutMs: 10)
-        }
-        return true
+        try loop.run(for: timeout, until: cond)
     }
 
     func testSlowNodeDropsAndCountsFramesWhileScalarsKeepTheirPace() throws {

@@ -33,12 +33,7 @@ final class WebSocketClientTests: XCTestCase {
 
     @discardableResult
     private func run(timeout: Double = 5, until condition: () -> Bool) throws -> Bool {
-        let end = EventLoop.deadline(after: timeout)
-        while !condition() {
-            if Clock.monotonicNanoseconds() > end { return false }
-            try loop.runOnce(timeoutMs: 10)
-        }
-        return true
+        try loop.run(for: timeout, until: condition)
     }
 
     private func call(_ r: CSRequest) throws -> HTTPResult {
@@ -123,12 +118,7 @@ final class WebSocketTLSTests: XCTestCase {
         let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot, credentials: builder.credentials,
                                                                  tls: .trustCertificate(pemPath: dir + "/cert.pem")))
         func run(_ timeout: Double = 10, until done: () -> Bool) throws -> Bool {
-            let end = EventLoop.deadline(after: timeout)
-            while !done() {
-                if Clock.monotonicNanoseconds() > end { return false }
-                try loop.runOnce(timeoutMs: 10)
-            }
-            return true
+            try loop.run(for: timeout, until: done)
         }
         var sys: HTTPResult?
         http.send(builder.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:wstls", label: "TLS", serial: "t",

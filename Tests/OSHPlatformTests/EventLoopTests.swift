@@ -20,6 +20,16 @@ final class EventLoopTests: XCTestCase {
         XCTAssertEqual(loop.sourceCount, 0)
     }
 
+    func testRunForUntilStopsWhenTheConditionHoldsOrTimeRunsOut() throws {
+        let loop = try EventLoop()
+        var fired = false
+        try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: 0) { _ in fired = true }
+        XCTAssertTrue(try loop.run(for: 5) { fired }, "a timer's effect ends the wait")
+        let t0 = Clock.monotonicNanoseconds()
+        XCTAssertFalse(try loop.run(for: 0.1) { false })
+        XCTAssertGreaterThanOrEqual(Clock.monotonicNanoseconds() - t0, 100_000_000, "waited the whole time")
+    }
+
     func testOneShotTimerAndRearm() throws {
         let loop = try EventLoop()
         var fired = 0

@@ -24,12 +24,7 @@ final class VideoV4L2Tests: XCTestCase {
 
     /// Runs the loop until `cond` holds or `timeout` seconds pass.
     private func spin(_ loop: EventLoop, timeout: Double = 2, until cond: () -> Bool) throws -> Bool {
-        let end = Double(Clock.monotonicNanoseconds()) / 1e9 + timeout
-        while !cond() {
-            if Double(Clock.monotonicNanoseconds()) / 1e9 > end { return false }
-            _ = try loop.runOnce(timeoutMs: 10)
-        }
-        return true
+        try loop.run(for: timeout, until: cond)
     }
 
     // MARK: Probe
