@@ -39,12 +39,6 @@ public final class BMP3Driver: BarometerDriver {
 
     deinit { buffer.deallocate() }
 
-    @discardableResult public func identify() throws -> UInt8 {
-        let id = try bus.readRegister(address, Self.regID)
-        try checkID(id)
-        return id
-    }
-
     public func reset() throws {
         // A command is accepted only when cmd_rdy is set.
         guard try bus.readRegister(address, Self.regStatus) & Self.statusCmdReady != 0 else {

@@ -42,12 +42,6 @@ public final class BMx280Driver: BarometerDriver {
 
     deinit { buffer.deallocate() }
 
-    @discardableResult public func identify() throws -> UInt8 {
-        let id = try bus.readRegister(address, Self.regID)
-        try checkID(id)
-        return id
-    }
-
     public func reset() throws {
         try bus.writeRegister(address, Self.regReset, Self.resetValue)
         usleep(2000) // start-up time 2 ms (datasheet table 2)

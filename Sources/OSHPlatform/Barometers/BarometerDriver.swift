@@ -75,6 +75,16 @@ public protocol BarometerDriver: AnyObject {
 }
 
 extension BarometerDriver {
+    /// Reads the ID register the chip's identity names and checks it (every barometer has one).
+    @discardableResult public func identify() throws -> UInt8 {
+        guard let register = identity.idRegister else {
+            throw I2CError(.unexpectedResponse, bus: bus.number, address: address, operation: "identifying a \(identity.name): no ID register known")
+        }
+        let id = try bus.readRegister(address, register)
+        try checkID(id)
+        return id
+    }
+
     /// identify → reset → calibration → configure: what opening and reopening a chip do.
     public func start(_ configuration: BarometerConfiguration) throws {
         try identify()

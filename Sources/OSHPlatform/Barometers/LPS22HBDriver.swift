@@ -36,12 +36,6 @@ public final class LPS22HBDriver: BarometerDriver {
 
     deinit { buffer.deallocate() }
 
-    @discardableResult public func identify() throws -> UInt8 {
-        let id = try bus.readRegister(address, Self.regWhoAmI)
-        try checkID(id)
-        return id
-    }
-
     /// SWRESET (volatile registers to defaults), then BOOT (reload trimming); both self-clear.
     public func reset() throws {
         try bus.writeRegister(address, Self.regCtrl2, Self.ctrl2AutoIncrement | Self.ctrl2SoftReset)
