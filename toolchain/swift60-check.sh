@@ -13,8 +13,11 @@
 # glibc >= 2.38, so it cannot run on a bookworm host directly.
 set -euo pipefail
 
-ROOT=${OSH_SWIFT60_ROOT:-/var/cache/osh-edge/swift60-trixie}
-ROOT=$(realpath -m -- "$ROOT")
+LOG_TAG=swift60-check
+# ROOT, log/die, the mount stack (MOUNTS, unmount_all), in_builder, lock_builder: shared with
+# make-sdk.sh and cross-build.sh.
+# shellcheck source=toolchain/lib-chroot.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/lib-chroot.sh"
 SUITE=trixie
 # Compiler + what SwiftPM needs to link (libc6-dev: Scrt1.o for the manifest), plus the
 # -dev packages for the project's system-library targets.
@@ -30,23 +33,12 @@ PKG=$(realpath -e -- "${1:-$SCRIPT_DIR/..}")
 shift || true
 EXTRA_ARGS=("$@")
 
-log() { printf '[swift60-check] %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (debootstrap, chroot and mount need it)"
 [[ -f "$PKG/Package.swift" ]] || die "no Package.swift in $PKG"
 
 # --- mounts, always undone on exit (reverse order) --------------------------------------
-MOUNTS=()
-cleanup() {
-  local i
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-    umount -- "${MOUNTS[i]}" 2>/dev/null || umount -l -- "${MOUNTS[i]}" ||
-      log "warning: could not unmount ${MOUNTS[i]}"
-  done
-  MOUNTS=()
-}
-trap cleanup EXIT
+trap unmount_all EXIT
 trap 'exit 130' INT TERM   # run the EXIT trap on Ctrl-C too
 
 mount_chroot_fs() {
@@ -59,12 +51,6 @@ mount_chroot_fs() {
   if [[ -d /dev/pts ]] && mountpoint -q /dev/pts; then
     mount --bind /dev/pts "$ROOT/dev/pts" && MOUNTS+=("$ROOT/dev/pts")
   fi
-}
-
-# A clean environment inside the chroot so host settings (PATH with /opt/swift etc.) don't leak in.
-in_chroot() {
-  chroot "$ROOT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
-    PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
 }
 
 mounts_below() { findmnt -rn -o TARGET | awk -v r="$ROOT" '$0 == r || index($0, r "/") == 1'; }
@@ -148,21 +134,19 @@ setup_chroot() {
 
   mount_chroot_fs
   log "installing ${PACKAGES[*]}"
-  in_chroot apt-get update
-  in_chroot apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+  in_builder apt-get update
+  in_builder apt-get install -y --no-install-recommends "${PACKAGES[@]}"
   # The .debs and package lists are not needed after install (lists are refetched on change).
-  in_chroot apt-get clean
+  in_builder apt-get clean
   rm -rf "$ROOT"/var/lib/apt/lists/*
-  cleanup
+  unmount_all
   printf '%s\n' "$want" >"$STAMP_READY"
   rm -f "$PARTIAL"
   log "chroot ready"
 }
 
 # One run at a time per chroot: setup and the bind mounts must not interleave.
-mkdir -p "$(dirname "$ROOT")"
-exec 9>"$ROOT.lock"
-flock 9
+lock_builder
 
 setup_chroot
 # make-sdk.sh / cross-build.sh only need the builder to exist.
@@ -194,11 +178,11 @@ mkdir -p "$ROOT$SCRATCH"
 BUILD_LOG="$ROOT$SCRATCH/last-build.log"
 
 log "compiler:"
-in_chroot /usr/bin/swift --version
+in_builder /usr/bin/swift --version
 
 log "swift build --build-tests (debug) of $PKG, scratch path $SCRATCH (inside $ROOT)"
 set +e
-in_chroot sh -c 'cd "$1" && shift && exec /usr/bin/swift build "$@"' sh "$PKG" \
+in_builder sh -c 'cd "$1" && shift && exec /usr/bin/swift build "$@"' sh "$PKG" \
   --scratch-path "$SCRATCH" --build-tests "${EXTRA_ARGS[@]}" 2>&1 | tee "$BUILD_LOG"
 rc=${PIPESTATUS[0]}
 set -e
