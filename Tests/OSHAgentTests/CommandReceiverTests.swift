@@ -34,19 +34,14 @@ final class CommandReceiverTests: XCTestCase {
         try loop.run(for: timeout, until: condition)
     }
 
-    private func call(_ r: CSRequest) throws -> HTTPResult {
-        var got: HTTPResult?
-        http.send(r) { got = $0 }
-        try run(timeout: 10) { got != nil }
-        return try XCTUnwrap(got)
-    }
+    private func call(_ r: CSRequest) throws -> HTTPResult { try http.sendWaiting(r, on: loop) }
 
     /// System + device_control control stream; returns the control stream id.
     private func register() throws -> String {
         let sys = SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:cmdtest", label: "Cmd Pi", serial: "cmdtest", validFrom: 1.7e9, components: []))
         let s = try call(builder.createSystem(body: sys))
         XCTAssertEqual(s.status, 201)
-        let sysID = try XCTUnwrap(s.location?.split(separator: "/").last.map(String.init))
+        let sysID = try XCTUnwrap(CSResponse.resourceID(fromLocation: s.location))
         let body = DeviceControl.body(systemLabel: "Cmd Pi", outputNames: outputs)
         var got: Result<String, CommandChannelSetupError>?
         CommandReceiver.registerControlStream(http: http, builder: builder, systemID: sysID, body: body) { got = $0 }
@@ -54,7 +49,7 @@ final class CommandReceiverTests: XCTestCase {
         let csID = try XCTUnwrap(got).get()
         // Idempotent by inputName.
         let again = try call(builder.createControlStream(systemID: sysID, body: body))
-        XCTAssertEqual(again.location?.split(separator: "/").last.map(String.init), csID)
+        XCTAssertEqual(CSResponse.resourceID(fromLocation: again.location), csID)
         return csID
     }
 

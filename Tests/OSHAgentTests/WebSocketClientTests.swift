@@ -21,9 +21,9 @@ final class WebSocketClientTests: XCTestCase {
         let b = CSRequestBuilder()
         let sys = try call(b.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:ws", label: "WS", serial: "ws",
                                                                                    validFrom: 1.7e9, components: []))))
-        let sysID = try XCTUnwrap(sys.location?.split(separator: "/").last.map(String.init))
+        let sysID = try XCTUnwrap(CSResponse.resourceID(fromLocation: sys.location))
         let cs = try call(b.createControlStream(systemID: sysID, body: DeviceControl.body(systemLabel: "WS", outputNames: [])))
-        csID = try XCTUnwrap(cs.location?.split(separator: "/").last.map(String.init))
+        csID = try XCTUnwrap(CSResponse.resourceID(fromLocation: cs.location))
     }
 
     override func tearDown() {
@@ -36,12 +36,7 @@ final class WebSocketClientTests: XCTestCase {
         try loop.run(for: timeout, until: condition)
     }
 
-    private func call(_ r: CSRequest) throws -> HTTPResult {
-        var got: HTTPResult?
-        http.send(r) { got = $0 }
-        try run(timeout: 10) { got != nil }
-        return try XCTUnwrap(got)
-    }
+    private func call(_ r: CSRequest) throws -> HTTPResult { try http.sendWaiting(r, on: loop) }
 
     private func client(ping: Double = 0) throws -> WebSocketClient {
         try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
