@@ -253,6 +253,11 @@ public enum Probe {
             lines += ["", "[camera]", "device = \"\(cam.path)\"", "width = \(size.width)", "height = \(size.height)",
                       "encoder = \"\(hasEncoder ? "v4l2m2m" : "x264")\""]
             outputs.append("camera0_H264")
+            let codecs = video.filter { $0.role == .m2mCodec }
+            if !hasEncoder && !codecs.isEmpty {
+                notes.append("no usable H.264 encoder (" + codecs.map { "\($0.path) (\($0.card)) \($0.note)" }.joined(separator: "; ")
+                             + "); the camera uses libx264")
+            }
         }
         for o in outputs { lines += ["", "[outputs.\(o)]", "enabled = true"] }
         if outputs.isEmpty { lines.append("# nothing found that osh-edge can use") }
@@ -304,6 +309,7 @@ extension ProbeReport {
         if video.isEmpty { out.append("  none") }
         for v in video {
             out.append("  \(v.path)  \(v.role.rawValue)  \(v.card) (\(v.driver))")
+            if !v.note.isEmpty { out.append("    not usable: \(v.note)") }
             for f in v.formats {
                 let sizes = f.isRange ? f.sizes.map(\.description).joined(separator: " … ") : f.sizes.map(\.description).joined(separator: " ")
                 out.append("    \(f.fourCC)  \(sizes)")
@@ -378,6 +384,7 @@ extension ProbeReport {
             w.key("role"); w.string(v.role.rawValue)
             w.key("card"); w.string(v.card)
             w.key("driver"); w.string(v.driver)
+            if !v.note.isEmpty { w.key("note"); w.string(v.note) }
             w.key("formats"); w.beginArray()
             for f in v.formats {
                 w.beginObject()

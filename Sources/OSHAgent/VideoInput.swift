@@ -161,8 +161,9 @@ public final class VideoInput {
         m2m?.shutdown()
         m2m = nil
         x264 = nil
-        let hw = (settings.encoder == .software || m2mFailed || format == .h264) ? nil : V4L2Probe.findEncoder(device)
-        var (kind, reason) = VideoEncoderDecision.decide(captureFormat: format, m2mDevice: hw, preference: m2mFailed ? .software : settings.encoder)
+        let hw = (settings.encoder == .software || m2mFailed || format == .h264) ? V4L2EncoderSearch() : V4L2Probe.findEncoder(device)
+        var (kind, reason) = VideoEncoderDecision.decide(captureFormat: format, m2mDevice: hw.path, m2mCard: hw.card, unusable: hw.unusable,
+                                                         preference: m2mFailed ? .software : settings.encoder)
         if m2mFailed && kind == .x264 { reason = "the hardware encoder failed earlier; using libx264" }
         guard let chosen = kind else { throw V4L2Error("camera0_H264: \(reason)", errno: ENODEV) }
         if case .m2m(let path) = chosen {

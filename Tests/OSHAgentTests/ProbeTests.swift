@@ -106,6 +106,23 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual((obj["video"] as? [[String: Any]])?.count, 2)
     }
 
+    func testVicodecIsReportedAsAnM2MCodecNotUsableAndTheCameraGetsX264() throws {
+        let (bus, _) = try board()
+        let video = SimulatedV4L2()
+        video.add("/dev/video0", .camera(card: "HD Webcam", formats: [.yuyv], sizes: [V4L2FrameSize(width: 640, height: 480)]))
+        video.add("/dev/video1", .vicodecEncoder)
+        let report = Probe.run(bus: nil, dump: false, sources: sources(bus, video: video))
+        XCTAssertEqual(report.video.map(\.role), [.camera, .m2mCodec])
+        XCTAssertTrue(report.table.contains("/dev/video1  m2m-codec  vicodec (vicodec)\n    not usable: encodes FWHT, not H.264"), report.table)
+        XCTAssertTrue(report.configSections.contains("encoder = \"x264\""), report.configSections)
+        XCTAssertEqual(report.configNotes.filter { $0.contains("no usable H.264 encoder") },
+                       ["no usable H.264 encoder (/dev/video1 (vicodec) encodes FWHT, not H.264); the camera uses libx264"])
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+        let v = try XCTUnwrap(obj["video"] as? [[String: Any]])
+        XCTAssertEqual(v[1]["role"] as? String, "m2m-codec")
+        XCTAssertEqual(v[1]["note"] as? String, "encodes FWHT, not H.264")
+    }
+
     func testDumpGivesTheBytesDecodeTakes() throws {
         let (bus, _) = try board()
         let report = Probe.run(bus: 1, dump: true, sources: sources(bus))

@@ -132,6 +132,37 @@ final class VideoInputTests: XCTestCase {
         direct.stop()
     }
 
+    func testVicodecIsPassedOverWithItsReasonAndAnotherH264EncoderIsUsed() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [.yuyv], encoder: false)
+        s.add("/dev/video1", .vicodecEncoder)
+        s.add("/dev/video2", .vicodecDecoder)
+        var aus = 0
+        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+                                   device: s) { _, _ in aus += 1 }
+        try input.start()
+        s.deliverFrame("/dev/video0")
+        XCTAssertTrue(try spin(loop) { aus == 1 })
+        XCTAssertEqual(input.encoderKind, .x264)
+        XCTAssertEqual(input.encoderReason, "/dev/video1 (vicodec) encodes FWHT, not H.264; "
+                       + "/dev/video2 (vicodec) is a decoder (FWHT), not an encoder; using libx264")
+        input.stop()
+
+        // An H.264 M2M encoder with another card name is used like the Pi's.
+        s.add("/dev/video7", .m2m(card: "Qualcomm Venus video encoder", driver: "qcom-venus", capture: [.h264],
+                                  output: [.nv12, .yuyv], multiplanar: true))
+        aus = 0
+        let hw = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+                                device: s) { _, _ in aus += 1 }
+        try hw.start()
+        s.deliverFrame("/dev/video0")
+        XCTAssertTrue(try spin(loop) { aus == 1 })
+        XCTAssertEqual(hw.encoderKind, .m2m("/dev/video7"))
+        XCTAssertTrue(hw.encoderReason.hasPrefix("hardware H.264 encoder Qualcomm Venus video encoder found at /dev/video7"), hw.encoderReason)
+        hw.stop()
+        XCTAssertEqual(s.openHandles, 0)
+    }
+
     func testHardwareEncoderLostFallsBackToX264() throws {
         let loop = try EventLoop()
         let s = simulated(cameraFormats: [.yuyv], encoder: true)

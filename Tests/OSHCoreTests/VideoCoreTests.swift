@@ -55,6 +55,17 @@ final class VideoCoreTests: XCTestCase {
         let refused = VideoEncoderDecision.decide(captureFormat: .i420, m2mDevice: nil, preference: .hardware)
         XCTAssertNil(refused.kind)
         XCTAssertTrue(refused.reason.contains("encoder = auto"), refused.reason)
+        // Why each M2M node was passed over is the reason libx264 runs.
+        let why = ["/dev/video1 (vicodec) encodes FWHT, not H.264"]
+        let soft = VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: nil, unusable: why, preference: .auto)
+        XCTAssertEqual(soft.kind, .x264)
+        XCTAssertEqual(soft.reason, "/dev/video1 (vicodec) encodes FWHT, not H.264; using libx264")
+        let demanded = VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: nil, unusable: why, preference: .hardware)
+        XCTAssertNil(demanded.kind)
+        XCTAssertTrue(demanded.reason.contains("(/dev/video1 (vicodec) encodes FWHT, not H.264)"), demanded.reason)
+        let found = VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: "/dev/video11", m2mCard: "bcm2835-codec-encode",
+                                                unusable: why, preference: .auto)
+        XCTAssertEqual(found.reason, "hardware H.264 encoder bcm2835-codec-encode found at /dev/video11")
     }
 
     func testVideoSettingsProblems() {

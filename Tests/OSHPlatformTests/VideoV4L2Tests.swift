@@ -39,10 +39,83 @@ final class VideoV4L2Tests: XCTestCase {
         XCTAssertEqual(list[0].driver, "uvcvideo")
         XCTAssertEqual(list[3].formats.map(\.fourCC), [.yu12, .nv12, .yuyv])
         XCTAssertTrue(list[3].formats[0].isRange)
-        XCTAssertEqual(V4L2Probe.findEncoder(s), Self.enc, "found by QUERYCAP card name, as rpicam-apps does")
-        XCTAssertNil(V4L2Probe.findEncoder(sim(encoder: false)))
+        XCTAssertEqual(V4L2Probe.findEncoder(s), V4L2EncoderSearch(path: Self.enc, card: V4L2Probe.encoderCard),
+                       "found by what its queues list (H.264 out, YU12/NV12/YUYV in)")
+        XCTAssertEqual(V4L2Probe.findEncoder(sim(encoder: false)), V4L2EncoderSearch(), "no M2M node at all: nothing to explain")
         XCTAssertEqual(s.openHandles, 0, "probing closes what it opens")
         XCTAssertEqual(V4L2Probe.list(SimulatedV4L2()), [])
+    }
+
+    /// vicodec (the kernel's virtual codec, present under QEMU): M2M, but FWHT.
+    private func vicodec(_ s: SimulatedV4L2, from n: Int = 1) {
+        s.add("/dev/video\(n)", .vicodecEncoder)
+        s.add("/dev/video\(n + 1)", .vicodecDecoder)
+        s.add("/dev/video\(n + 2)", .vicodecStatelessDecoder)
+    }
+
+    func testEncoderIsFoundByWhatItEncodesNotByItsName() throws {
+        // vicodec alone: no encoder, and why for each of its nodes.
+        let v = SimulatedV4L2()
+        v.add(Self.cam, .camera(card: "HD Webcam", formats: [.yuyv], sizes: Self.sizes))
+        vicodec(v)
+        let none = V4L2Probe.findEncoder(v)
+        XCTAssertNil(none.path)
+        XCTAssertEqual(none.unusable, ["/dev/video1 (vicodec) encodes FWHT, not H.264",
+                                       "/dev/video2 (vicodec) is a decoder (FWHT), not an encoder",
+                                       "/dev/video3 (vicodec) is a decoder (SFWH), not an encoder"])
+        XCTAssertEqual(v.trace(of: "/dev/video1"), ["OPEN", "QUERYCAP", "ENUM_FMT #0 FWHT", "ENUM_FMT #1 → EINVAL",
+                                                    "ENUM_FMT #0 YU12", "ENUM_FMT #1 NV12", "ENUM_FMT #2 YUYV", "ENUM_FMT #3 RGB3",
+                                                    "ENUM_FMT #4 → EINVAL", "CLOSE"], "single-planar queues asked, nothing streamed")
+        XCTAssertEqual(v.trace(of: Self.cam), ["OPEN", "QUERYCAP", "CLOSE"], "a camera is not asked for formats")
+        XCTAssertEqual(v.openHandles, 0)
+
+        // The probe says the same, by role and note.
+        let list = V4L2Probe.list(v)
+        XCTAssertEqual(list.map(\.role), [.camera, .m2mCodec, .m2mCodec, .m2mCodec])
+        XCTAssertEqual(list[1].note, "encodes FWHT, not H.264")
+        XCTAssertEqual(list[1].driver, "vicodec")
+        XCTAssertEqual(list[1].formats.map(\.fourCC), [FourCC("FWHT")], "an unusable codec shows its coded side")
+        XCTAssertEqual(list[2].formats.map(\.fourCC), [FourCC("FWHT")])
+
+        // vicodec + the Pi's codec: the Pi's, after vicodec's nodes; the ones passed over are said.
+        vicodec(v, from: 4)
+        v.add("/dev/video10", .other(card: "bcm2835-codec-decode"))
+        v.add(Self.enc, .encoder)
+        let pi = V4L2Probe.findEncoder(v)
+        XCTAssertEqual(pi.path, Self.enc)
+        XCTAssertEqual(pi.card, "bcm2835-codec-encode")
+        XCTAssertEqual(pi.unusable.count, 6)
+
+        // An H.264 encoder under another name (another SoC's codec) is found too, and runs.
+        let q = SimulatedV4L2()
+        vicodec(q)
+        q.add("/dev/video7", .m2m(card: "Qualcomm Venus video encoder", driver: "qcom-venus", capture: [.h264, FourCC("HEVC")],
+                                  output: [.nv12], multiplanar: true))
+        XCTAssertEqual(V4L2Probe.findEncoder(q).path, "/dev/video7")
+        XCTAssertEqual(V4L2Probe.list(q).last?.role, .h264Encoder)
+        XCTAssertEqual(V4L2Probe.list(q).last?.formats.map(\.fourCC), [.nv12], "an encoder shows the raw layouts it takes")
+        let loop = try EventLoop()
+        let e = try V4L2M2MEncoder(loop: loop, device: q, path: "/dev/video7", input: .nv12, width: 320, height: 240, bytesPerLine: 320,
+                                   settings: VideoSettings(width: 320, height: 240, fps: 10))
+        XCTAssertEqual(e.path, "/dev/video7")
+        e.shutdown()
+        XCTAssertEqual(q.openHandles, 0)
+    }
+
+    func testH264EncodersOsHEdgeCannotDriveAreExplained() {
+        let s = SimulatedV4L2()
+        s.add("/dev/video0", .m2m(card: "rgb-only", driver: "x", capture: [.h264], output: [FourCC("RGB3")], multiplanar: true))
+        s.add("/dev/video1", .m2m(card: "single", driver: "y", capture: [.h264], output: [.nv12], multiplanar: false))
+        s.add("/dev/video2", .m2m(card: "isp", driver: "z", capture: [.yu12], output: [.yuyv], multiplanar: true))
+        s.add("/dev/video3", .m2m(card: "jpeg", driver: "z", capture: [.jpeg], output: [.yu12], multiplanar: true))
+        XCTAssertEqual(V4L2Probe.findEncoder(s).unusable, [
+            "/dev/video0 (rgb-only) encodes H.264 but takes only RGB3 (osh-edge feeds YUYV, NV12 or YU12)",
+            "/dev/video1 (single) encodes H.264 through the single-planar M2M API (osh-edge drives multi-planar encoders only)",
+            "/dev/video2 (isp) is a converter (raw to raw), not an encoder",
+            "/dev/video3 (jpeg) encodes JPEG, not H.264",
+        ])
+        XCTAssertNil(V4L2Probe.findEncoder(s).path)
+        XCTAssertTrue(V4L2Probe.list(s).allSatisfy { $0.role == .m2mCodec })
     }
 
     func testSystemProbeOnThisMachineFindsNothingAndDoesNotFail() {

@@ -157,19 +157,23 @@ public enum VideoEncoderKind: Equatable, Sendable {
 }
 
 public enum VideoEncoderDecision {
-    /// Decides like rpicam-apps: the hardware encoder when its card name is found, else libx264.
+    /// Decides like rpicam-apps: the hardware encoder when one is found, else libx264.
+    /// `m2mCard` names the found encoder; `unusable` says why each M2M node passed over is not
+    /// one ("/dev/video1 (vicodec) encodes FWHT, not H.264"), for the log when libx264 is chosen.
     /// Returns nil (with the reason) when `hardware` is demanded and none exists.
-    public static func decide(captureFormat: PixelFormat, m2mDevice: String?,
+    public static func decide(captureFormat: PixelFormat, m2mDevice: String?, m2mCard: String = "", unusable: [String] = [],
                               preference: VideoEncoderPreference) -> (kind: VideoEncoderKind?, reason: String) {
         if captureFormat == .h264 { return (.cameraH264, "the camera delivers H.264 itself; no encoder needed") }
+        let why = unusable.joined(separator: "; ")
         switch (preference, m2mDevice) {
         case (.software, _):
             return (.x264, "encoder = software in the config")
         case (_, let dev?):
-            return (.m2m(dev), "hardware encoder bcm2835-codec-encode found at \(dev)")
+            return (.m2m(dev), "hardware H.264 encoder \(m2mCard.isEmpty ? "" : m2mCard + " ")found at \(dev)")
         case (.hardware, nil):
-            return (nil, "encoder = hardware but no bcm2835-codec-encode device exists; set encoder = auto to use libx264")
+            return (nil, "encoder = hardware but no M2M H.264 encoder exists\(why.isEmpty ? "" : " (" + why + ")"); set encoder = auto to use libx264")
         case (.auto, nil):
+            if !why.isEmpty { return (.x264, why + "; using libx264") }
             return (.x264, "no hardware H.264 encoder (bcm2835-codec-encode) found; using libx264")
         }
     }

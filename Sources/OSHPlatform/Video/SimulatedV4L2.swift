@@ -1,5 +1,5 @@
-// The mocking half of the V4L2 seam: a UVC-like camera and the Pi's bcm2835 M2M H.264
-// encoder, modelled closely enough to drive every path of V4L2Camera and V4L2M2MEncoder
+// The mocking half of the V4L2 seam: a UVC-like camera, the Pi's bcm2835 M2M H.264 encoder
+// and other M2M codecs (vicodec, another SoC's encoder), modelled closely enough to drive every path of V4L2Camera and V4L2M2MEncoder
 // without hardware — formats and sizes, buffer queue states, streaming, the poll fd
 // (an eventfd, readable while a finished buffer waits), unplugging, injected errnos — and a
 // trace of every ioctl. No device exists on the build machine; this is how that code is tested.
@@ -12,15 +12,33 @@ import Glibc
 #endif
 
 public final class SimulatedV4L2: V4L2Device {
-    public enum Model {
+    public enum Model: Sendable {
         /// A capture camera: what ENUM_FMT lists, the sizes it has, what S_FMT really accepts
         /// (nil = the listed formats) and whether S_PARM works.
         case camera(card: String, formats: [FourCC], sizes: [V4L2FrameSize], accepts: [FourCC]? = nil, frameRateControl: Bool = true)
         /// bcm2835-codec-encode: raw in on OUTPUT_MPLANE, H.264 out on CAPTURE_MPLANE.
         case encoder
+        /// Any other memory-to-memory codec, known by what its CAPTURE and OUTPUT queues list.
+        /// A multi-planar one runs like `encoder` (whatever `capture` says, it writes the fake
+        /// H.264 access unit); a single-planar one answers only QUERYCAP, ENUM_FMT and
+        /// ENUM_FRAMESIZES (all the probe asks).
+        case m2m(card: String, driver: String, capture: [FourCC], output: [FourCC], multiplanar: Bool)
         /// Any other node (decoder, ISP, metadata).
         case other(card: String)
+
+        /// vicodec's three nodes as Linux 6.12 registers them (card "vicodec" on each; single-
+        /// planar unless loaded with multiplanar=1): a FWHT encoder, a FWHT decoder and a
+        /// stateless FWHT decoder.
+        public static let vicodecEncoder = Model.m2m(card: "vicodec", driver: "vicodec", capture: [FourCC("FWHT")],
+                                                     output: [.yu12, .nv12, .yuyv, FourCC("RGB3")], multiplanar: false)
+        public static let vicodecDecoder = Model.m2m(card: "vicodec", driver: "vicodec", capture: [.yu12, .nv12, .yuyv],
+                                                     output: [FourCC("FWHT")], multiplanar: false)
+        public static let vicodecStatelessDecoder = Model.m2m(card: "vicodec", driver: "vicodec", capture: [.yu12, .nv12, .yuyv],
+                                                              output: [FourCC("SFWH")], multiplanar: false)
     }
+
+    /// What ENUM_FMT flags compressed, as the kernel's v4l_fill_fmtdesc does.
+    static let compressed: Set<FourCC> = [.h264, .mjpeg, .jpeg, FourCC("FWHT"), FourCC("SFWH"), FourCC("HEVC")]
 
     final class Buffer {
         enum State { case dequeued, queued, done }
@@ -59,27 +77,42 @@ public final class SimulatedV4L2: V4L2Device {
         let model: Model
         var present = true
         var capture: Queue
-        var output = Queue(type: V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue)
+        var output: Queue
         var controls: [UInt32: Int32] = [:]
         var fps: Double = 30
         var encoded = 0
         init(path: String, model: Model) {
             self.path = path
             self.model = model
-            if case .encoder = model {
+            switch model {
+            case .encoder, .m2m(_, _, _, _, true):
                 capture = Queue(type: V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue)
-            } else {
+                output = Queue(type: V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue)
+            case .m2m:
                 capture = Queue(type: V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+                output = Queue(type: V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue)
+            default:
+                capture = Queue(type: V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+                output = Queue(type: V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue)
             }
         }
         var card: String {
             switch model {
             case .camera(let c, _, _, _, _): return c
             case .encoder: return V4L2Probe.encoderCard
+            case .m2m(let c, _, _, _, _): return c
             case .other(let c): return c
             }
         }
-        var isEncoder: Bool { if case .encoder = model { return true }; return false }
+        /// Runs the encoder model: bcm2835 or a multi-planar M2M codec.
+        var isEncoder: Bool {
+            switch model {
+            case .encoder, .m2m(_, _, _, _, true): return true
+            default: return false
+            }
+        }
+        /// A single-planar M2M node: listed and probed, never streamed.
+        var isProbeOnly: Bool { if case .m2m(_, _, _, _, false) = model { return true }; return false }
     }
 
     struct Injection {
@@ -279,6 +312,7 @@ public final class SimulatedV4L2: V4L2Device {
     }
 
     private func handle(_ n: Node, fd: Int32, _ request: V4L2Request, _ arg: UnsafeMutableRawPointer) -> (Int32, String) {
+        if n.isProbeOnly && ![.querycap, .enumFmt, .enumFramesizes].contains(request) { return (ENOTTY, "not modelled") }
         switch request {
         case .querycap:
             let cap = arg.assumingMemoryBound(to: v4l2_capability.self)
@@ -294,6 +328,11 @@ public final class SimulatedV4L2: V4L2Device {
                 V4L2Text.set(&cap.pointee.driver, "bcm2835-codec")
                 V4L2Text.set(&cap.pointee.bus_info, "platform:bcm2835-codec")
                 devCaps = UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_M2M_MPLANE) | UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING)
+            case .m2m(_, let driver, _, _, let multiplanar):
+                V4L2Text.set(&cap.pointee.driver, driver)
+                V4L2Text.set(&cap.pointee.bus_info, "platform:" + driver)
+                devCaps = UInt32(truncatingIfNeeded: multiplanar ? V4L2_CAP_VIDEO_M2M_MPLANE : V4L2_CAP_VIDEO_M2M)
+                    | UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING)
             case .other:
                 V4L2Text.set(&cap.pointee.driver, "sim")
                 devCaps = UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING)
@@ -308,7 +347,7 @@ public final class SimulatedV4L2: V4L2Device {
             let i = Int(d.pointee.index)
             guard i < list.count else { return (EINVAL, "#\(i)") }
             d.pointee.pixelformat = list[i].rawValue
-            d.pointee.flags = list[i] == .h264 || list[i] == .mjpeg ? UInt32(truncatingIfNeeded: V4L2_FMT_FLAG_COMPRESSED) : 0
+            d.pointee.flags = Self.compressed.contains(list[i]) ? UInt32(truncatingIfNeeded: V4L2_FMT_FLAG_COMPRESSED) : 0
             V4L2Text.set(&d.pointee.description, list[i].description)
             return (0, "#\(i) \(list[i])")
 
@@ -322,7 +361,7 @@ public final class SimulatedV4L2: V4L2Device {
                 s.pointee.discrete.width = UInt32(sizes[i].width)
                 s.pointee.discrete.height = UInt32(sizes[i].height)
                 return (0, "#\(i) \(sizes[i])")
-            case .encoder:
+            case .encoder, .m2m:
                 guard i == 0 else { return (EINVAL, "#\(i)") }
                 s.pointee.type = V4L2_FRMSIZE_TYPE_STEPWISE.rawValue
                 s.pointee.stepwise = v4l2_frmsize_stepwise(min_width: 32, max_width: 1920, step_width: 2,
@@ -482,6 +521,10 @@ public final class SimulatedV4L2: V4L2Device {
         case .encoder:
             if type == V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue { return [.yu12, .nv12, .yuyv] }
             if type == V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue { return [.h264] }
+            return []
+        case .m2m(_, _, let capture, let output, _):
+            if type == n.capture.type { return capture }
+            if type == n.output.type { return output }
             return []
         case .other: return []
         }

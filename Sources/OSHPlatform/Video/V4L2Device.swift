@@ -1,6 +1,7 @@
 // The one seam every V4L2 call goes through. `SystemV4L2` is the real kernel (thin: one
-// syscall per method); `SimulatedV4L2` models a UVC camera and the Pi's bcm2835 codec for
-// tests. Camera, M2M encoder and probe are written only against this protocol.
+// syscall per method); `SimulatedV4L2` models a UVC camera, the Pi's bcm2835 codec and other
+// M2M codecs (vicodec) for tests. Camera, M2M encoder and probe are written only against this
+// protocol.
 
 import CShim
 import CV4L2
@@ -175,18 +176,87 @@ public struct V4L2FormatInfo: Equatable, Sendable {
 }
 
 public struct V4L2DeviceInfo: Equatable, Sendable {
-    public enum Role: String, Sendable { case camera, h264Encoder = "h264-encoder", other }
+    public enum Role: String, Sendable { case camera, h264Encoder = "h264-encoder", m2mCodec = "m2m-codec", other }
     public var path: String
     public var driver: String
     public var card: String
     public var busInfo: String
     public var role: Role
-    /// Capture formats (cameras), or the raw input formats an encoder accepts.
+    /// Capture formats (cameras), the raw input formats an encoder accepts, or the coded
+    /// formats of an M2M codec osh-edge cannot use.
     public var formats: [V4L2FormatInfo]
+    /// Why an M2M codec is not usable ("encodes FWHT, not H.264"); empty otherwise.
+    public var note = ""
+}
+
+/// What `V4L2Probe.findEncoder` found: the first usable H.264 M2M encoder, and why each M2M
+/// node before it (all of them when there is none) is not one.
+public struct V4L2EncoderSearch: Equatable, Sendable {
+    /// The encoder's node; nil when none is usable.
+    public var path: String?
+    /// Its QUERYCAP card name ("bcm2835-codec-encode" on a Pi 4).
+    public var card: String
+    /// One line per M2M node passed over, e.g. "/dev/video1 (vicodec) encodes FWHT, not H.264".
+    public var unusable: [String]
+
+    public init(path: String? = nil, card: String = "", unusable: [String] = []) {
+        self.path = path
+        self.card = card
+        self.unusable = unusable
+    }
+}
+
+/// One ENUM_FMT answer, as far as choosing an encoder needs it.
+struct V4L2FormatDesc: Equatable {
+    var fourCC: FourCC
+    var compressed: Bool
+}
+
+/// Whether an M2M node is an H.264 encoder osh-edge can drive, from what its queues list —
+/// never from its name (vicodec, another SoC's codec and the Pi's all say what they do here).
+struct M2MAssessment: Equatable {
+    /// The raw layouts the pipeline can put on the OUTPUT queue (V4L2M2MEncoder's inputs).
+    static let feedable: [FourCC] = [.yuyv, .nv12, .yu12]
+
+    var multiplanar: Bool
+    /// Formats of the CAPTURE queue (an encoder's coded side) and of the OUTPUT queue (its raw side).
+    var capture: [V4L2FormatDesc]
+    var output: [V4L2FormatDesc]
+
+    /// Coded: flagged compressed by the kernel, or a format known to be (a driver may not flag it).
+    private static func coded(_ list: [V4L2FormatDesc]) -> [FourCC] {
+        list.filter { $0.compressed || [.h264, .mjpeg, .jpeg].contains($0.fourCC) }.map(\.fourCC)
+    }
+
+    private static func names(_ list: [FourCC]) -> String { list.map(\.description).joined(separator: ", ") }
+
+    /// nil when usable, else why not: a phrase after "/dev/videoN (card)", without ";" (the
+    /// agent joins several with it).
+    var problem: String? {
+        let outputs = output.map(\.fourCC)
+        if capture.contains(where: { $0.fourCC == .h264 }) {
+            if !outputs.contains(where: Self.feedable.contains) {
+                return "encodes H.264 but takes \(outputs.isEmpty ? "no raw format" : "only " + Self.names(outputs)) (osh-edge feeds YUYV, NV12 or YU12)"
+            }
+            // V4L2M2MEncoder speaks the multi-planar API only (what bcm2835-codec offers).
+            if !multiplanar { return "encodes H.264 through the single-planar M2M API (osh-edge drives multi-planar encoders only)" }
+            return nil
+        }
+        let encodes = Self.coded(capture)
+        if !encodes.isEmpty { return "encodes \(Self.names(encodes)), not H.264" }
+        let decodes = Self.coded(output)
+        if !decodes.isEmpty { return "is a decoder (\(Self.names(decodes))), not an encoder" }
+        if capture.isEmpty && output.isEmpty { return "lists no formats" }
+        return "is a converter (raw to raw), not an encoder"
+    }
+
+    /// The queue whose formats describe the node: an encoder's raw input when usable, else the
+    /// side carrying coded formats (an encoder's CAPTURE, a decoder's OUTPUT).
+    var describingCapture: Bool { problem != nil && !Self.coded(capture).isEmpty }
 }
 
 public enum V4L2Probe {
-    /// The card name of the Pi's hardware H.264 encoder (what rpicam-apps looks for).
+    /// The card name of the Pi 4's hardware H.264 encoder (what rpicam-apps looks for).
     public static let encoderCard = "bcm2835-codec-encode"
 
     /// Every video node with its role, formats and sizes. Nodes that cannot be opened are skipped.
@@ -194,15 +264,57 @@ public enum V4L2Probe {
         device.listNodes().compactMap { info(device, path: $0) }
     }
 
-    /// The first node whose card name is `bcm2835-codec-encode` (nil when there is none — a Pi 5, a PC).
-    public static func findEncoder(_ device: V4L2Device) -> String? {
+    /// The first memory-to-memory node whose CAPTURE queue lists H.264 and whose OUTPUT queue
+    /// takes a raw layout the pipeline feeds (bcm2835-codec-encode on a Pi 4; none on a Pi 5 or
+    /// a PC), with why every M2M node passed over is not one (vicodec under QEMU encodes FWHT).
+    public static func findEncoder(_ device: V4L2Device) -> V4L2EncoderSearch {
+        var search = V4L2EncoderSearch()
         for path in device.listNodes() {
             guard case .success(let fd) = device.open(path) else { continue }
             defer { device.close(fd) }
             var cap = v4l2_capability()
-            if device.call(fd, .querycap, &cap) == 0 && V4L2Text.string(cap.card) == encoderCard { return path }
+            guard device.call(fd, .querycap, &cap) == 0, let m2m = assess(device, fd: fd, caps: cap.nodeCaps) else { continue }
+            let card = V4L2Text.string(cap.card)
+            guard let problem = m2m.problem else {
+                search.path = path
+                search.card = card
+                return search
+            }
+            search.unusable.append("\(path) (\(card)) \(problem)")
+        }
+        return search
+    }
+
+    /// The queue types of a memory-to-memory node (nil for any other node).
+    static func m2mTypes(_ caps: UInt32) -> (capture: UInt32, output: UInt32)? {
+        if caps & UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_M2M_MPLANE) != 0 {
+            return (V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue, V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue)
+        }
+        if caps & UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_M2M) != 0 {
+            return (V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue, V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue)
         }
         return nil
+    }
+
+    /// Both queues' formats of an M2M node; nil when the node is not one.
+    static func assess(_ device: V4L2Device, fd: Int32, caps: UInt32) -> M2MAssessment? {
+        guard let types = m2mTypes(caps) else { return nil }
+        return M2MAssessment(multiplanar: types.capture == V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue,
+                             capture: descriptions(device, fd: fd, type: types.capture),
+                             output: descriptions(device, fd: fd, type: types.output))
+    }
+
+    static func descriptions(_ device: V4L2Device, fd: Int32, type: UInt32) -> [V4L2FormatDesc] {
+        var out: [V4L2FormatDesc] = []
+        for i in 0..<64 {
+            var d = v4l2_fmtdesc()
+            d.index = UInt32(i)
+            d.type = type
+            guard device.call(fd, .enumFmt, &d) == 0 else { break }
+            out.append(V4L2FormatDesc(fourCC: FourCC(rawValue: d.pixelformat),
+                                      compressed: d.flags & UInt32(truncatingIfNeeded: V4L2_FMT_FLAG_COMPRESSED) != 0))
+        }
+        return out
     }
 
     static func info(_ device: V4L2Device, path: String) -> V4L2DeviceInfo? {
@@ -213,19 +325,24 @@ public enum V4L2Probe {
         let caps = cap.nodeCaps
         let card = V4L2Text.string(cap.card)
         let role: V4L2DeviceInfo.Role
-        let type: UInt32
-        if card == encoderCard {
-            role = .h264Encoder
-            type = V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue
+        var type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        var note = ""
+        if let types = m2mTypes(caps), let m2m = assess(device, fd: fd, caps: caps) {
+            if let problem = m2m.problem {
+                role = .m2mCodec
+                note = problem
+                type = m2m.describingCapture ? types.capture : types.output
+            } else {
+                role = .h264Encoder
+                type = types.output
+            }
         } else if caps & UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_CAPTURE) != 0 && caps & UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING) != 0 {
             role = .camera
-            type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         } else {
             role = .other
-            type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         }
         return V4L2DeviceInfo(path: path, driver: V4L2Text.string(cap.driver), card: card, busInfo: V4L2Text.string(cap.bus_info),
-                              role: role, formats: role == .other ? [] : formats(device, fd: fd, type: type))
+                              role: role, formats: role == .other ? [] : formats(device, fd: fd, type: type), note: note)
     }
 
     static func formats(_ device: V4L2Device, fd: Int32, type: UInt32) -> [V4L2FormatInfo] {

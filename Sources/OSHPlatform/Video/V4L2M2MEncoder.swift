@@ -1,6 +1,7 @@
-// The Pi 4's hardware H.264 encoder (bcm2835-codec-encode, usually /dev/video11) as a V4L2
-// memory-to-memory device: raw pictures queued on OUTPUT_MPLANE, access units dequeued from
-// CAPTURE_MPLANE when the poll fd is readable. IDR period and inline SPS/PPS set by control,
+// The Pi 4's hardware H.264 encoder (bcm2835-codec-encode, usually /dev/video11; or any
+// multi-planar M2M H.264 encoder V4L2Probe.findEncoder finds) as a V4L2 memory-to-memory
+// device: raw pictures queued on OUTPUT_MPLANE, access units dequeued from CAPTURE_MPLANE
+// when the poll fd is readable. IDR period and inline SPS/PPS set by control,
 // so every key frame stands alone. Input: the camera's buffer imported as a DMABUF when the
 // camera exports one and its layout is the encoder's (no copy at all), else one copy into
 // the encoder's own mmap'd input buffer. A frame offered while every input buffer is with
