@@ -204,12 +204,16 @@ extension Agent {
 }
 
 extension Agent {
-    /// `osh-edge node`: the development node alone, until killed.
-    public static func runDevelopmentNode(port: UInt16, users: [(String, String)], output: @escaping (String) -> Void) throws -> Never {
+    /// `osh-edge node`: the development node alone, until killed; with `journal`, its resources
+    /// and their ids survive restarts (DevNodeConfig.journalPath).
+    public static func runDevelopmentNode(port: UInt16, users: [(String, String)], journal: String? = nil,
+                                          output: @escaping (String) -> Void) throws -> Never {
         var config = DevNodeConfig()
         config.port = port
         config.users = users
+        config.journalPath = journal
         try DevNode.runForever(config: config) { n in
+            n.journalNotes.forEach(output)
             output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))
         }
     }

@@ -9,7 +9,7 @@ import OSHCore
 /// codes and error messages (SPEC §9, research/osh-node.md). Thread-safe; libmicrohttpd runs an
 /// internal polling thread plus one thread per connection, and every request is handled under one
 /// lock. Misbehaviour switches (`mode`) and observability (`stats`, `requests`, `observations`)
-/// are for tests.
+/// are for tests. With `config.journalPath` its resources survive restarts (Journal.swift).
 public final class DevNode: @unchecked Sendable {
     public let config: DevNodeConfig
 
@@ -50,11 +50,21 @@ public final class DevNode: @unchecked Sendable {
 
     // MARK: Lifecycle
 
+    /// What the journal's replay found (records replayed, a torn last record), for the operator.
+    public var journalNotes: [String] { lifecycle.withLock { notes } }
+    private var notes: [String] = []
+
     /// Starts listening and returns the bound port (the configured one, or a free one for port 0).
+    /// The first start replays `config.journalPath` when set; a journal that cannot be read back
+    /// throws `DevNodeError.journal` (the file and line, and the fix) and nothing listens.
     @discardableResult
     public func start() throws -> UInt16 {
         try lifecycle.withLock {
             if daemon != nil { return boundPort }
+            if !everStarted, let path = config.journalPath {
+                notes = try lock.withLock { try DevNodeJournal.open(path: path, store: store, config: config) }
+                notes.forEach(log)
+            }
             let port = try startDaemon(port: everStarted ? boundPort : config.port)
             everStarted = true
             log("listening on " + Self.apiRoot(config: config, port: port))
@@ -176,7 +186,14 @@ public final class DevNode: @unchecked Sendable {
     /// A node restart without a database: every system, datastream, feature, control stream and
     /// observation is gone; ids minted afterwards never equal old ones. Statistics of requests are kept.
     public func forgetEverything() {
-        lock.withLock { store.forget() }
+        lock.withLock {
+            store.forget()
+            do {
+                try store.journal?.append(JournalText.line(.forget(counter: store.minter.counter)))
+            } catch {
+                log("\(error)")
+            }
+        }
         commandHub.forget()
         log("forgot everything")
     }
@@ -303,9 +320,21 @@ public final class DevNode: @unchecked Sendable {
                 response = HTTPResponse(status: 401, headers: [("WWW-Authenticate", "Basic realm=\"OSH\"")],
                                         body: errorBody(status: 401, message: "Unauthorized"))
             } else {
+                // A change to resources is journaled once made; if it cannot be, it is undone and refused.
+                let journaled = store.journal != nil && DevNodeJournal.changesResources(method: req.method, path: req.path, apiPath: config.apiPath)
+                let before = journaled ? store.snapshot() : nil
                 let h = RequestHandler(req: req, store: store, config: config, apiRoot: root)
                 response = h.run()
                 route = h.route
+                if let journal = store.journal, let before, (200..<300).contains(response.status) {
+                    do {
+                        try journal.record(req, counter: before.minter.counter, time: h.now, response: response)
+                    } catch {
+                        store.restore(before)
+                        log("\(error)")
+                        response = HTTPResponse(status: 500, body: errorBody(status: 500, message: "Internal server error: \(error)"))
+                    }
+                }
                 response = jettyErrorPage(response, req)
             }
             store.logRequest(DevNodeRequestRecord(method: req.method, path: req.uri, route: route,

@@ -30,6 +30,10 @@ public struct DevNodeConfig: Sendable {
     public var commandAckSeconds: Double = 5
     /// How long a command POST with no connected receiver waits before 202 (OSH: ~29.5 s).
     public var noReceiverWaitSeconds: Double = 29.5
+    /// `--journal FILE`: every change to a system, datastream, control stream or sampling feature
+    /// is appended here, and the first `start()` replays the file, so resources and their ids
+    /// survive a restart (as an OSH node's database does). nil: everything lives in memory only.
+    public var journalPath: String?
     /// Called with one line per request (and lifecycle events). Nothing is printed otherwise.
     public var log: (@Sendable (String) -> Void)?
 
@@ -86,12 +90,15 @@ public enum DevNodeError: Error, Equatable, CustomStringConvertible {
     case tlsUnsupported
     /// `resume()` before the node was ever started.
     case notStarted
+    /// The journal cannot be read, replayed or written: the file (and line) and what to do.
+    case journal(String)
 
     public var description: String {
         switch self {
         case .startFailed(let h, let p, let e): return "could not start the development node on \(h):\(p) (errno \(e))"
         case .tlsUnsupported: return "this libmicrohttpd was built without TLS support"
         case .notStarted: return "the development node was never started"
+        case .journal(let message): return message
         }
     }
 }

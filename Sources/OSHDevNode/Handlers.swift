@@ -77,12 +77,16 @@ final class RequestHandler {
     let query: [(String, String)]
     /// Route template for statistics, filled in while dispatching.
     var route: String
+    /// The request's time, given to the resources it creates (`validFrom`): the journal's replay
+    /// passes the recorded one.
+    let now: Double
 
-    init(req: HTTPRequest, store: NodeStore, config: DevNodeConfig, apiRoot: String) {
+    init(req: HTTPRequest, store: NodeStore, config: DevNodeConfig, apiRoot: String, now: Double = wallClock()) {
         self.req = req
         self.store = store
         self.config = config
         self.apiRoot = apiRoot
+        self.now = now
         self.query = URLDecoding.split(req.uri).query
         self.route = req.method + " ?"
     }
@@ -286,7 +290,7 @@ final class RequestHandler {
                 urls.append("/systems/" + store.systems[i].id)
             } else {
                 let s = SystemRecord(id: store.mint(), uid: input.uid, name: input.name, description: input.description,
-                                     featureType: input.featureType, validFrom: wallClock(), sml: input.sml,
+                                     featureType: input.featureType, validFrom: now, sml: input.sml,
                                      geometry: input.geometry, versions: 1)
                 store.systems.append(s)
                 urls.append("/systems/" + s.id)
@@ -522,7 +526,7 @@ final class RequestHandler {
                                          name: input.name ?? input.outputName, description: input.description,
                                          outputName: input.outputName, obsFormat: input.obsFormat, record: input.record,
                                          encoding: input.encoding, encodingJSON: input.encodingJSON,
-                                         schemaJSON: input.schemaJSON, reader: input.reader, validFrom: wallClock(),
+                                         schemaJSON: input.schemaJSON, reader: input.reader, validFrom: now,
                                          schemaVersions: 1)
                 store.datastreams.append(d)
                 urls.append("/datastreams/" + d.id)
@@ -956,7 +960,7 @@ final class RequestHandler {
             } else {
                 let c = ControlStreamRecord(id: store.mint(), systemID: systemID, name: input.name ?? input.inputName,
                                             description: input.description, inputName: input.inputName,
-                                            schemaJSON: input.schema, parameters: input.parameters, validFrom: wallClock())
+                                            schemaJSON: input.schema, parameters: input.parameters, validFrom: now)
                 store.controlStreams.append(c)
                 urls.append("/controlstreams/" + c.id)
             }

@@ -92,6 +92,8 @@ final class NodeStore {
     var mode: DevNodeMode = .normal
     /// The bound port, for absolute links (kept here so handlers never need the lifecycle lock).
     var port: UInt16 = 0
+    /// `--journal FILE`: where changes to resources are appended (Journal.swift).
+    var journal: DevNodeJournal?
 
     init(salt: UInt64) { minter = IDMinter(salt: salt) }
 
@@ -104,6 +106,28 @@ final class NodeStore {
         features = []
         datastreams = []
         controlStreams = []
+    }
+
+    /// The resources and the minter, to undo a change the journal could not record. Cheap: the
+    /// arrays are shared until the change writes to them.
+    struct Snapshot {
+        var minter: IDMinter
+        var systems: [SystemRecord]
+        var features: [FeatureRecord]
+        var datastreams: [DatastreamRecord]
+        var controlStreams: [ControlStreamRecord]
+    }
+
+    func snapshot() -> Snapshot {
+        Snapshot(minter: minter, systems: systems, features: features, datastreams: datastreams, controlStreams: controlStreams)
+    }
+
+    func restore(_ s: Snapshot) {
+        minter = s.minter
+        systems = s.systems
+        features = s.features
+        datastreams = s.datastreams
+        controlStreams = s.controlStreams
     }
 
     func systemIndex(_ id: String) -> Int? { systems.firstIndex { $0.id == id } }

@@ -36,11 +36,13 @@ final class Lock: @unchecked Sendable {
 
 /// Mints short opaque ids like the node's (lower-case base32). Ids are a bijective 64-bit mix
 /// of a per-process salt plus a counter that never goes back, so no two ids minted by one
-/// process are equal — not even across `forgetEverything()`.
+/// process are equal — not even across `forgetEverything()`. Given the salt, the id depends only
+/// on the counter: the journal restores both to mint a replayed resource's id again.
 struct IDMinter {
     static let alphabet = Array("0123456789abcdefghijklmnopqrstuv".utf8)
-    private let salt: UInt64
-    private var counter: UInt64 = 0
+    let salt: UInt64
+    /// How many ids were minted (the next one is counter + 1).
+    var counter: UInt64 = 0
 
     init(salt: UInt64) { self.salt = salt }
 

@@ -67,6 +67,8 @@ commands:
                        [orientation]   --seconds S (default 60)  --json  --config FILE
                        --bus N --chip NAME --address 0xNN  --simulated (a simulated MPU-9250)
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
+         --journal FILE  keep systems, datastreams, control streams and sampling features (and
+                       their ids) across restarts: changes are appended to FILE, replayed at start
   declination LAT LON [ALT_KM] [DATE]   WMM2025 field (D, I, H, X, Y, Z, F) like NOAA's calculator
                        DATE: decimal year or YYYY-MM-DD (default today)   --json
   fuse < samples.csv   orientation fusion over recorded raw samples (t,gx,gy,gz,ax,ay,az[,mx,my,mz])
@@ -313,9 +315,11 @@ func node(_ a: inout Arguments) {
         guard parts.count == 2 else { fail("--user must be NAME:PASSWORD") }
         users.append((parts[0], parts[1]))
     }
+    let journal = a.value("--journal")
     a.finish()
     do {
-        try Agent.runDevelopmentNode(port: port, users: users) { print($0) }
+        // Flushed (fflush(nil): every stream): the node never exits normally and its stdout is often a pipe.
+        try Agent.runDevelopmentNode(port: port, users: users, journal: journal) { print($0); fflush(nil) }
     } catch {
         fail("\(error)", code: 1)
     }
