@@ -153,10 +153,17 @@ if [ "$1" = configure ]; then
     if [ ! -e /etc/osh-edge/secrets ]; then
         install -m 0600 -o osh-edge -g osh-edge /dev/null /etc/osh-edge/secrets
     fi
+    # Enabled as debhelper's packages are (deb-systemd-helper, init-system-helpers is
+    # Essential): on the first installation, an admin's disable kept across upgrades, and also
+    # where systemd is not running — an image being built, a chroot.
+    if deb-systemd-helper --quiet was-enabled osh-edge.service; then
+        deb-systemd-helper enable osh-edge.service >/dev/null || true
+    else
+        deb-systemd-helper update-state osh-edge.service >/dev/null || true
+    fi
     if [ -d /run/systemd/system ]; then
         udevadm control --reload || true
         systemctl daemon-reload
-        systemctl enable osh-edge.service
         # Start only with a valid configuration: the shipped one names no real node yet.
         if osh-edge config check /etc/osh-edge/osh-edge.conf >/dev/null 2>&1; then
             systemctl restart osh-edge.service
@@ -183,6 +190,7 @@ if [ "$1" = purge ]; then
     # The secrets and the id cache are ours; the user stays (files may still carry its id).
     rm -f /etc/osh-edge/secrets
     rm -rf /var/lib/osh-edge
+    deb-systemd-helper purge osh-edge.service >/dev/null || true
 fi
 if [ -d /run/systemd/system ]; then
     systemctl daemon-reload || true

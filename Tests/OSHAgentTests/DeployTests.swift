@@ -162,6 +162,29 @@ final class DeployTests: XCTestCase {
         XCTAssertEqual(mode(stage + "/etc/osh-edge/secrets"), 0o600)
     }
 
+    /// The package installed into an image or a chroot (no systemd running, as the virtual Pi's
+    /// image build does it) must still enable the unit: the first postinst enabled it only under
+    /// a running systemd, so a flashed image never started osh-edge. The postinst runs here with
+    /// every command it calls stubbed, "/run/systemd/system" pointed at a missing directory.
+    private func checkPostinstEnablesWithoutSystemd(_ postinst: String) throws {
+        let bin = dir + "/postinst-bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        for tool in ["getent", "addgroup", "adduser", "chown", "chmod", "install", "udevadm", "systemctl",
+                     "deb-systemd-helper", "osh-edge"] {
+            try "#!/bin/sh\necho \"\(tool) $*\" >> \(dir)/postinst-calls\nexit 0\n"
+                .write(toFile: bin + "/" + tool, atomically: false, encoding: .utf8)
+            chmod(bin + "/" + tool, 0o755)
+        }
+        let script = dir + "/postinst"
+        try postinst.replacingOccurrences(of: "/run/systemd/system", with: dir + "/no-systemd-running")
+            .write(toFile: script, atomically: false, encoding: .utf8)
+        let r = try run(["sh", script, "configure", ""], env: ["PATH": bin + ":/usr/bin:/bin"])
+        XCTAssertEqual(r.status, 0, r.out)
+        let calls = (try? String(contentsOfFile: dir + "/postinst-calls", encoding: .utf8)) ?? ""
+        XCTAssertTrue(calls.contains("deb-systemd-helper enable osh-edge.service"), calls)
+        XCTAssertFalse(calls.contains("systemctl restart"), "started without a running systemd:\n\(calls)")
+    }
+
     /// build-deb.sh with a stand-in amd64 binary (/bin/true: it needs only libc): the package's
     /// metadata and tree; lintian when installed. Never installed here.
     func testDebianPackageLayout() throws {
@@ -180,8 +203,8 @@ final class DeployTests: XCTestCase {
         XCTAssertEqual(try run(["dpkg-deb", "-I", deb, "conffiles"]).out, "/etc/osh-edge/osh-edge.conf\n")
         let postinst = try run(["dpkg-deb", "-I", deb, "postinst"]).out
         XCTAssertTrue(postinst.contains("adduser --system --group"), postinst)
-        XCTAssertTrue(postinst.contains("systemctl enable osh-edge.service"), postinst)
         XCTAssertTrue(postinst.contains("osh-edge config check"), postinst)
+        try checkPostinstEnablesWithoutSystemd(postinst)
 
         let contents = try run(["dpkg-deb", "--contents", deb]).out
         for entry in ["-rwxr-xr-x root/root", "./usr/bin/osh-edge", "./lib/systemd/system/osh-edge.service",
