@@ -44,7 +44,12 @@ final class DeployTests: XCTestCase {
         ["deploy/install.sh", "deploy/deploy.sh", "deploy/build-deb.sh",
          "toolchain/make-sdk.sh", "toolchain/cross-build.sh", "toolchain/lib-chroot.sh", "toolchain/swift60-check.sh",
          "toolchain/ci-aarch64.sh",
-         "fuzz/run-config.sh"]
+         "fuzz/run-config.sh",
+         "board/virtual-pi/vpi", "board/virtual-pi/image/lib.sh", "board/virtual-pi/image/build-base.sh",
+         "board/virtual-pi/image/assemble.sh", "board/virtual-pi/modules/build-modules.sh",
+         "board/virtual-pi/modules/selftest.sh", "board/virtual-pi/guest/vpi-board.sh",
+         "board/virtual-pi/guest/vpi-scenario.sh", "board/virtual-pi/guest/vpi-led.sh",
+         "board/virtual-pi/i2c/i2c-load.sh", "board/virtual-pi/i2c/i2c-steps.sh"]
             .map { repo + "/" + $0 }
     }
 
@@ -55,9 +60,17 @@ final class DeployTests: XCTestCase {
 
     func testScriptsParseAndPassShellcheck() throws {
         for s in scripts {
-            let shell = s.hasSuffix("install.sh") ? "sh" : "bash"   // install.sh runs on a Pi's /bin/sh
+            // These run on a Pi's (or the virtual Pi's) /bin/sh.
+            let shell = ["install.sh", "i2c-load.sh", "i2c-steps.sh"].contains { s.hasSuffix("/" + $0) } ? "sh" : "bash"
             let r = try run([shell, "-n", s])
             XCTAssertEqual(r.status, 0, "\(s): \(r.out)")
+        }
+        // The virtual Pi's host side and register planner (Python 3, standard library only).
+        if which("python3") {
+            let py = ["board/virtual-pi/host/vpi_host.py", "board/virtual-pi/host/checks.py",
+                      "board/virtual-pi/i2c/registers.py"].map { repo + "/" + $0 }
+            let c = try run(["python3", "-c", "import ast, sys\nfor f in sys.argv[1:]: ast.parse(open(f).read(), f)"] + py)
+            XCTAssertEqual(c.status, 0, c.out)
         }
         guard which("shellcheck") else { throw XCTSkip("shellcheck is not installed") }
         let r = try run(["shellcheck", "-x", "-S", "warning"] + scripts)

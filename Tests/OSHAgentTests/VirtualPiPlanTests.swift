@@ -1,0 +1,237 @@
+import Foundation
+import OSHAgent
+import OSHCore
+import OSHPlatform
+import XCTest
+
+/// The virtual Pi's register plan (board/virtual-pi/i2c/registers.py plan) on memory-only chips,
+/// as i2c-stub holds them, through the agent's own probe, drivers, inputs and orientation filter.
+/// The virtual Pi's expected values are right only while the drivers read these registers this
+/// way: when a driver changes, this test fails first, on the host.
+final class VirtualPiPlanTests: XCTestCase {
+    private let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    private var dir = ""
+
+    override func setUpWithError() throws {
+        dir = NSTemporaryDirectory() + "osh-vp-plan-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    // MARK: The plan's files
+
+    struct PlanError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// One line of i2c-load.txt (`ADDR REG HEXBYTES`) or i2c-steps.txt (`SECONDS ADDR REG HEXBYTES`).
+    struct RegisterWrite {
+        var origin: String
+        var seconds: Double?
+        var address: UInt8
+        var register: UInt8
+        var bytes: [UInt8]
+    }
+
+    /// What the agent must publish (the parts of expected.json this test checks).
+    struct Expected: Decodable {
+        struct Sample: Decodable {
+            var fromS: Double
+            var pressureHPa: Double
+            var relativeAltitudeM: Double
+            enum CodingKeys: String, CodingKey {
+                case fromS = "from_s", pressureHPa = "pressure_hPa", relativeAltitudeM = "relativeAltitude_m"
+            }
+        }
+        struct Barometer: Decodable { var samples: [Sample] }
+        struct Euler: Decodable { var heading, pitch, roll: Double }
+        struct Quat: Decodable { var qx, qy, qz, q0: Double }
+        struct Orientation: Decodable {
+            var euler: Euler
+            var quat: Quat
+            enum CodingKeys: String, CodingKey { case euler = "euler_orientation_data", quat = "quat_orientation_data" }
+        }
+        struct IMU: Decodable {
+            var accelerometer: [Double]
+            var magnetometer: [Double]
+            var orientation: Orientation
+            enum CodingKeys: String, CodingKey {
+                case accelerometer = "accelerometer_m_s2", magnetometer = "magnetometer_uT", orientation
+            }
+        }
+        var barometer: Barometer
+        var imu: IMU
+    }
+
+    static func byte(_ token: Substring) -> UInt8? {
+        let digits = token.lowercased().hasPrefix("0x") ? token.dropFirst(2) : token
+        return (1...2).contains(digits.count) ? UInt8(digits, radix: 16) : nil
+    }
+
+    static func parse(_ path: String, timed: Bool) throws -> [RegisterWrite] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var out: [RegisterWrite] = []
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let origin = "\(path):\(index + 1)"
+            func bad(_ why: String) -> PlanError { PlanError(description: "\(origin): \(why): \(line)") }
+            var fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            var seconds: Double?
+            if timed {
+                guard let s = fields.first.flatMap({ Double($0) }), s.isFinite, s >= 0 else { throw bad("no SECONDS") }
+                seconds = s
+                fields.removeFirst()
+            }
+            guard fields.count >= 3 else { throw bad("want ADDR REG HEXBYTES") }
+            var values: [UInt8] = []
+            for f in fields {
+                guard let b = byte(f) else { throw bad("not a hex byte: \(f)") }
+                values.append(b)
+            }
+            let write = RegisterWrite(origin: origin, seconds: seconds, address: values[0], register: values[1],
+                                      bytes: Array(values[2...]))
+            guard Int(write.register) + write.bytes.count <= 256 else { throw bad("runs past register 0xFF") }
+            out.append(write)
+        }
+        return out
+    }
+
+    /// The plan, written by registers.py into the test's directory.
+    private func plan() throws -> (load: [RegisterWrite], steps: [RegisterWrite], expected: Expected) {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        guard let python = path.map({ "\($0)/python3" }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw XCTSkip("python3 is not installed")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: python)
+        p.arguments = [repo + "/board/virtual-pi/i2c/registers.py", "plan", "--out", dir]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else {
+            throw PlanError(description: "registers.py plan exited \(p.terminationStatus): \(String(decoding: output, as: UTF8.self))")
+        }
+        let json = dir + "/expected.json"
+        let expected: Expected
+        do { expected = try JSONDecoder().decode(Expected.self, from: Data(contentsOf: URL(fileURLWithPath: json))) }
+        catch { throw PlanError(description: "\(json): \(error)") }
+        return (try Self.parse(dir + "/i2c-load.txt", timed: false), try Self.parse(dir + "/i2c-steps.txt", timed: true), expected)
+    }
+
+    // MARK: The board
+
+    /// i2c-stub's chips: plain memory at the three addresses the plan fills.
+    private final class Board {
+        let bus = SimulatedI2CBus(number: 0, recordsTrace: false)
+        var chips: [UInt8: RegisterMapDevice] = [:]
+
+        init(_ load: [RegisterWrite]) throws {
+            for address: UInt8 in [0x76, 0x68, 0x0C] {
+                let chip = RegisterMapDevice()
+                chips[address] = chip
+                bus.attach(chip, at: address)
+            }
+            for w in load { try apply(w) }
+        }
+
+        func apply(_ w: RegisterWrite) throws {
+            guard let chip = chips[w.address] else {
+                throw PlanError(description: "\(w.origin): no chip at 0x\(String(w.address, radix: 16)) on the virtual Pi")
+            }
+            chip.load(w.bytes, at: w.register)
+        }
+    }
+
+    private func assertEqual(_ got: IMUVector?, _ want: [Double], _ what: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws {
+        let v = try XCTUnwrap(got, what, file: file, line: line)
+        XCTAssertEqual(want.count, 3, "\(what): expected.json has \(want)", file: file, line: line)
+        for (g, w) in zip([v.x, v.y, v.z], want) { XCTAssertEqual(g, w, accuracy: 1e-12, what, file: file, line: line) }
+    }
+
+    // MARK: The test
+
+    func testAgentPublishesWhatThePlanExpects() throws {
+        let (load, steps, expected) = try plan()
+        let samples = expected.barometer.samples
+        XCTAssertEqual(samples.count, steps.count + 1, "expected.json: a sample at the start and one per step")
+
+        // osh-edge probe --dump
+        let probe = Probe.scan(try Board(load).bus, dump: true)
+        XCTAssertEqual(probe.chips.map(\.name), ["AK8963", "MPU9250", "BMP280"])
+        let first = try XCTUnwrap(samples.first, "expected.json: no barometer samples")
+        let dump = try XCTUnwrap(probe.barometerDumps.first?.decoded, "probe: no decoded barometer dump")
+        XCTAssertEqual(dump.pressureHPa, first.pressureHPa, accuracy: 1e-9)
+
+        // The agent's barometer and IMU inputs on a fresh board, on the loop.
+        let board = try Board(load)
+        let loop = try EventLoop()
+        var pressures: [(hPa: Double, altitude: Double)] = []
+        let baro = try BarometerInput(loop: loop, bus: board.bus, settings: BarometerSettings(bus: 0, chip: "auto", rateHz: 50)) {
+            _, hPa, altitude in pressures.append((hPa, altitude))
+        }
+        XCTAssertEqual(baro.driver.identity.name, "BMP280")
+        // As Hardware feeds its filter (Hardware.imuSample).
+        var filter = OrientationFilter(settings: FusionSettings())
+        var lastT: Double?
+        var last: IMUSample?
+        var imuSamples = 0
+        let imu = try IMUInput(loop: loop, bus: board.bus, settings: IMUSettings(bus: 0), sleep: { _ in }) { s in
+            let dt = lastT.map { s.t - $0 } ?? 0.01
+            lastT = s.t
+            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                          mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            last = s
+            imuSamples += 1
+        }
+        XCTAssertEqual(imu.chipName, "MPU9250")
+        XCTAssertEqual(imu.magnetometerName, "AK8963")
+        try baro.start()
+        try imu.start()
+
+        // i2c-steps.txt compressed in time: each step's bytes go in between loop turns, so every
+        // sample taken until the next step is that step's.
+        for (k, want) in samples.enumerated() {
+            if k > 0, k <= steps.count {
+                let step = steps[k - 1]
+                XCTAssertEqual(step.address, 0x76, "\(step.origin): not a BMP280 step")
+                XCTAssertEqual(step.seconds, want.fromS, "\(step.origin): not the time of expected.json's sample \(k)")
+                try board.apply(step)
+            }
+            pressures.removeAll()
+            XCTAssertTrue(try loop.run(for: 2, until: { pressures.count >= 3 }), "step \(k): \(pressures.count) samples in 2 s")
+            for p in pressures {
+                XCTAssertEqual(p.hPa, want.pressureHPa, accuracy: 1e-9, "step \(k)")
+                XCTAssertEqual(p.altitude, want.relativeAltitudeM, accuracy: 1e-6, "step \(k)")
+            }
+        }
+        // Past one gyro-bias block (1 s) of the filter, so its stillness path has run too.
+        XCTAssertTrue(try loop.run(for: 3, until: { imuSamples >= 120 }), "\(imuSamples) IMU samples in 3 s")
+        baro.stop()
+        imu.stop()
+
+        let o = filter.android
+        let euler = expected.imu.orientation.euler, quat = expected.imu.orientation.quat
+        XCTAssertEqual(o.heading, euler.heading, accuracy: 1e-6)
+        XCTAssertEqual(o.pitch, euler.pitch, accuracy: 1e-6)
+        XCTAssertEqual(o.roll, euler.roll, accuracy: 1e-6)
+        XCTAssertEqual(o.x, quat.qx, accuracy: 1e-8)
+        XCTAssertEqual(o.y, quat.qy, accuracy: 1e-8)
+        XCTAssertEqual(o.z, quat.qz, accuracy: 1e-8)
+        XCTAssertEqual(o.w, quat.q0, accuracy: 1e-8)
+        let s = try XCTUnwrap(last, "no IMU sample")
+        try assertEqual(s.accel, expected.imu.accelerometer, "accelerometer (m/s²)")
+        try assertEqual(s.mag, expected.imu.magnetometer, "magnetometer (µT)")
+        XCTAssertTrue(s.magIsNew)
+        XCTAssertEqual(baro.poller.failedPolls, 0)
+        XCTAssertEqual(imu.poller.failedPolls, 0)
+    }
+}

@@ -1,0 +1,62 @@
+#!/bin/bash
+# vpi-board.sh: runs at boot, before osh-edge.service, and makes the QEMU "virt" machine look
+# like a Raspberry Pi with its sensors attached, using the kernel's own stand-in drivers:
+#   I²C   i2c-stub-rdwr (i2c-stub + plain I2C transfers) with a BMP280 at 0x76, an MPU-9250 at
+#         0x68 and its AK8963 at 0x0C, their registers loaded from the run's inputs;
+#   GPIO  a gpio-sim bank labelled like the Pi 4's header chip, line 17 named LED;
+#   video vivid as /dev/video0 (the camera), vicodec (a mem2mem codec that is not H.264);
+#   audio snd-aloop, with the run's WAV played into its playback side;
+#   GPS   QEMU's usb-serial (an FTDI adapter, ftdi_sio) as /dev/ttyUSB0, fed from the host.
+# The host's inputs and the results share one 9p folder, mounted at /vpi.
+set -u
+log() { echo "vpi-board: $*"; }
+fail() { log "FAILED: $*"; echo "$*" >>/vpi/out/board-failures.txt; }
+
+mkdir -p /vpi
+mountpoint -q /vpi || mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 vpi /vpi || { log "no 9p share"; exit 1; }
+mkdir -p /vpi/out
+IN=/vpi/in
+
+# --- I²C: one stub adapter, three chips (i2c-stub answers only at the addresses it is given)
+modprobe i2c-dev
+modprobe i2c-stub-rdwr chip_addr=0x0c,0x68,0x76 || fail "modprobe i2c-stub-rdwr"
+BUS=$(for a in /sys/bus/i2c/devices/i2c-*; do grep -q 'SMBus stub' "$a/name" 2>/dev/null && basename "$a" | cut -d- -f2; done | head -1)
+if [[ -n $BUS ]]; then
+  /opt/vpi/i2c-load.sh "$BUS" "$IN/i2c-load.txt" || fail "loading the chips' registers on i2c-$BUS"
+  echo "$BUS" >/run/vpi-i2c-bus
+  log "i2c-$BUS: BMP280 0x76, MPU-9250 0x68, AK8963 0x0c loaded"
+else
+  fail "no i2c-stub adapter"
+fi
+
+# --- GPIO: a bank that carries the Pi 4 header chip's label, 28 lines, line 17 = the LED
+modprobe gpio-sim || fail "modprobe gpio-sim"
+mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+G=/sys/kernel/config/gpio-sim/vpi
+if [[ ! -d $G ]]; then
+  mkdir -p "$G/bank0" && echo 28 >"$G/bank0/num_lines" && echo pinctrl-bcm2711 >"$G/bank0/label" &&
+    mkdir -p "$G/bank0/line17" && echo LED >"$G/bank0/line17/name" && echo 1 >"$G/live" ||
+    fail "gpio-sim bank"
+fi
+CHIP=$(cat "$G/bank0/chip_name" 2>/dev/null)
+DEV=$(cat "$G/dev_name" 2>/dev/null)
+echo "/sys/devices/platform/$DEV/$CHIP/sim_gpio17/value" >/run/vpi-led-value
+log "gpio-sim: $CHIP (label pinctrl-bcm2711), LED on line 17"
+
+# --- Video: vivid first, so that it is /dev/video0; then vicodec (/dev/video1…)
+modprobe vivid n_devs=1 node_types=0x1 input_types=0x0 || fail "modprobe vivid"
+udevadm settle -t 10
+modprobe vicodec || fail "modprobe vicodec"
+
+# --- Audio: the loopback card; vpi-audio.service plays the input into hw:Loopback,0,0
+modprobe snd-aloop || fail "modprobe snd-aloop"
+
+# --- GPS: the USB serial adapter appears through udev; raw, no echo (QEMU's serial backend
+# stalls the guest if what it writes back is not read, and the host drains it anyway)
+udevadm settle -t 10
+for _ in $(seq 50); do [[ -e /dev/ttyUSB0 ]] && break; sleep 0.2; done
+[[ -e /dev/ttyUSB0 ]] && stty -F /dev/ttyUSB0 raw -echo clocal 9600 || fail "/dev/ttyUSB0 missing"
+
+udevadm settle -t 10
+ls -l /dev/i2c-* /dev/gpiochip* /dev/video* /dev/snd/ /dev/ttyUSB* >/vpi/out/devices.txt 2>&1
+log "ready"

@@ -1,0 +1,57 @@
+# lib.sh: shared by the virtual Pi's scripts (sourced, not run).
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # REPO, VPI_CACHE, MIRROR, SECURITY_MIRROR: for the scripts that source this
+
+VPI_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+REPO=$(cd -- "$VPI_DIR/../.." && pwd)
+# Everything big lives here, kept across runs and CI runs (like the Swift 6.0.3 builder).
+VPI_CACHE=${VPI_CACHE:-/var/cache/osh-edge/virtual-pi}
+
+vlog() { printf '[vpi] %s\n' "$*" >&2; }
+vdie() { vlog "error: $*"; exit "${2:-1}"; }
+
+# The host's Debian mirror and security mirror (deb822 or one-line sources), unless
+# OSH_DEBIAN_MIRROR / OSH_DEBIAN_SECURITY_MIRROR say otherwise.
+debian_mirrors() {
+  local all
+  all=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+    awk '$1 == "deb" { print $2 } $1 == "URIs:" { for (i = 2; i <= NF; i++) print $i }' || true)
+  MIRROR=${OSH_DEBIAN_MIRROR:-$(grep -v -- '-security' <<<"$all" | head -1)}
+  SECURITY_MIRROR=${OSH_DEBIAN_SECURITY_MIRROR:-$(grep -- '-security' <<<"$all" | head -1)}
+  [[ -n $MIRROR ]] || vdie "no Debian mirror in the host's apt sources; set OSH_DEBIAN_MIRROR" 2
+}
+
+# hash_of FILE|DIR…: a short content hash (names and bytes), the cache key of a stage.
+hash_of() {
+  local p
+  for p in "$@"; do
+    if [[ -d $p ]]; then
+      (cd -- "$p" && find . -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+    elif [[ -e $p ]]; then
+      sha256sum -- "$p" | sed "s#  .*/#  #"
+    else
+      printf '%s\n' "$p"
+    fi
+  done | sha256sum | cut -c1-16
+}
+
+require_host_tools() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  vlog "installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 \
+      --no-install-recommends "${missing[@]}" >/dev/null ||
+    vdie "apt-get install ${missing[*]} failed (is the Debian mirror reachable?)" 2
+}
+
+# mmdebstrap of a foreign architecture runs the arm64 maintainer scripts through qemu-user.
+ensure_binfmt() {
+  mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc ||
+    vdie "cannot mount binfmt_misc (needed to run arm64 programs in the image chroot)" 2
+  [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+  arch-test arm64 >/dev/null 2>&1 || vdie "this host cannot run arm64 binaries through binfmt (qemu-user-static, binfmt-support)" 2
+}
