@@ -66,6 +66,8 @@ public final class AgentRuntime {
     private let startTime: Double
     private var registrationDelay = 1.0
     private var registering = false
+    /// The publisher's outage: logged when it starts and when it ends, not at every probe.
+    private var nodeOutage = RetryLog()
     private lazy var registrationDeadline = LoopDeadline(loop: loop) { [unowned self] in self.register() }
     private var gpsInput: GPSInput?
     /// Store-and-forward, when `[publisher] spool = true` and its directory opened.
@@ -135,10 +137,11 @@ public final class AgentRuntime {
         publisher.onConnectivity = { [unowned self] state in
             switch state {
             case .online:
-                Log.notice("node reachable again; sending the backlog in order")
+                if self.nodeOutage.recovered() { Log.notice("node reachable again; sending the backlog in order") }
                 self.onStatus?(self.streamingStatus)
             case .backoff(_, let d):
-                Log.warning("node unreachable, retrying in \(Int(d)) s")
+                // The status shows every step; the log the first (the next probes fail alike).
+                self.nodeOutage.failed(.warning, "node unreachable", firstSuffix: ", retrying in \(Int(d)) s")
                 self.onStatus?("node unreachable, retrying in \(Int(d)) s")
             case .probing: break
             }
@@ -506,6 +509,9 @@ public final class AgentRuntime {
                 }
                 do {
                     let receiver = try makeReceiver(id)
+                    // The one place a channel's trouble is logged (the WebSocket client logs nothing):
+                    // the first failure with when it reconnects, a different failure once, the return once.
+                    var outage = RetryLog()
                     receiver.onChannelDown = { [unowned self] error, retry in
                         guard let error else { return }
                         if case .notFound = error {
@@ -514,8 +520,12 @@ public final class AgentRuntime {
                             self.commandReceivers[inputName] = nil
                             self.scheduleRegistration(after: 0)
                         } else if let retry {
-                            Log.warning("commands: \(inputName): \(error); reconnecting in \(Int(retry.rounded())) s")
+                            outage.failed(.warning, "commands: \(inputName): \(error)", key: error.repeatKey,
+                                          firstSuffix: "; reconnecting in \(retry == retry.rounded() ? "\(Int(retry))" : "\(retry)") s")
                         }
+                    }
+                    receiver.onChannelUp = {
+                        if outage.recovered() { Log.notice("commands: \(inputName): the command channel is back") }
                     }
                     receiver.start()
                     self.commandReceivers[inputName] = receiver

@@ -85,6 +85,10 @@ public final class CommandReceiver {
     public var onChannelDown: ((WebSocketClientError?, Double?) -> Void)? {
         didSet { channel.onDown = onChannelDown }
     }
+    /// The channel opened (the first time, and after every reconnection).
+    public var onChannelUp: (() -> Void)? {
+        didSet { channel.onOpen = onChannelUp }
+    }
 
     private let loop: EventLoop
     private let http: HTTPClient

@@ -92,8 +92,10 @@ final class GPSInput {
         replay?.stop()
     }
 
+    /// The source's state for status displays (device_health, `status`, the demo's table). Not
+    /// logged: the sources log each event once themselves, and every retry is a new state
+    /// ("…; retrying in 4 s", "opening the serial port").
     private func note(_ s: String) {
-        if s != stateText { Log.info("gps: \(s)") }
         stateText = s
     }
 }

@@ -14,9 +14,15 @@ public enum Log {
     nonisolated(unsafe) public static var threshold: Level = .info
     /// Tests and the demo's table may silence logging.
     nonisolated(unsafe) public static var muted = false
+    /// A test seam: when set, every line that passes `threshold` goes here instead of stderr, also
+    /// while `muted` (tests mute stderr and still read what would have been logged). Set it and read
+    /// what it collects on one thread; nil in production.
+    nonisolated(unsafe) public static var sink: ((Level, String) -> Void)?
 
     public static func write(_ level: Level, _ message: String) {
-        guard !muted, level <= threshold else { return }
+        guard level <= threshold else { return }
+        if let sink { return sink(level, message) }
+        guard !muted else { return }
         var line = "<\(level.rawValue)>" + message + "\n"
         line.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }

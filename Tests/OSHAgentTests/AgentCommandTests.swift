@@ -69,4 +69,64 @@ final class AgentCommandTests: XCTestCase {
         XCTAssertFalse(agent.isEnabled(b))
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
     }
+
+    /// The virtual Pi's "node stopped for 20 s", for the command channel: the loss and the failed
+    /// reconnections are logged once each under "commands: device_control:" (not again by the
+    /// WebSocket client, and not at every retry), and the return once.
+    func testAStoppedNodeIsLoggedOnceForTheCommandChannelNotAtEveryRetry() throws {
+        Log.muted = true
+        let node = DevNode(config: DevNodeConfig())
+        _ = try node.start()
+        defer { node.stop() }
+        let dir = NSTemporaryDirectory() + "osh-cmd-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0004", label: "Outage Pi", serial: "10000000cafe0004")
+        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        c.outputs = ["barometer"]
+        c.rates = ["barometer": 5]
+        c.trustHostClock = true
+        c.commands = true
+        c.publisher.backoffInitial = 0.2
+        c.publisher.backoffMax = 0.4
+        c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
+                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0))
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: c, loop: loop)
+        let capture = LogCapture()
+        defer { capture.stop() }
+        try agent.start()
+        func run(_ timeout: Double, until: () -> Bool) throws -> Bool { try loop.run(for: timeout, until: until) }
+        XCTAssertTrue(try run(10) { agent.commandReceiver?.channel.state == .open }, "command channel open")
+        let channel = try XCTUnwrap(agent.commandReceiver?.channel)
+        let csID = try XCTUnwrap(agent.commandReceiver?.controlStreamID)
+        // Settled before the outage: the node holds this receiver and nothing went wrong yet.
+        XCTAssertTrue(try run(5) { node.hasCommandReceiver(controlStreamID: csID) })
+        _ = try run(0.3) { false }
+        XCTAssertEqual(capture.count("commands: device_control: "), 0, "\(capture.lines)")
+        XCTAssertEqual(channel.opens, 1)
+
+        node.mode = .refuseConnections
+        XCTAssertTrue(try run(10) { channel.failures >= 6 }, "several failed reconnections: \(channel.failures)")
+        guard case .connect? = channel.lastError else { return XCTFail("\(String(describing: channel.lastError))") }
+        node.mode = .normal
+        XCTAssertTrue(try run(10) { channel.state == .open && channel.opens == 2 })
+        try agent.stop(flushUntil: EventLoop.deadline(after: 1))
+        capture.stop()
+
+        let lines = capture.lines.filter { $0.contains("command channel") || $0.contains("command receiver") }
+        // Everything about the channel is said once, under its name.
+        XCTAssertEqual(lines.filter { !$0.hasPrefix("commands: device_control: ") }, [], "\(lines)")
+        XCTAssertEqual(Set(lines).count, lines.count, "\(lines)")
+        let connect = lines.filter { $0.contains("cannot connect to the node for the command channel") }
+        XCTAssertEqual(connect.count, 1, "\(lines)")
+        XCTAssertEqual(lines.last, "commands: device_control: the command channel is back", "\(lines)")
+        // The first line of the outage says when it reconnects; the failures after it do not repeat that.
+        XCTAssertEqual(lines.filter { $0.contains("; reconnecting in ") }.count, 1, "\(lines)")
+        XCTAssertTrue(lines.first?.hasSuffix("; reconnecting in 0.1 s") ?? false, "\(capture.lines)")
+        XCTAssertLessThanOrEqual(lines.count, 3, "the loss, the refused reconnections, the return: \(lines)")
+        // The observations' side of the same outage: one line when it starts, one when it ends.
+        XCTAssertLessThanOrEqual(capture.count("node unreachable"), 1, "\(capture.lines)")
+        XCTAssertLessThanOrEqual(capture.count("node reachable again"), 1, "\(capture.lines)")
+    }
 }

@@ -63,6 +63,86 @@ final class GPSAgentTests: XCTestCase {
         }
     }
 
+    /// The virtual Pi's USB unplug, in the journal: the receiver's pty master closes and its path
+    /// disappears for several retries, then a receiver comes back. Each event is one line — not
+    /// once from the source and again from the agent's state note, and not a line per retry —
+    /// while the state text (device_health, status) still says when the next attempt is.
+    func testAnUnpluggedReceiverIsLoggedOnceNotAtEveryRetry() throws {
+        let dir = NSTemporaryDirectory() + "osh-gps-link-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func openPty() throws -> (Int32, String) {
+            var name = [CChar](repeating: 0, count: 128)
+            let fd = osh_pty_open(&name, name.count)
+            guard fd >= 0 else { throw SystemError.last("posix_openpt") }
+            return (fd, String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        func point(_ link: String, to target: String) {
+            unlink(link + ".new")
+            XCTAssertEqual(symlink(target, link + ".new"), 0)
+            XCTAssertEqual(rename(link + ".new", link), 0)
+        }
+        var (master, slave) = try openPty()
+        defer { if master >= 0 { close(master) } }
+        let link = dir + "/ttyUSB0"
+        point(link, to: slave)
+        var c = config(.serial(path: link, baud: 9600))
+        c.trustHostClock = true
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: c, loop: loop)
+        let capture = LogCapture()
+        defer { capture.stop() }
+        try a.start()
+        var k = 0
+        let feeder = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: 200_000_000) { _ in
+            guard master >= 0 else { return }
+            k += 1
+            let t = String(format: "12%02d%02d.00", k / 60 % 60, k % 60) // a new receiver cycle each time
+            let text = self.sentence("GPGGA,\(t),4807.038,N,01131.000,E,1,08,0.9,545.4,M,47.0,M,,")
+            _ = text.withCString { write(master, $0, strlen($0)) }
+        }
+        XCTAssertTrue(try run(loop, timeout: 10) { a.rows[0].counters.produced >= 2 })
+
+        // Unplugged: the master closes (the port hangs up) and the path goes.
+        close(master)
+        master = -1
+        point(link, to: dir + "/absent")
+        // Retries at 0.5, 1, 2 s: the state text says so at each one.
+        XCTAssertTrue(try run(loop, timeout: 6) { a.gpsState?.contains("retrying in 2 s") ?? false }, a.gpsState ?? "nil")
+        XCTAssertEqual(a.gpsState, "serial \(link): \(link) does not exist (receiver not plugged in?); retrying in 2 s")
+        let produced = a.rows[0].counters.produced
+        // Plugged in again.
+        (master, slave) = try openPty()
+        point(link, to: slave)
+        XCTAssertTrue(try run(loop, timeout: 6) { a.rows[0].counters.produced > produced + 1 })
+        XCTAssertEqual(a.gpsState, "serial \(link): receiving at 9600 baud")
+        loop.cancel(feeder)
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+
+        let gps = capture.lines.filter { $0.hasPrefix("gps") }
+        XCTAssertEqual(gps.count, 4, "\(gps)")
+        XCTAssertEqual(Set(gps).count, gps.count, "a line repeats: \(gps)")
+        // No line carries another's message under a different prefix ("gps: serial X: …" and "gps: …").
+        for (i, x) in gps.enumerated() {
+            let core = String(x.dropFirst("gps: ".count))
+            for (j, y) in gps.enumerated() where i != j {
+                XCTAssertFalse(y.contains(core), "\(y) repeats \(x)")
+            }
+        }
+        XCTAssertTrue(gps[0].hasPrefix("gps: opened \(link) (→ /dev/pts/"), "\(gps)")
+        XCTAssertTrue(gps[0].hasSuffix(") at 9600 baud"), "\(gps)")
+        XCTAssertTrue(gps[1].hasPrefix("gps: \(link) (→ /dev/pts/"), "\(gps)")
+        XCTAssertTrue(gps[1].contains(" went away ("), "\(gps)")
+        XCTAssertTrue(gps[1].hasSuffix("unplugged?); positions pause, retrying in 0.5 s"), "\(gps)")
+        XCTAssertEqual(gps[2], "gps: \(link) does not exist (receiver not plugged in?)")
+        XCTAssertTrue(gps[3].hasPrefix("gps: \(link) (→ /dev/pts/"), "\(gps)")
+        XCTAssertTrue(gps[3].hasSuffix(") back at 9600 baud; positions resume"), "\(gps)")
+        // The per-retry state texts are not logged.
+        XCTAssertEqual(capture.count("opening the serial port"), 0)
+        XCTAssertEqual(capture.count("retrying in 1 s"), 0)
+        XCTAssertEqual(capture.count("retrying in 2 s"), 0)
+    }
+
     /// NMEA with a checksum, as a receiver sends it.
     private func sentence(_ body: String) -> String {
         var x: UInt8 = 0

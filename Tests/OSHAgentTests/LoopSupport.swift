@@ -11,3 +11,12 @@ extension HTTPClient {
         return try XCTUnwrap(got, "no answer to \(request.method) \(request.path) within \(timeout) s")
     }
 }
+
+/// What the agent logs, captured through `Log.sink` instead of stderr until `stop()`.
+final class LogCapture {
+    private(set) var lines: [String] = []
+    init() { Log.sink = { [unowned self] _, m in self.lines.append(m) } }
+    deinit { stop() }
+    func stop() { Log.sink = nil }
+    func count(_ needle: String) -> Int { lines.filter { $0.contains(needle) }.count }
+}

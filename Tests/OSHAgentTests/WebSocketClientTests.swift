@@ -78,6 +78,35 @@ final class WebSocketClientTests: XCTestCase {
         c.stop()
     }
 
+    /// The client logs nothing (its owner knows which channel it is: AgentRuntime logs once per
+    /// outage), and the retries of one failure share a repeat key although libcurl's text
+    /// carries the elapsed time.
+    func testRetriesOfOneFailureShareARepeatKeyAndTheClientLogsNothing() throws {
+        node.stop()
+        let c = try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
+                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0))
+        var errors: [WebSocketClientError] = []
+        c.onDown = { e, _ in if let e { errors.append(e) } }
+        let capture = LogCapture()
+        c.start()
+        XCTAssertTrue(try run { c.failures >= 3 })
+        c.stop()
+        capture.stop()
+        XCTAssertEqual(capture.lines, [])
+        XCTAssertGreaterThanOrEqual(errors.count, 3)
+        XCTAssertEqual(Set(errors.map(\.repeatKey)).count, 1, "\(errors)")
+
+        let a = WebSocketClientError.connect("Failed to connect to 127.0.0.1 port 8181 after 9 ms: Could not connect to server")
+        let b = WebSocketClientError.connect("Failed to connect to 127.0.0.1 port 8181 after 1012 ms: Could not connect to server")
+        XCTAssertEqual(a.repeatKey, b.repeatKey)
+        XCTAssertEqual(a.repeatKey, "cannot connect to the node for the command channel: Failed to connect to 127.0.0.1 port 8181: Could not connect to server")
+        XCTAssertEqual(WebSocketClientError.connect("Connection timed out after 5001 milliseconds").repeatKey,
+                       "cannot connect to the node for the command channel: Connection timed out")
+        XCTAssertNotEqual(a.repeatKey, WebSocketClientError.connect("Could not resolve host: node").repeatKey)
+        XCTAssertEqual(WebSocketClientError.connect("after 3 s, after ms").repeatKey,
+                       "cannot connect to the node for the command channel: after 3 s, after ms")
+    }
+
     func testUpgradeFailureDescriptionsSayWhatToDo() {
         XCTAssertTrue(WebSocketClientError.notFound("x").description.contains("register again"))
         XCTAssertTrue(WebSocketClientError.unauthorized(401).description.contains("user name and password"))

@@ -226,6 +226,46 @@ final class GPSDSourceTests: XCTestCase {
         source.stop()
     }
 
+    /// gpsd's outages in the journal: a gpsd that accepts and hangs up at every retry (socket
+    /// activation failing) is one line, its answer one line; a lost connection is one line, its
+    /// return one line.
+    func testOutagesAreLoggedOnceNotAtEveryRetry() throws {
+        let loop = try EventLoop()
+        let gpsd = try FakeGPSD(loop: loop)
+        try gpsd.listen()
+        gpsd.greeting = nil
+        gpsd.onCommand = { g, _ in g.dropClient() }
+        var reports: [GPSDReport] = []
+        let source = GPSDSource(loop: loop, port: gpsd.port, onFix: { reports.append($0) }, onState: { _ in })
+        source.backoff = Backoff(initial: 0.05, maximum: 0.1)
+        let at = "127.0.0.1:\(gpsd.port)"
+        let lines = try capturingLog {
+            source.start()
+            try run(loop, seconds: 3) { gpsd.connections >= 5 }
+            XCTAssertGreaterThanOrEqual(gpsd.connections, 5)
+            // gpsd starts properly. (Its VERSION greeting goes with the answer to WATCH here, so a
+            // connection accepted just before the switch greets too.)
+            gpsd.onCommand = { g, _ in try? g.send([Self.version, Self.devices, Self.watch, Self.tpv[1]]) }
+            try run(loop, seconds: 3) { reports.count == 1 }
+            // …and restarts while fixes flow; it hangs up at the next attempts too, then answers.
+            gpsd.onCommand = { g, _ in g.dropClient() }
+            gpsd.dropClient()
+            let before = gpsd.connections
+            try run(loop, seconds: 3) { gpsd.connections >= before + 4 }
+            gpsd.onCommand = { g, _ in try? g.send([Self.version, Self.devices, Self.watch, Self.tpv[2]]) }
+            try run(loop, seconds: 3) { reports.count == 2 }
+            source.stop()
+        }.map(\.1)
+        XCTAssertEqual(lines, [
+            "gps: lost gpsd at \(at) (gpsd closed the connection); retrying in 0.05 s",
+            "gps: connected to gpsd 3.22 at \(at)",
+            "gps: gpsd devices: /dev/ttyUSB0",
+            "gps: lost gpsd at \(at) (gpsd closed the connection); positions pause, retrying in 0.05 s",
+            "gps: connected to gpsd 3.22 at \(at) again",
+            "gps: gpsd devices: /dev/ttyUSB0",
+        ])
+    }
+
     func testOversizedLinesAreDroppedAndTheStreamContinues() throws {
         let loop = try EventLoop()
         let gpsd = try FakeGPSD(loop: loop)

@@ -325,6 +325,48 @@ final class SerialSourceTests: XCTestCase {
         _ = states
     }
 
+    /// The journal of an unplug: the loss once (with the first retry), what changes once, the
+    /// return once — not a line per retry; the state still says when the next attempt is.
+    func testAnOutageIsLoggedOnceNotAtEveryRetry() throws {
+        let loop = try EventLoop()
+        var pty: Pty? = try Pty()
+        let link = dir + "/gps0"
+        point(link, to: pty!.slave)
+        let first = SerialPortDiagnostics.display(path: link, device: SerialPortDiagnostics.resolve(pty!.slave))
+        var stateTexts: [String] = []
+        let source = SerialSource(loop: loop, path: link, baud: 9600, onData: { _ in }, isConfirmed: { true },
+                                  onReset: {}, onState: { stateTexts.append($0.description) })
+        source.backoff = Backoff(initial: 0.05, maximum: 0.2)
+        var replacement: Pty?
+        let lines = try capturingLog {
+            source.start()
+            XCTAssertEqual(source.state, .streaming(9600))
+            // Unplugged: the port hangs up and its path disappears.
+            pty?.close()
+            pty = nil
+            point(link, to: dir + "/absent")
+            try run(loop, seconds: 3) { source.openAttempts >= 6 }
+            XCTAssertGreaterThanOrEqual(source.openAttempts, 6, "several retries")
+            // Plugged in again.
+            replacement = try Pty()
+            point(link, to: replacement!.slave)
+            try run(loop, seconds: 2) { source.state == .streaming(9600) }
+            XCTAssertEqual(source.state, .streaming(9600))
+            source.stop()
+        }.map(\.1)
+        let second = SerialPortDiagnostics.display(path: link, device: SerialPortDiagnostics.resolve(replacement!.slave))
+        XCTAssertEqual(lines.count, 4, "\(lines)")
+        guard lines.count == 4 else { return }
+        XCTAssertEqual(lines[0], "gps: opened \(first) at 9600 baud")
+        XCTAssertTrue(lines[1].hasPrefix("gps: \(first) went away ("), lines[1])
+        XCTAssertTrue(lines[1].hasSuffix("; unplugged?); positions pause, retrying in 0.05 s"), lines[1])
+        XCTAssertEqual(lines[2], "gps: \(link) does not exist")
+        XCTAssertEqual(lines[3], "gps: \(second) back at 9600 baud; positions resume")
+        // The state texts keep saying what happens at each retry (status displays).
+        XCTAssertTrue(stateTexts.contains("\(link) does not exist; retrying in 0.2 s"), "\(stateTexts)")
+        XCTAssertGreaterThan(stateTexts.filter { $0 == "opening the serial port" }.count, 4)
+    }
+
     func testSecondSourceOnTheSamePortIsBlockedAndNamesTheHolder() throws {
         let loop = try EventLoop()
         let pty = try Pty()

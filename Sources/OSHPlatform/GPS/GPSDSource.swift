@@ -47,6 +47,11 @@ public struct GPSDReport: Sendable, Equatable {
 /// every TPV report with a fix (mode ≥ 2). SKY, GST and other classes are skipped without
 /// being parsed. Refused, reset or closed connections are retried with backoff.
 ///
+/// Logging (`RetryLog`): an outage is one warning with the first retry's delay, then only what
+/// changes until gpsd answers again (its first line on a new connection), which is one line too;
+/// a gpsd that accepts and hangs up at once (socket activation failing) stays quiet while it
+/// retries. The state texts are for status displays, not the log.
+///
 /// Use it when gpsd already owns the receiver (SerialSource says so when it finds gpsd
 /// holding the port). Not thread-safe: use it on the loop's thread only. Callbacks may call `stop()`.
 public final class GPSDSource {
@@ -109,7 +114,11 @@ public final class GPSDSource {
     private var generation: UInt64 = 0
     private var running = false
     private var failures = 0
-    private var lastLogged = ""
+    private var log = RetryLog()
+    /// gpsd said something on this connection (its VERSION comes first).
+    private var answered = false
+    /// gpsd answered on some connection before.
+    private var everAnswered = false
     private var line: [UInt8] = []
     private var discarding = false
     private let buffer: UnsafeMutableRawBufferPointer
@@ -217,6 +226,7 @@ public final class GPSDSource {
         deadline.disarm()
         line.removeAll(keepingCapacity: true)
         discarding = false
+        answered = false
         let sent = Self.watchBytes.withUnsafeBytes { osh_send_nosignal(fd, $0.baseAddress, $0.count) }
         guard sent == Self.watchBytes.count else {
             lost(sent < 0 ? SerialSource.reason(errno) : "short write of the WATCH command")
@@ -224,7 +234,6 @@ public final class GPSDSource {
         }
         if everConnected { reconnectCount += 1 }
         everConnected = true
-        logOnce(.notice, "gps: connected to gpsd at \(endpoint)")
         setState(.waitingForFix)
     }
 
@@ -304,10 +313,14 @@ public final class GPSDSource {
             cls = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[Self.classPrefix.count..<i]), as: UTF8.self)
             switch cls {
             case "TPV", "VERSION", "DEVICES", "ERROR": break
-            default: return
+            default:
+                heard()
+                return
             }
         }
-        guard let v = try? JSONValue.parse(bytes), let c = cls ?? v["class"]?.string else { return }
+        guard let v = try? JSONValue.parse(bytes), let c = cls ?? v["class"]?.string else { return heard() }
+        if c == "VERSION" { release = v["release"]?.string }
+        heard()
         switch c {
         case "TPV":
             if let report = GPSDReport(tpv: v) {
@@ -318,20 +331,33 @@ public final class GPSDSource {
                 setState(.waitingForFix)
             }
         case "VERSION":
-            release = v["release"]?.string
-            Log.info("gps: gpsd \(release ?? "?") at \(endpoint)")
+            break // said by heard(), which the VERSION line opening a connection triggers
         case "DEVICES":
             devices = (v["devices"]?.array ?? []).compactMap { $0["path"]?.string }
             if devices.isEmpty {
-                Log.warning("gps: gpsd at \(endpoint) has no receiver (check DEVICES in /etc/default/gpsd, or plug one in)")
+                log.note(.warning, "gps: gpsd at \(endpoint) has no receiver (check DEVICES in /etc/default/gpsd, or plug one in)")
             } else {
-                Log.info("gps: gpsd devices: \(devices.joined(separator: ", "))")
+                log.note(.info, "gps: gpsd devices: \(devices.joined(separator: ", "))")
             }
         case "ERROR":
-            Log.warning("gps: gpsd says: \(v["message"]?.string ?? "error")")
+            log.note(.warning, "gps: gpsd says: \(v["message"]?.string ?? "error")")
         default:
             break
         }
+    }
+
+    /// gpsd's first line on a connection: it is there (again). One line, with its release when the
+    /// line was VERSION.
+    private func heard() {
+        guard !answered else { return }
+        answered = true
+        let version = release.map { " \($0)" } ?? ""
+        if log.recovered() && everAnswered {
+            log.note(.notice, "gps: connected to gpsd\(version) at \(endpoint) again")
+        } else {
+            log.note(.notice, "gps: connected to gpsd\(version) at \(endpoint)")
+        }
+        everAnswered = true
     }
 
     private func lost(_ why: String) {
@@ -369,14 +395,16 @@ public final class GPSDSource {
     private func retryLater(_ why: String) {
         failures += 1
         let d = backoff.delay(afterFailures: failures)
+        // The state says when the next attempt is, every time; the log says it once per outage.
+        let pause = state == .streaming && !log.isDown ? "positions pause, " : ""
         setState(.disconnected("\(why); retrying in \(SerialSource.seconds(d))"))
-        logOnce(.warning, "gps: " + why)
+        log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(SerialSource.seconds(d))")
         schedule(.retry, after: d)
     }
 
     private func block(_ why: String) {
         setState(.blocked(why))
-        logOnce(.error, "gps: " + why)
+        log.failed(.error, "gps: " + why)
     }
 
     private func closeSocket() {
@@ -393,12 +421,6 @@ public final class GPSDSource {
         if s == .streaming { failures = 0 }
         state = s
         onState(s)
-    }
-
-    private func logOnce(_ level: Log.Level, _ message: String) {
-        guard message != lastLogged else { return }
-        lastLogged = message
-        Log.write(level, message)
     }
 
     // MARK: - Probe

@@ -20,6 +20,10 @@ import Glibc
 /// again. (So a caller that wants this check answers "valid NMEA since the last time I said
 /// yes"; a caller whose flag stays true until `onReset` simply never triggers a rescan.)
 ///
+/// Logging (`RetryLog`): an outage is one warning with the first retry's delay, then only what
+/// changes (a different reason) until the receiver is back, which is one line too; the state
+/// texts ("…; retrying in 4 s", "opening the serial port") are for status displays, not the log.
+///
 /// Steady state allocates nothing: one read buffer, reads until EAGAIN on each readable event.
 /// Not thread-safe: use it on the loop's thread only. Callbacks may call `stop()`.
 public final class SerialSource {
@@ -95,7 +99,10 @@ public final class SerialSource {
     private var windowBytes: UInt64 = 0
     private var emptyWakeups = 0
     private var warnedUnconfirmed = false
-    private var lastLogged = ""
+    /// Data flowed at some point (configured baud opened, or a baud confirmed): an outage pauses
+    /// positions and the recovery resumes them.
+    private var everStreamed = false
+    private var log = RetryLog()
     private let buffer: UnsafeMutableRawBufferPointer
 
     public init(loop: EventLoop, path: String, baud: Int?,
@@ -211,7 +218,7 @@ public final class SerialSource {
         }
         if let w = SerialPortDiagnostics.bluetoothUARTWarning(device: dev) { found.append(w) }
         warnings = found
-        for w in found { Log.warning("gps: " + w) }
+        for w in found { log.note(.warning, "gps: " + w) }
 
         let reg: EventLoop.Registration
         do {
@@ -229,15 +236,22 @@ public final class SerialSource {
         emptyWakeups = 0
         warnedUnconfirmed = false
         currentBaud = baud
-        logOnce(.notice, "gps: opened \(shown)" + (configuredBaud == nil ? ", detecting the baud" : " at \(baud) baud"))
 
         if configuredBaud != nil {
+            if log.recovered() && everStreamed {
+                log.note(.notice, "gps: \(shown) back at \(baud) baud; positions resume")
+            } else {
+                log.note(.notice, "gps: opened \(shown) at \(baud) baud")
+            }
+            everStreamed = true
             onReset()
             guard isCurrent(generationAtOpen: generation) else { return }
             setState(.streaming(baud))
             windowBytes = 0
             schedule(.stale, after: staleAfter)
         } else {
+            // Still an outage until a baud is confirmed: said once per outage, not per reopen.
+            log.note(.notice, "gps: opened \(shown), detecting the baud")
             probeIndex = 0
             beginProbe(alreadySet: true)
         }
@@ -353,7 +367,13 @@ public final class SerialSource {
         windowBytes = 0
         failures = 0
         setState(.streaming(b))
-        logOnce(.notice, "gps: \(SerialPortDiagnostics.display(path: path, device: device)) speaks NMEA at \(b) baud")
+        let shown = SerialPortDiagnostics.display(path: path, device: device)
+        if log.recovered() && everStreamed {
+            log.note(.notice, "gps: \(shown) back, speaking NMEA at \(b) baud; positions resume")
+        } else {
+            log.note(.notice, "gps: \(shown) speaks NMEA at \(b) baud")
+        }
+        everStreamed = true
         schedule(.stale, after: staleAfter)
     }
 
@@ -386,14 +406,14 @@ public final class SerialSource {
                 guard isCurrent(generationAtOpen: gen) else { return }
                 let b = currentBaud ?? 0
                 if configuredBaud == nil {
-                    Log.warning("gps: \(path): bytes but no valid NMEA for \(staleAfter) s at \(b) baud; detecting the baud again")
+                    log.note(.warning, "gps: \(path): bytes but no valid NMEA for \(staleAfter) s at \(b) baud; detecting the baud again")
                     probeIndex = 0
                     beginProbe()
                     return
                 } else if !warnedUnconfirmed {
                     warnedUnconfirmed = true
-                    Log.warning("gps: \(path): bytes but no valid NMEA for \(staleAfter) s at the configured \(b) baud; "
-                                + "is the baud right? (omit it for automatic detection)")
+                    log.note(.warning, "gps: \(path): bytes but no valid NMEA for \(staleAfter) s at the configured \(b) baud; "
+                                       + "is the baud right? (omit it for automatic detection)")
                 }
             }
             guard isCurrent(generationAtOpen: gen) else { return }
@@ -417,14 +437,16 @@ public final class SerialSource {
     private func retryLater(_ why: String) {
         failures += 1
         let d = backoff.delay(afterFailures: failures)
+        // The state says when the next attempt is, every time; the log says it once per outage.
+        let pause = everStreamed && !log.isDown ? "positions pause, " : ""
         setState(.disconnected("\(why); retrying in \(Self.seconds(d))"))
-        logOnce(.warning, "gps: " + why)
+        log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(Self.seconds(d))")
         schedule(.retry, after: d)
     }
 
     private func block(_ why: String, retry: Bool) {
         setState(.blocked(why))
-        logOnce(.error, "gps: " + why)
+        log.failed(.error, "gps: " + why)
         if retry { schedule(.retry, after: backoff.maximum) }
     }
 
@@ -443,13 +465,6 @@ public final class SerialSource {
         guard s != state else { return }
         state = s
         onState(s)
-    }
-
-    /// Logs a message unless it repeats the previous one (retries every few seconds stay quiet).
-    private func logOnce(_ level: Log.Level, _ message: String) {
-        guard message != lastLogged else { return }
-        lastLogged = message
-        Log.write(level, message)
     }
 
     static func reason(_ e: Int32) -> String {

@@ -44,6 +44,36 @@ public enum WebSocketClientError: Error, Sendable, Equatable, CustomStringConver
         case .noPong: return "the node stopped answering pings on the command channel"
         }
     }
+
+    /// The description without libcurl's elapsed time ("… after 9 ms: …", "… after 5001
+    /// milliseconds"), which differs at every attempt: two failures with the same key are the same
+    /// failure repeating (for logging each once — `RetryLog`).
+    public var repeatKey: String { Self.withoutElapsedTime(description) }
+
+    static func withoutElapsedTime(_ s: String) -> String {
+        let u = Array(s.utf8)
+        let after = Array(" after ".utf8)
+        let units = [Array(" milliseconds".utf8), Array(" ms".utf8)]
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count)
+        var i = 0
+        scan: while i < u.count {
+            if u[i...].starts(with: after) {
+                var j = i + after.count
+                let digits = j
+                while j < u.count, u[j] >= 0x30, u[j] <= 0x39 { j += 1 }
+                if j > digits {
+                    for unit in units where u[j...].starts(with: unit) {
+                        i = j + unit.count
+                        continue scan
+                    }
+                }
+            }
+            out.append(u[i])
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
 
 public final class WebSocketClient {
@@ -84,7 +114,8 @@ public final class WebSocketClient {
     /// A text message (the view is valid only during the call).
     public var onText: ((UnsafeRawBufferPointer) -> Void)?
     public var onBinary: ((UnsafeRawBufferPointer) -> Void)?
-    /// The channel went down; `retryIn` is nil after `stop()`.
+    /// The channel went down; `retryIn` is nil after `stop()`. The client logs nothing itself: the
+    /// owner knows which channel this is and whether it retries (see `RetryLog`, `repeatKey`).
     public var onDown: ((WebSocketClientError?, _ retryIn: Double?) -> Void)?
 
     private let loop: EventLoop
@@ -438,7 +469,6 @@ public final class WebSocketClient {
         failures += 1
         let wait = options.backoff.delay(afterFailures: failures)
         state = .waitingToReconnect
-        if let e { Log.warning(e.description + String(format_: wait)) }
         if retry == nil { retry = LoopDeadline(loop: loop) { [weak self] in self?.connect() } }
         try? retry?.arm(after: wait)
         onDown?(e, wait)
@@ -456,13 +486,5 @@ public final class WebSocketClient {
         multi = nil
         out.reset()
         outOffset = 0
-    }
-}
-
-private extension String {
-    /// "; retrying in 2 s".
-    init(format_ wait: Double) {
-        let w = wait == wait.rounded() ? String(Int(wait)) : String(wait)
-        self = "; retrying in \(w) s"
     }
 }

@@ -1,0 +1,60 @@
+/// Logging for something that retries (a GPS port, gpsd, the command channel): the first failure
+/// of an outage with when it is retried, any different reason during the outage once, and the
+/// recovery once — not a line per retry. (The state texts that say "retrying in N s" at every
+/// step are for status displays; the journal keeps the story.)
+///
+/// Reasons are compared by `key` (default: the text), so a reason carrying a changing detail
+/// (libcurl's "after 9 ms") can still count as a repeat. Not thread-safe: one owner, one thread.
+public struct RetryLog {
+    /// In an outage: a failure was logged and no recovery yet.
+    public private(set) var isDown = false
+    /// Keys logged during this outage; bounded (a source has a handful of distinct reasons).
+    private var said: [String] = []
+    /// Outside an outage: the last line, so an immediate repeat stays quiet.
+    private var last = ""
+    private static let remembered = 16
+
+    public init() {}
+
+    /// A failure that will be retried. The first of an outage is logged with `firstSuffix` (e.g.
+    /// "; retrying in 1 s"); later ones only when their key was not logged in this outage yet.
+    /// True when a line was written.
+    @discardableResult
+    public mutating func failed(_ level: Log.Level, _ reason: String, key: String? = nil, firstSuffix: String = "") -> Bool {
+        let k = key ?? reason
+        if !isDown {
+            isDown = true
+            said = [k]
+            last = ""
+            Log.write(level, reason + firstSuffix)
+            return true
+        }
+        return note(level, reason, key: k)
+    }
+
+    /// Any other event: during an outage each key once; otherwise unless it repeats the last line.
+    /// True when a line was written.
+    @discardableResult
+    public mutating func note(_ level: Log.Level, _ message: String, key: String? = nil) -> Bool {
+        let k = key ?? message
+        if isDown {
+            guard !said.contains(k) else { return false }
+            if said.count >= Self.remembered { said.removeFirst() }
+            said.append(k)
+        } else {
+            guard k != last else { return false }
+            last = k
+        }
+        Log.write(level, message)
+        return true
+    }
+
+    /// The thing works again. True if it was down (the caller then logs that it is back, once).
+    public mutating func recovered() -> Bool {
+        defer {
+            isDown = false
+            said = []
+        }
+        return isDown
+    }
+}

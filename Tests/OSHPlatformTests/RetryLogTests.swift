@@ -1,0 +1,47 @@
+import OSHPlatform
+import XCTest
+
+/// What is logged while `body` runs (Log's test sink), level and text.
+func capturingLog(_ body: () throws -> Void) rethrows -> [(Log.Level, String)] {
+    var lines: [(Log.Level, String)] = []
+    Log.sink = { lines.append(($0, $1)) }
+    defer { Log.sink = nil }
+    try body()
+    return lines
+}
+
+final class RetryLogTests: XCTestCase {
+    func testTheSinkTakesWhatPassesTheThresholdEvenWhileMuted() {
+        Log.muted = true
+        defer { Log.muted = false }
+        let got = capturingLog {
+            Log.warning("w")
+            Log.debug("d") // below the default threshold
+            Log.notice("n")
+        }
+        XCTAssertEqual(got.map(\.1), ["w", "n"])
+        XCTAssertEqual(got.map(\.0), [.warning, .notice])
+    }
+
+    func testAnOutageIsItsFirstFailureWhatChangesAndTheRecovery() {
+        var log = RetryLog()
+        var backs: [Bool] = []
+        let got = capturingLog {
+            log.note(.notice, "opened")
+            log.note(.notice, "opened")                              // a repeat outside an outage: quiet
+            log.failed(.warning, "gone", firstSuffix: "; retrying in 1 s")
+            log.failed(.warning, "gone", firstSuffix: "; retrying in 2 s")
+            log.failed(.warning, "missing", firstSuffix: "; retrying in 4 s")
+            log.failed(.warning, "gone", firstSuffix: "; retrying in 8 s") // said in this outage already
+            log.failed(.warning, "missing after 3 ms", key: "missing")
+            log.note(.notice, "opened")                              // during the outage: once
+            log.failed(.warning, "missing")
+            backs.append(log.recovered())
+            backs.append(log.recovered())
+            log.failed(.warning, "gone", firstSuffix: "; retrying in 1 s") // a new outage
+        }
+        XCTAssertEqual(got.map(\.1), ["opened", "gone; retrying in 1 s", "missing", "opened", "gone; retrying in 1 s"])
+        XCTAssertEqual(backs, [true, false])
+        XCTAssertTrue(log.isDown)
+    }
+}
