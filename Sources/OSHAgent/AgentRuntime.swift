@@ -30,6 +30,8 @@ public struct AgentConfig: Sendable {
     public var extraSpecs: [OutputSpec] = []
     /// The node's command timing as the receiver assumes it (OSH: 5 s); tests shorten it.
     public var commandOptions = CommandReceiver.Options()
+    /// Waits between failed registrations (1, 2, 4 … 30 s); tests shorten it.
+    public var registrationBackoff = Backoff(initial: 1, maximum: 30)
     /// Outputs whose values arrive through `record(_:monotonicTime:values:)` from a device input
     /// (barometer, IMU, audio…); the others are sampled on a timer (simulated values, health).
     public var externalOutputs: Set<String> = []
@@ -64,7 +66,9 @@ public final class AgentRuntime {
     private var timers: [EventLoop.Timer] = []
     private var scratch: UnsafeMutableBufferPointer<Double>
     private let startTime: Double
-    private var registrationDelay = 1.0
+    private var registrationFailures = 0
+    /// Failed registrations: the first with its retry and each different failure once, not every retry.
+    private var registrationOutage = RetryLog()
     private var registering = false
     /// The publisher's outage: logged when it starts and when it ends, not at every probe.
     private var nodeOutage = RetryLog()
@@ -421,7 +425,10 @@ public final class AgentRuntime {
             case .success(let state):
                 self.registered = true
                 self.lastRegistrationError = nil
-                self.registrationDelay = 1
+                self.registrationFailures = 0
+                // The outage ends with the "registered …" line below, the one line for it (observations
+                // have their own: the publisher's "node reachable again").
+                _ = self.registrationOutage.recovered()
                 do { try StateFiles.write(state.encoded(), to: self.cachePath) }
                 catch { Log.warning("could not save the id cache (\(error)); registration repeats at the next start") }
                 self.publisher.setFOI(state.foiID)
@@ -435,11 +442,15 @@ public final class AgentRuntime {
                            + "\(self.specs.count) datastreams" + (self.registrar.created.isEmpty ? "" : ", created \(self.registrar.created.joined(separator: ", "))"))
             case .failure(let e):
                 self.lastRegistrationError = e
-                Log.error("registration failed: \(e); retrying in \(Int(self.registrationDelay)) s")
-                self.onStatus?(e.status == 0 ? "node unreachable, retrying in \(Int(self.registrationDelay)) s"
-                               : "registration refused (HTTP \(e.status)), retrying in \(Int(self.registrationDelay)) s")
-                self.scheduleRegistration(after: self.registrationDelay)
-                self.registrationDelay = min(self.registrationDelay * 2, 30)
+                self.registrationFailures += 1
+                let d = self.config.registrationBackoff.delay(afterFailures: self.registrationFailures)
+                let retry = "retrying in \(RetryLog.seconds(d))"
+                // The status shows every step; the log the first failure with its retry and then
+                // only a different failure (libcurl's elapsed time does not make one new).
+                self.registrationOutage.failed(.error, "registration failed: \(e)", key: RetryLog.withoutElapsedTime("\(e)"),
+                                               firstSuffix: "; " + retry)
+                self.onStatus?(e.status == 0 ? "node unreachable, \(retry)" : "registration refused (HTTP \(e.status)), \(retry)")
+                self.scheduleRegistration(after: d)
             }
         }
     }

@@ -10,6 +10,10 @@ import OSHPlatform
 /// different format starts a fresh window. The window's time is the read's monotonic time
 /// minus the frames that followed the window in that read (the driver's own buffering, at
 /// most one period, is not subtracted).
+///
+/// Logging (`RetryLog`): a lost or missing device is one warning with the first retry's delay,
+/// then each different reason once, then one line when capture resumes — not a line per retry;
+/// `stateText` says when the next attempt is at every step (status displays).
 public final class AudioInput {
     public typealias Sink = (_ monotonicTime: Double, _ rmsdB: Double, _ peakdB: Double) -> Void
 
@@ -27,6 +31,9 @@ public final class AudioInput {
     private let capture: AudioCapture
     private var meter: LevelMeter
     private var loggedFormat: AudioCaptureFormat?
+    private var log = RetryLog()
+    /// Levels flowed at some point: an outage pauses them and the recovery resumes them.
+    private var everCaptured = false
     private var replay: ALSAFileReplay?
     /// Frames of the replayed file not yet delivered in this pass.
     private var replayFramesLeft = 0
@@ -77,23 +84,30 @@ public final class AudioInput {
             if case .stopped = s { return }
             if case .capturing(let f) = s, f == format { return }
         }
+        let wasCapturing = format != nil
         switch s {
         case .capturing(let f):
             format = f
             meter = LevelMeter(window: window, sampleRate: f.sampleRate)
-            if f != loggedFormat {
-                Log.info("audio: \(device): \(f); \(meter.windowFrames)-frame windows (\(window) s)")
-                loggedFormat = f
+            let windows = "\(meter.windowFrames)-frame windows (\(window) s)"
+            if log.recovered() && everCaptured {
+                log.note(.notice, "audio: \(device): back, \(f)" + (f != loggedFormat ? "; \(windows)" : "") + "; levels resume")
+            } else if f != loggedFormat {
+                log.note(.info, "audio: \(device): \(f); \(windows)")
             }
-        case .disconnected, .stopped:
+            loggedFormat = f
+            everCaptured = true
+        case .disconnected(let why, let wait):
+            format = nil
+            lastError = why
+            // Every retry is a new state ("…; retrying in 2 s"); the log says the first with its
+            // delay and then only a different reason.
+            let pause = wasCapturing && !log.isDown ? "levels pause, " : ""
+            log.failed(.warning, "audio: \(why)", firstSuffix: "; \(pause)retrying in \(RetryLog.seconds(wait))")
+        case .stopped:
             format = nil
         }
-        let text = s.description
-        if case .disconnected(let why, _) = s {
-            lastError = why
-            if text != stateText { Log.warning("audio: \(text)") }
-        }
-        stateText = text
+        stateText = s.description
     }
 
     private func consume(_ chunk: AudioChunk) {

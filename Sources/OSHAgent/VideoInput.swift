@@ -45,6 +45,8 @@ public final class VideoInput {
     /// nil until decided (at start for the test pattern, at the camera's first frame otherwise).
     public private(set) var encoderKind: VideoEncoderKind?
     public private(set) var encoderReason = ""
+    /// Waits between attempts to reopen a missing or lost camera (set before `start()`; tests shorten it).
+    public var cameraBackoff = Backoff(initial: 0.5, maximum: 10)
     public var isRunning: Bool { running }
     /// The picture size actually produced after start() (a camera may snap the configured size
     /// to one it has): the size the camera0_H264 schema should declare. nil while a camera is absent.
@@ -138,7 +140,8 @@ public final class VideoInput {
 
     private func startCamera() throws {
         let path = resolveCameraPath(settings.device)
-        let cam = V4L2Camera(loop: loop, device: device, path: path, width: settings.width, height: settings.height, fps: settings.fps)
+        let cam = V4L2Camera(loop: loop, device: device, path: path, width: settings.width, height: settings.height, fps: settings.fps,
+                             backoff: cameraBackoff)
         cam.onFrame = { [weak self] f in self?.frame(f) }
         cam.onFatalError = { [weak self] e in
             self?.counters.lastError = e.message

@@ -1,7 +1,7 @@
-/// Logging for something that retries (a GPS port, gpsd, the command channel): the first failure
-/// of an outage with when it is retried, any different reason during the outage once, and the
-/// recovery once — not a line per retry. (The state texts that say "retrying in N s" at every
-/// step are for status displays; the journal keeps the story.)
+/// Logging for something that retries (a GPS port, gpsd, the command channel, a camera, an audio
+/// device, registration): the first failure of an outage with when it is retried, any different
+/// reason during the outage once, and the recovery once — not a line per retry. (The state texts
+/// that say "retrying in N s" at every step are for status displays; the journal keeps the story.)
 ///
 /// Reasons are compared by `key` (default: the text), so a reason carrying a changing detail
 /// (libcurl's "after 9 ms") can still count as a repeat. Not thread-safe: one owner, one thread.
@@ -56,5 +56,37 @@ public struct RetryLog {
             said = []
         }
         return isDown
+    }
+
+    /// A retry delay as the logs and state texts say it: "1 s", "0.5 s".
+    public static func seconds(_ d: Double) -> String {
+        d == d.rounded() ? "\(Int(d)) s" : "\(d) s"
+    }
+
+    /// `s` without libcurl's elapsed time ("… after 9 ms: …", "… after 5001 milliseconds"), which
+    /// differs at every attempt: a key under which the retries of one failure are the same reason.
+    public static func withoutElapsedTime(_ s: String) -> String {
+        let u = Array(s.utf8)
+        let after = Array(" after ".utf8)
+        let units = [Array(" milliseconds".utf8), Array(" ms".utf8)]
+        var out: [UInt8] = []
+        out.reserveCapacity(u.count)
+        var i = 0
+        scan: while i < u.count {
+            if u[i...].starts(with: after) {
+                var j = i + after.count
+                let digits = j
+                while j < u.count, u[j] >= 0x30, u[j] <= 0x39 { j += 1 }
+                if j > digits {
+                    for unit in units where u[j...].starts(with: unit) {
+                        i = j + unit.count
+                        continue scan
+                    }
+                }
+            }
+            out.append(u[i])
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 }

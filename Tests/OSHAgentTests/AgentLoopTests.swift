@@ -249,4 +249,45 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertNotEqual(b.rows[0].datastreamID, gone)
         XCTAssertEqual(b.rows[1].datastreamID, a.rows[1].datastreamID)
     }
+
+    /// The journal of a node that is down and then failing while the agent registers: each
+    /// failure once (the first with its retry), not at every retry, and "registered" once; the
+    /// systemd status text still follows every retry.
+    func testRegistrationFailuresAreLoggedOnceNotAtEveryRetry() throws {
+        node.mode = .refuseConnections
+        var c = config(outputs: ["barometer"])
+        c.registrationBackoff = Backoff(initial: 0.05, maximum: 0.1)
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: c, loop: loop)
+        var statuses: [String] = []
+        a.onStatus = { statuses.append($0) }
+        let capture = LogCapture()
+        defer { capture.stop() }
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { statuses.count >= 4 }, "\(statuses)")
+        // The node answers, but with 503 for a while (OSH starting up).
+        node.mode = .status(503)
+        XCTAssertTrue(try run(loop, timeout: 10) { statuses.filter { $0.hasPrefix("registration refused") }.count >= 4 }, "\(statuses)")
+        node.mode = .normal
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows[0].counters.sent > 0 })
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        capture.stop()
+
+        let failed = capture.lines.filter { $0.hasPrefix("registration failed: ") }
+        XCTAssertEqual(failed.count, 2, "\(capture.lines)")
+        guard failed.count == 2 else { return }
+        XCTAssertTrue(failed[0].contains("the node did not answer"), failed[0])
+        XCTAssertTrue(failed[0].hasSuffix("; check the URL and the network; retrying in 0.05 s"), failed[0])
+        XCTAssertTrue(failed[1].contains(": HTTP 503: "), failed[1])
+        XCTAssertFalse(failed[1].contains("retrying"), failed[1])
+        XCTAssertEqual(capture.count("registered \(identity.uid) with "), 1, "\(capture.lines)")
+        XCTAssertTrue(capture.lines.last { $0.hasPrefix("regist") }?.hasPrefix("registered ") ?? false, "\(capture.lines)")
+        // The publisher's side says nothing of an outage it never saw.
+        XCTAssertEqual(capture.count("node unreachable"), 0, "\(capture.lines)")
+        XCTAssertEqual(capture.count("node reachable again"), 0, "\(capture.lines)")
+        // The status follows every step.
+        XCTAssertEqual(Array(statuses.prefix(3)), ["node unreachable, retrying in 0.05 s", "node unreachable, retrying in 0.1 s",
+                                                   "node unreachable, retrying in 0.1 s"])
+        XCTAssertTrue(statuses.contains("registration refused (HTTP 503), retrying in 0.1 s"), "\(statuses)")
+    }
 }

@@ -133,4 +133,102 @@ final class AudioInputTests: XCTestCase {
         XCTAssertNil(input.lastError)
         XCTAssertEqual(loop.sourceCount, 0)
     }
+
+    /// A USB microphone unplugged for a while, in the journal: the loss once with its first
+    /// retry, the failed reopen once (not again at 1, 2, 4, 8, 10 s) and one line when levels
+    /// resume; the state text still says when the next attempt is at every step.
+    func testAnUnplugIsLoggedOnceNotAtEveryRetry() {
+        let cap = ScriptedAudioCapture()
+        let input = AudioInput(capture: cap, device: "hw:1,0", window: 0.1)
+        let f = format(rate: 48000, period: 960)
+        let gone = "ALSA device 'hw:1,0' was disconnected"
+        let missing = "ALSA snd_pcm_open 'hw:1,0': No such device; is it plugged in? list capture devices with `arecord -L` or `osh-edge probe`"
+        var states: [String] = []
+        let capture = LogCapture()
+        defer { capture.stop() }
+        input.start()
+        cap.set(.capturing(f))
+        cap.set(.disconnected(gone, retryIn: 0.5))
+        states.append(input.stateText)
+        for wait in [1.0, 2, 4, 8, 10, 10] {
+            cap.set(.disconnected(missing, retryIn: wait))
+            states.append(input.stateText)
+        }
+        XCTAssertEqual(input.lastError, missing)
+        cap.set(.capturing(f))
+        cap.push([Int16](repeating: 3277, count: 4800), rate: 48000, at: 1_000_000_000)
+        XCTAssertEqual(input.windowsReported, 1, "levels resume")
+        // A second outage is news again.
+        cap.set(.disconnected(gone, retryIn: 0.5))
+        cap.set(.disconnected(gone, retryIn: 1))
+        cap.set(.capturing(f))
+        input.stop()
+        capture.stop()
+
+        XCTAssertEqual(capture.lines, [
+            "audio: hw:1,0: \(f); 4800-frame windows (0.1 s)",
+            "audio: \(gone); levels pause, retrying in 0.5 s",
+            "audio: \(missing)",
+            "audio: hw:1,0: back, \(f); levels resume",
+            "audio: \(gone); levels pause, retrying in 0.5 s",
+            "audio: hw:1,0: back, \(f); levels resume",
+        ])
+        XCTAssertEqual(states, ["\(gone); retrying in 0.5 s"] + [1.0, 2, 4, 8, 10, 10].map { "\(missing); retrying in \($0) s" })
+    }
+
+    /// The same through the real libasound: ALSA's `file` plugin cannot open its input while the
+    /// file is missing (a device not plugged in yet), so every retry fails alike; one line says so,
+    /// and one line when it captures. Stopped and started without its input again: the failure
+    /// once more, and "back" once.
+    func testAMissingALSADeviceIsLoggedOnceThroughLibasound() throws {
+        var template = Array("/tmp/osh-audioin-XXXXXX".utf8CString)
+        guard let p = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
+        let dir = String(cString: p)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wav = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("OSHCoreTests/Fixtures/audio/sine_1k_-6dBFS.wav").path
+        let replay = try ALSAFileReplay.prepare(wavPath: wav, directory: dir)
+        let loop = try EventLoop()
+        let alsa = ALSACapture(loop: loop, device: replay.device, request: replay.request, configText: replay.configText)
+        alsa.backoff = Backoff(initial: 0.01, maximum: 0.02)
+        alsa.pacing = 0.0005
+        let input = AudioInput(capture: alsa, device: replay.device, window: 0.1)
+        func unplug() { XCTAssertEqual(rename(replay.rawPath, replay.rawPath + ".away"), 0) }
+        func plug() { XCTAssertEqual(rename(replay.rawPath + ".away", replay.rawPath), 0) }
+        func run(until: () -> Bool) throws {
+            let deadline = Clock.monotonicNanoseconds() + 3_000_000_000
+            while !until(), Clock.monotonicNanoseconds() < deadline { _ = try loop.runOnce(timeoutMs: 20) }
+        }
+        let capture = LogCapture()
+        defer { capture.stop() }
+        unplug()
+        input.start()
+        try run { alsa.openAttempts >= 5 }
+        XCTAssertGreaterThanOrEqual(alsa.openAttempts, 5, "several retries")
+        XCTAssertTrue(input.stateText.hasSuffix("; retrying in 0.02 s"), input.stateText)
+        plug()
+        try run { input.windowsReported >= 1 }
+        XCTAssertEqual(input.windowsReported, 1)
+        input.stop()
+        unplug()
+        let attempts = alsa.openAttempts
+        input.start()
+        try run { alsa.openAttempts >= attempts + 4 }
+        plug()
+        try run { input.windowsReported >= 2 }
+        input.stop()
+        capture.stop()
+
+        let lines = capture.lines
+        XCTAssertEqual(lines.count, 4, "\(lines)")
+        guard lines.count == 4 else { return }
+        XCTAssertTrue(lines[0].hasPrefix("audio: ALSA snd_pcm_open '\(replay.device)': "), lines[0])
+        XCTAssertTrue(lines[0].hasSuffix("; retrying in 0.01 s"), lines[0])
+        XCTAssertTrue(lines[1].hasPrefix("audio: \(replay.device): S16_LE 48000 Hz 1 ch"), lines[1])
+        XCTAssertTrue(lines[1].hasSuffix("; 4800-frame windows (0.1 s)"), lines[1])
+        XCTAssertEqual(lines[2], lines[0])
+        XCTAssertTrue(lines[3].hasPrefix("audio: \(replay.device): back, S16_LE 48000 Hz 1 ch"), lines[3])
+        XCTAssertTrue(lines[3].hasSuffix("; levels resume"), lines[3])
+        XCTAssertEqual(loop.sourceCount, 0)
+    }
 }

@@ -183,6 +183,45 @@ final class VideoInputTests: XCTestCase {
         input.stop()
     }
 
+    /// The virtual Pi's camera unplug through the pipeline (vivid and vicodec there): the loss,
+    /// the first failed reopen and the return are one line each — not a line per retry — and the
+    /// encoder is neither chosen nor logged again when frames resume.
+    func testACameraUnplugIsLoggedOnceNotAtEveryRetry() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [.yuyv], encoder: false)
+        s.add("/dev/video1", .vicodecEncoder)
+        var aus = 0
+        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 5),
+                                   device: s) { _, _ in aus += 1 }
+        input.cameraBackoff = Backoff(initial: 0.01, maximum: 0.04)
+        func count(_ line: String) -> Int { s.trace(of: "/dev/video0").filter { $0 == line }.count }
+        let capture = LogCapture()
+        defer { capture.stop() }
+        try input.start()
+        s.deliverFrame("/dev/video0")
+        XCTAssertTrue(try spin(loop) { aus == 1 })
+        s.unplug("/dev/video0")
+        XCTAssertTrue(try spin(loop) { count("OPEN → ENOENT") >= 6 }, "several retries while it is gone")
+        s.plug("/dev/video0")
+        XCTAssertTrue(try spin(loop) { count("STREAMON CAPTURE") == 2 })
+        let t = now()
+        _ = try spin(loop, timeout: 1) { now() > t + 0.25 }  // past the 5 fps frame interval
+        s.deliverFrame("/dev/video0")
+        XCTAssertTrue(try spin(loop) { aus == 2 })
+        input.stop()
+        capture.stop()
+
+        let lines = capture.lines
+        XCTAssertEqual(lines.count, 5, "\(lines)")
+        guard lines.count == 5 else { return }
+        XCTAssertEqual(lines[0], "camera /dev/video0: YUYV 320x240, 4 buffers, 5.0 fps (driver 5.0)")
+        XCTAssertTrue(lines[1].hasPrefix("video: encoder libx264 — "), lines[1])
+        XCTAssertEqual(lines[2], "camera /dev/video0 lost (VIDIOC_DQBUF on /dev/video0: No such device); frames pause, retrying in 0.01 s")
+        XCTAssertTrue(lines[3].hasPrefix("cannot open camera /dev/video0: open /dev/video0: "), lines[3])
+        XCTAssertFalse(lines[3].contains("retrying"), lines[3])
+        XCTAssertEqual(lines[4], "camera /dev/video0: back, YUYV 320x240, 4 buffers, 5.0 fps (driver 5.0); frames resume")
+    }
+
     func testRefusesBadSettingsAndMissingHardwareWhenDemanded() throws {
         let loop = try EventLoop()
         XCTAssertThrowsError(try VideoInput(loop: loop, settings: VideoSettings(width: 641, fps: 60)) { _, _ in }) {

@@ -44,4 +44,14 @@ final class RetryLogTests: XCTestCase {
         XCTAssertEqual(backs, [true, false])
         XCTAssertTrue(log.isDown)
     }
+
+    func testDelaysAndElapsedTimesAsTheLogsSayThem() {
+        XCTAssertEqual(RetryLog.seconds(1), "1 s")
+        XCTAssertEqual(RetryLog.seconds(0.5), "0.5 s")
+        XCTAssertEqual(RetryLog.seconds(30), "30 s")
+        XCTAssertEqual(RetryLog.withoutElapsedTime("Failed to connect to 127.0.0.1 port 8181 after 0 ms: Could not connect to server"),
+                       "Failed to connect to 127.0.0.1 port 8181: Could not connect to server")
+        XCTAssertEqual(RetryLog.withoutElapsedTime("Connection timed out after 5001 milliseconds"), "Connection timed out")
+        XCTAssertEqual(RetryLog.withoutElapsedTime("after 3 s, after ms"), "after 3 s, after ms")
+    }
 }

@@ -298,6 +298,63 @@ final class VideoV4L2Tests: XCTestCase {
         cam.stop()
     }
 
+    /// The virtual Pi's 20 s camera unplug, in the journal: the loss once with its first retry,
+    /// each different reason once (the node is missing; then busy), and one line when frames
+    /// resume — not a line per retry. `counters.lastError` still follows every attempt.
+    func testAnUnplugIsLoggedOnceNotAtEveryRetry() throws {
+        let loop = try EventLoop()
+        let s = sim()
+        var t = 100.0
+        let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 5,
+                             backoff: Backoff(initial: 0.01, maximum: 0.04), now: { t })
+        var got = 0
+        cam.onFrame = { _ in got += 1 }
+        var busy = ""
+        let lines = try capturingLog {
+            try cam.start()
+            XCTAssertTrue(s.deliverFrame(Self.cam))
+            XCTAssertTrue(try spin(loop) { got == 1 })
+            s.unplug(Self.cam)
+            XCTAssertTrue(try spin(loop) { cam.counters.failedOpens >= 6 }, "several retries while it is gone")
+            XCTAssertTrue(cam.counters.lastError?.hasPrefix("cannot open camera /dev/video0: ") ?? false, cam.counters.lastError ?? "")
+            // Plugged in again, but another program holds it for two attempts.
+            s.inject(.sFmt, errno: EBUSY, times: 2, path: Self.cam)
+            s.plug(Self.cam)
+            XCTAssertTrue(try spin(loop) { cam.isStreaming })
+            busy = s.trace(of: Self.cam).filter { $0.hasPrefix("S_FMT") && $0.contains("EBUSY") }.joined(separator: ", ")
+            t += 1
+            XCTAssertTrue(s.deliverFrame(Self.cam))
+            XCTAssertTrue(try spin(loop) { got == 2 })
+            cam.stop()
+        }
+        XCTAssertEqual(busy.components(separatedBy: ", ").count, 2, busy)
+        XCTAssertEqual(lines.map(\.1), [
+            "camera /dev/video0: YUYV 640x480, 4 buffers, 5.0 fps (driver 5.0)",
+            "camera /dev/video0 lost (VIDIOC_DQBUF on /dev/video0: No such device); frames pause, retrying in 0.01 s",
+            "cannot open camera /dev/video0: open /dev/video0: No such file or directory; check the device exists "
+                + "(v4l2-ctl --list-devices) and the agent is in the video group",
+            "VIDIOC_S_FMT on /dev/video0: Device or resource busy; the camera refused YUYV 640x480",
+            "camera /dev/video0: back, YUYV 640x480, 4 buffers, 5.0 fps (driver 5.0); frames resume",
+        ])
+        XCTAssertEqual(lines.map(\.0), [.info, .warning, .warning, .warning, .notice])
+
+        // A second outage is news again, said the same way.
+        let again = try capturingLog {
+            try cam.start()
+            s.unplug(Self.cam)
+            XCTAssertTrue(try spin(loop) { cam.counters.failedOpens >= 9 })
+            s.plug(Self.cam)
+            XCTAssertTrue(try spin(loop) { cam.isStreaming })
+            cam.stop()
+        }.map(\.1)
+        XCTAssertEqual(again.count, 4, "\(again)")
+        guard again.count == 4 else { return }
+        XCTAssertEqual(again[0], lines[0].1)
+        XCTAssertEqual(again[1], lines[1].1)
+        XCTAssertEqual(again[2], lines[2].1)
+        XCTAssertEqual(again[3], lines[4].1)
+    }
+
     func testCameraAbsentAtStartIsRetriedNotFatal() throws {
         let loop = try EventLoop()
         let s = SimulatedV4L2()

@@ -471,7 +471,5 @@ public final class SerialSource {
         strerror(e).map { String(cString: $0) } ?? "errno \(e)"
     }
 
-    static func seconds(_ d: Double) -> String {
-        d == d.rounded() ? "\(Int(d)) s" : "\(d) s"
-    }
+    static func seconds(_ d: Double) -> String { RetryLog.seconds(d) }
 }

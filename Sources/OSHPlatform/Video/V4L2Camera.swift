@@ -3,6 +3,9 @@
 // buffer (no copy), then queue the buffer again. Frame rate: asked of the driver with
 // S_PARM, and enforced by dropping (UVC cameras often ignore or round the request).
 // Unplugged (ENODEV, POLLERR with nothing to dequeue) → everything closed, reopened with backoff.
+// Logging (`RetryLog`): an outage is one warning with the first retry's delay, then each different
+// reason once (the first failed open, a busy device), then one line when frames flow again — not a
+// line per retry. `counters.lastError` keeps the latest reason for status displays.
 
 import CV4L2
 import OSHCore
@@ -64,6 +67,11 @@ public final class V4L2Camera {
     public private(set) var generation = 0
     private var retry: LoopDeadline?
     private var failures = 0
+    private var log = RetryLog()
+    /// Frames flowed at some point: an outage pauses them and the recovery resumes them.
+    private var everStreamed = false
+    /// The size the driver snapped a request to, once said.
+    private var snapNoted = ""
     private var lastDelivered = -Double.infinity
     private var running = false
 
@@ -118,8 +126,14 @@ public final class V4L2Camera {
             try startStreaming()
             failures = 0
             if let n = negotiated {
-                Log.info("camera \(path): \(n.format.fourCC) \(n.width)x\(n.height), \(bufferCount) buffers, \(fps) fps" +
-                         (n.driverFPS.map { " (driver \($0))" } ?? " (driver has no rate control; dropping)"))
+                let what = "\(n.format.fourCC) \(n.width)x\(n.height), \(bufferCount) buffers, \(fps) fps"
+                    + (n.driverFPS.map { " (driver \($0))" } ?? " (driver has no rate control; dropping)")
+                if log.recovered() && everStreamed {
+                    log.note(.notice, "camera \(path): back, \(what); frames resume")
+                } else {
+                    log.note(.info, "camera \(path): \(what)")
+                }
+                everStreamed = true
             }
         } catch {
             closeDevice()
@@ -169,7 +183,10 @@ public final class V4L2Camera {
         guard w >= 16, h >= 16, w % 2 == 0, h % 2 == 0 else {
             throw V4L2Error("camera \(path) offers \(w)x\(h) for \(width)x\(height); the encoder needs an even size of at least 16x16", errno: EINVAL)
         }
-        if w != width || h != height { Log.notice("camera \(path): asked for \(width)x\(height), the driver gives \(w)x\(h)") }
+        if (w != width || h != height) && snapNoted != "\(w)x\(h)" {
+            snapNoted = "\(w)x\(h)" // said once, not at every reopen
+            Log.notice("camera \(path): asked for \(width)x\(height), the driver gives \(w)x\(h)")
+        }
         var bpl = Int(f.fmt.pix.bytesperline)
         if bpl == 0 { bpl = chosen == .yuyv ? w * 2 : w }
         var n = Negotiated(format: chosen, width: w, height: h, bytesPerLine: bpl,
@@ -310,17 +327,21 @@ public final class V4L2Camera {
     private func lost(_ e: V4L2Error) {
         counters.deviceLost += 1
         counters.lastError = e.message
-        Log.warning("camera \(path) lost (\(e)); closing it and retrying")
         closeDevice()
-        scheduleRetry(e)
+        scheduleRetry(e, lost: true)
     }
 
-    private func scheduleRetry(_ e: V4L2Error) {
+    /// `lost`: the camera was streaming (its loss is the news, said with when it is retried).
+    private func scheduleRetry(_ e: V4L2Error, lost: Bool = false) {
         guard running else { return }
         failures += 1
         counters.lastError = e.message
         let wait = backoff.delay(afterFailures: failures)
-        Log.warning("\(e); retrying in \(wait) s")
+        // The first failure of an outage says when the next attempt is; the retries after it
+        // only what changes.
+        let pause = lost && !log.isDown ? "frames pause, " : ""
+        log.failed(.warning, lost ? "camera \(path) lost (\(e))" : "\(e)",
+                   firstSuffix: "; \(pause)retrying in \(RetryLog.seconds(wait))")
         if retry == nil { retry = LoopDeadline(loop: loop) { [weak self] in self?.retryNow() } }
         do { try retry?.arm(after: wait) } catch { Log.error("camera \(path): cannot arm the retry timer: \(error)") }
     }

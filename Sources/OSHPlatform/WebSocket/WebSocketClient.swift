@@ -48,32 +48,7 @@ public enum WebSocketClientError: Error, Sendable, Equatable, CustomStringConver
     /// The description without libcurl's elapsed time ("… after 9 ms: …", "… after 5001
     /// milliseconds"), which differs at every attempt: two failures with the same key are the same
     /// failure repeating (for logging each once — `RetryLog`).
-    public var repeatKey: String { Self.withoutElapsedTime(description) }
-
-    static func withoutElapsedTime(_ s: String) -> String {
-        let u = Array(s.utf8)
-        let after = Array(" after ".utf8)
-        let units = [Array(" milliseconds".utf8), Array(" ms".utf8)]
-        var out: [UInt8] = []
-        out.reserveCapacity(u.count)
-        var i = 0
-        scan: while i < u.count {
-            if u[i...].starts(with: after) {
-                var j = i + after.count
-                let digits = j
-                while j < u.count, u[j] >= 0x30, u[j] <= 0x39 { j += 1 }
-                if j > digits {
-                    for unit in units where u[j...].starts(with: unit) {
-                        i = j + unit.count
-                        continue scan
-                    }
-                }
-            }
-            out.append(u[i])
-            i += 1
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    public var repeatKey: String { RetryLog.withoutElapsedTime(description) }
 }
 
 public final class WebSocketClient {
