@@ -501,9 +501,10 @@ def analyse(share, used, boots, host_events, image_dir):
              "log": named[:3]}
         ok = bool(named) and all(v > 0 for v in others.values()) if fault != "node-stopped" else bool(named)
         if output:
+            # During: from 5 s into the fault (what was already on its way may still land) to its end.
             f["during"] = count_between(obs.get(output, []), t0 + 5, t1)
             f["after"] = count_between(obs.get(output, []), t1, t1 + recover + 30)
-            ok = ok and f["after"] > 0
+            ok = ok and f["after"] > 0 and f["during"] <= 2
             detail = "%s: %d during, %d after; others during: %s; log: %s" % (
                 output, f["during"], f["after"], others, named[0] if named else "nothing names it")
         else:

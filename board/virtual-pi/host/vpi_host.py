@@ -100,6 +100,9 @@ class NMEAFeeder(threading.Thread):
         self.groups = checks.nmea_epochs(open(nmea_file, "rb").read().decode("ascii", "replace"))
         self.sent_log = sent_log
         self.stop = threading.Event()
+        # Set while the adapter is unplugged: a real receiver's lines are lost then, while
+        # QEMU's unattached chardev would queue them and deliver a burst of stale fixes on replug.
+        self.unplugged = threading.Event()
 
     def run(self):
         sock = None
@@ -122,9 +125,10 @@ class NMEAFeeder(threading.Thread):
                 group = [checks.nmea_restamp(line, now) for line in self.groups[i % len(self.groups)]]
                 data = "".join(group).encode()
                 try:
-                    sock.send(data)
-                    out.write("%.3f %s" % (time.time(), "".join(group)))
-                    out.flush()
+                    if not self.unplugged.is_set():
+                        sock.send(data)
+                        out.write("%.3f %s" % (time.time(), "".join(group)))
+                        out.flush()
                 except BlockingIOError:
                     pass
                 except OSError:
@@ -200,9 +204,11 @@ def boot(image_dir, disk, share, run_dir, boot_no, gps_file, events):
             if "VPI-REQ " in line:
                 req = line.split("VPI-REQ ", 1)[1].strip()
                 if req == "usb-unplug":
+                    feeder.unplugged.set()
                     ans = monitor(mon, "device_del gpsusb")
                 elif req == "usb-plug":
                     ans = monitor(mon, "device_add usb-serial,chardev=gps,id=gpsusb,bus=xhci.0")
+                    feeder.unplugged.clear()
                 else:
                     ans = "unknown request"
                 events.append({"boot": boot_no, "host_time": time.time(), "request": req, "monitor": ans or "ok"})
