@@ -69,14 +69,20 @@ final class AudioInputTests: XCTestCase {
         XCTAssertEqual(AudioInput(capture: ScriptedAudioCapture(), device: "x", window: 0.5).window, 0.5)
     }
 
-    /// The demo's path: a WAV replayed through ALSA's file plugin in real time, metered.
-    func testReplayedWAVThroughALSA() throws {
+    /// A scratch directory for ALSA's file plugin (removed after the test) and the −6 dBFS sine fixture.
+    private func scratchDirectoryAndSine() throws -> (dir: String, wav: String) {
         var template = Array("/tmp/osh-audioin-XXXXXX".utf8CString)
         guard let p = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
         let dir = String(cString: p)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         let wav = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("OSHCoreTests/Fixtures/audio/sine_1k_-6dBFS.wav").path
+        return (dir, wav)
+    }
+
+    /// The demo's path: a WAV replayed through ALSA's file plugin in real time, metered.
+    func testReplayedWAVThroughALSA() throws {
+        let (dir, wav) = try scratchDirectoryAndSine()
         let loop = try EventLoop()
         let input = try AudioInput(loop: loop, replayingWAV: wav, directory: dir, window: 0.1)
         var got: [(Double, Double, Double)] = []
@@ -102,12 +108,8 @@ final class AudioInputTests: XCTestCase {
     /// A replay loops from the start: a 0.3 s WAV (0.1 s silence, 0.2 s sine) gives the same
     /// three windows again past its end.
     func testReplayLoops() throws {
-        var template = Array("/tmp/osh-audioin-XXXXXX".utf8CString)
-        guard let p = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
-        let dir = String(cString: p)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let src = try Data(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("OSHCoreTests/Fixtures/audio/sine_1k_-6dBFS.wav"))
+        let (dir, sine) = try scratchDirectoryAndSine()
+        let src = try Data(contentsOf: URL(fileURLWithPath: sine))
         // The 44-byte header with the data size patched to 0.3 s; 0.1 s of silence, then 0.2 s of sine.
         var wav = [UInt8](src.prefix(44)) + [UInt8](repeating: 0, count: 9600) + [UInt8](src[44..<(44 + 19200)])
         wav[40] = UInt8(28800 & 0xFF)
@@ -181,12 +183,7 @@ final class AudioInputTests: XCTestCase {
     /// and one line when it captures. Stopped and started without its input again: the failure
     /// once more, and "back" once.
     func testAMissingALSADeviceIsLoggedOnceThroughLibasound() throws {
-        var template = Array("/tmp/osh-audioin-XXXXXX".utf8CString)
-        guard let p = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
-        let dir = String(cString: p)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let wav = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("OSHCoreTests/Fixtures/audio/sine_1k_-6dBFS.wav").path
+        let (dir, wav) = try scratchDirectoryAndSine()
         let replay = try ALSAFileReplay.prepare(wavPath: wav, directory: dir)
         let loop = try EventLoop()
         let alsa = ALSACapture(loop: loop, device: replay.device, request: replay.request, configText: replay.configText)
