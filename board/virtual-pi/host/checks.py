@@ -353,8 +353,8 @@ def analyse(share, used, boots, host_events, image_dir):
         datastreams[name] = {"count": len(rows)}
     summary["datastreams"] = datastreams
     for want in enabled:
-        got = [n for n in datastreams if n == want or n.endswith("_" + want.capitalize() + "_data")
-               or (want in ("accelerometer", "gyroscope", "magnetometer") and n.lower().endswith(want + "_data"))]
+        # raw inertial outputs are published as <chip>_Accelerometer_data and so on
+        got = [n for n in datastreams if n == want or n.lower().endswith("_" + want + "_data")]
         n = sum(datastreams[g]["count"] for g in got)
         c.add("datastream %s" % want, got and n > 0, "%s: %d observations" % (", ".join(got) or "not registered", n))
 
