@@ -1,3 +1,5 @@
+import OSHCore
+
 /// Logging for something that retries (a GPS port, gpsd, the command channel, a camera, an audio
 /// device, registration): the first failure of an outage with when it is retried, any different
 /// reason during the outage once, and the recovery once — not a line per retry. (The state texts
@@ -6,62 +8,43 @@
 /// Reasons are compared by `key` (default: the text), so a reason carrying a changing detail
 /// (libcurl's "after 9 ms") can still count as a repeat. Not thread-safe: one owner, one thread.
 public struct RetryLog {
-    /// In an outage: a failure was logged and no recovery yet.
-    public private(set) var isDown = false
-    /// Keys logged during this outage; bounded (a source has a handful of distinct reasons).
-    private var said: [String] = []
-    /// Outside an outage: the last line, so an immediate repeat stays quiet.
-    private var last = ""
-    private static let remembered = 16
+    /// Which lines to write: OSHCore's pure policy (the backoff there is unused by callers that
+    /// keep their own schedule).
+    public private(set) var policy: ReconnectPolicy
 
-    public init() {}
+    public init(_ policy: ReconnectPolicy = ReconnectPolicy()) { self.policy = policy }
+
+    /// In an outage: a failure was logged and no recovery yet.
+    public var isDown: Bool { policy.isDown }
 
     /// A failure that will be retried. The first of an outage is logged with `firstSuffix` (e.g.
     /// "; retrying in 1 s"); later ones only when their key was not logged in this outage yet.
-    /// True when a line was written.
+    /// Returns the policy's verdict (its `delay` is the next wait for callers that use its backoff).
     @discardableResult
-    public mutating func failed(_ level: Log.Level, _ reason: String, key: String? = nil, firstSuffix: String = "") -> Bool {
-        let k = key ?? reason
-        if !isDown {
-            isDown = true
-            said = [k]
-            last = ""
-            Log.write(level, reason + firstSuffix)
-            return true
+    public mutating func failed(_ level: Log.Level, _ reason: String, key: String? = nil, firstSuffix: String = "") -> ReconnectPolicy.Verdict {
+        let v = policy.failed(key: key ?? reason)
+        switch v.log {
+        case .firstFailure: Log.write(level, reason + firstSuffix)
+        case .newReason: Log.write(level, reason)
+        case nil: break
         }
-        return note(level, reason, key: k)
+        return v
     }
 
     /// Any other event: during an outage each key once; otherwise unless it repeats the last line.
     /// True when a line was written.
     @discardableResult
     public mutating func note(_ level: Log.Level, _ message: String, key: String? = nil) -> Bool {
-        let k = key ?? message
-        if isDown {
-            guard !said.contains(k) else { return false }
-            if said.count >= Self.remembered { said.removeFirst() }
-            said.append(k)
-        } else {
-            guard k != last else { return false }
-            last = k
-        }
+        guard policy.shouldNote(key: key ?? message) else { return false }
         Log.write(level, message)
         return true
     }
 
     /// The thing works again. True if it was down (the caller then logs that it is back, once).
-    public mutating func recovered() -> Bool {
-        defer {
-            isDown = false
-            said = []
-        }
-        return isDown
-    }
+    public mutating func recovered() -> Bool { policy.succeeded() }
 
     /// A retry delay as the logs and state texts say it: "1 s", "0.5 s".
-    public static func seconds(_ d: Double) -> String {
-        d == d.rounded() ? "\(Int(d)) s" : "\(d) s"
-    }
+    public static func seconds(_ d: Double) -> String { ReconnectPolicy.seconds(d) }
 
     /// `s` without libcurl's elapsed time ("… after 9 ms: …", "… after 5001 milliseconds"), which
     /// differs at every attempt: a key under which the retries of one failure are the same reason.

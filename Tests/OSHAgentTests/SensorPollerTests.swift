@@ -1,3 +1,4 @@
+import OSHCore
 import XCTest
 @testable import OSHAgent
 import OSHPlatform

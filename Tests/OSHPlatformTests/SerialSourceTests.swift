@@ -1,3 +1,4 @@
+import OSHCore
 import CShim
 import Foundation
 import Glibc

@@ -116,7 +116,9 @@ public final class Publisher {
     /// CLOCK_MONOTONIC seconds (injected so tests control time).
     private let monotonicNow: () -> Double
     private var streams: [Stream]
-    private var rng = SystemRandomNumberGenerator()
+    /// The node link's backoff (jittered, so many boards do not probe in step).
+    private lazy var outage = ReconnectPolicy(backoff: Backoff(initial: settings.backoffInitial, maximum: settings.backoffMax,
+                                                               jitter: settings.jitter))
 
     private final class Stream {
         let outputName: String
@@ -382,13 +384,12 @@ public final class Publisher {
 
     private func enterBackoff() {
         guard connectivity == .online else { return }
-        schedule(delay: settings.backoffInitial)
+        scheduleProbe()
     }
 
-    private func schedule(delay: Double) {
-        let spread = delay * settings.jitter
-        let jittered = spread > 0 ? delay + Double.random(in: -spread...spread, using: &rng) : delay
-        connectivity = .backoff(nextProbe: monotonicNow() + max(0, jittered), delay: delay)
+    private func scheduleProbe() {
+        let v = outage.failed(key: "node unreachable")
+        connectivity = .backoff(nextProbe: monotonicNow() + v.delay, delay: v.step)
         onConnectivity?(connectivity)
     }
 
@@ -397,12 +398,13 @@ public final class Publisher {
         transport.probe { [unowned self] outcome in
             switch outcome.status {
             case 200..<300:
+                _ = self.outage.succeeded()
                 self.connectivity = .online
                 self.onConnectivity?(.online)
                 for i in self.streams.indices { self.flush(i) }
                 self.flushSpool()
             default:
-                self.schedule(delay: min(delay * 2, self.settings.backoffMax))
+                self.scheduleProbe()
             }
         }
     }

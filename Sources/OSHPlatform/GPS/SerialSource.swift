@@ -1,3 +1,4 @@
+import OSHCore
 import CShim
 #if canImport(Glibc)
 import Glibc
