@@ -15,8 +15,21 @@ public enum KnownChips {
     public static let magnetometers = ["AK8963", "AK09916", "LIS3MDL"]
 
     /// "MPU-9250", "mpu9250" → "MPU9250": users copy names from datasheets and shop pages.
+    /// The one normaliser: the config, the driver tables and probe all compare names through it.
     public static func canonical(_ name: String) -> String {
         String(name.uppercased().filter { $0 != "-" && $0 != "_" && $0 != " " })
+    }
+
+    /// The magnetometer inside an IMU package (the drivers report the same name when they find it),
+    /// nil when the IMU has none of its own. Android names the magnetometer output after the
+    /// magnetometer's own sensor, so this name, not the IMU's, is in `<chip>_Magnetometer_data`.
+    public static func builtInMagnetometer(_ imu: String) -> String? {
+        switch canonical(imu) {
+        case "MPU9250": return "AK8963"
+        case "ICM20948": return "AK09916"
+        case "BNO055": return "BNO055"
+        default: return nil
+        }
     }
 }
 

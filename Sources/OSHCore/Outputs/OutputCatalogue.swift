@@ -34,25 +34,32 @@ public struct SystemComponentInfo: Sendable, Equatable {
 
 /// One output: its name, its record (time field first, as on the device), and how it travels.
 public struct OutputSpec: Sendable, Equatable {
+    /// Which output this is, whatever the chip in its name (`<chip>_Accelerometer_data` is `.accelerometer`).
+    public var kind: OutputKind
     public var outputName: String
-    public var record: DataComponent
+    /// The record; its leaves are walked once here, never per observation.
+    public var record: DataComponent {
+        didSet { leaves = SchemaWalker.leaves(of: record) }
+    }
     /// Non-nil for swe+binary outputs (video): the record encoding sent with the datastream.
     public var binaryEncoding: BinaryEncoding?
     public var sweJSONTime: SweJSONTimeField
     /// The sensor behind the output, listed in the system's `components`.
     public var source: SystemComponentInfo
 
-    public init(outputName: String, record: DataComponent, binaryEncoding: BinaryEncoding? = nil,
+    public init(kind: OutputKind = .other, outputName: String, record: DataComponent, binaryEncoding: BinaryEncoding? = nil,
                 sweJSONTime: SweJSONTimeField, source: SystemComponentInfo) {
+        self.kind = kind
         self.outputName = outputName
         self.record = record
+        self.leaves = SchemaWalker.leaves(of: record)
         self.binaryEncoding = binaryEncoding
         self.sweJSONTime = sweJSONTime
         self.source = source
     }
 
-    /// The record's leaves in SchemaWalker order.
-    public var leaves: [SchemaLeaf] { SchemaWalker.leaves(of: record) }
+    /// The record's leaves in SchemaWalker order, walked when the record is set.
+    public private(set) var leaves: [SchemaLeaf]
 }
 
 /// Everything the catalogue needs to know about this board to name and frame outputs.
@@ -81,7 +88,8 @@ public struct OutputOptions: Sendable, Equatable {
         self.imuChip = imuChip
         self.accelerometerName = imuChip + " Accelerometer"
         self.gyroscopeName = imuChip + " Gyroscope"
-        self.magnetometerName = (magnetometerChip ?? imuChip) + " Magnetometer"
+        // The magnetometer chip's own name, as the running agent finds it (AK8963 in an MPU-9250).
+        self.magnetometerName = (magnetometerChip ?? KnownChips.builtInMagnetometer(imuChip) ?? imuChip) + " Magnetometer"
         self.barometerChip = barometerChip
     }
 
@@ -123,7 +131,7 @@ public enum OutputCatalogue {
                 quantity("alt", def: SWE.property("HeightAboveEllipsoid"), label: "Ellipsoidal Height",
                          description: "Altitude above WGS84 ellipsoid", axis: "h", uom: "m"),
             ])), name: "location", definition: SWE.property("LocationVector"))
-        return OutputSpec(outputName: "gps_data",
+        return OutputSpec(kind: .gps, outputName: "gps_data",
                           record: record("gps_data", def: SWE.property("Location"), [location]),
                           sweJSONTime: .phenomenon, source: SystemComponentInfo(id: "LOC_GPS", label: "gps"))
     }
@@ -141,7 +149,7 @@ public enum OutputCatalogue {
                 quantity("q0", def: coef, label: "Scalar Component", uom: "1", type: .float32),
             ])), name: "orient", definition: SWE.property("RotationQuaternion"),
             description: "Orientation quaternion, usually normalized")
-        return OutputSpec(outputName: "quat_orientation_data",
+        return OutputSpec(kind: .quatOrientation, outputName: "quat_orientation_data",
                           record: record("quat_orientation_data", def: SWE.property("OrientationQuaternion"), [orient]),
                           sweJSONTime: .phenomenon, source: rotationVector(o))
     }
@@ -164,7 +172,7 @@ public enum OutputCatalogue {
                          axis: "Y", uom: "deg", constraint: ClosedInterval(-180, 180), type: .float32),
             ])), name: "orient", definition: SWE.property("EulerAngles"),
             description: "Euler angles with order of rotation heading/pitch/roll in rotating frame")
-        return OutputSpec(outputName: "euler_orientation_data",
+        return OutputSpec(kind: .eulerOrientation, outputName: "euler_orientation_data",
                           record: record("euler_orientation_data", def: SWE.property("OrientationEuler"), [orient]),
                           sweJSONTime: .phenomenon, source: rotationVector(o))
     }
@@ -176,7 +184,7 @@ public enum OutputCatalogue {
     // MARK: barometer (§1.4, iOS schema)
 
     public static func barometer(_ o: OutputOptions) -> OutputSpec {
-        OutputSpec(outputName: "barometer",
+        OutputSpec(kind: .barometer, outputName: "barometer",
                    record: record("barometer", def: SWE.property("AtmosphericPressure"), [
                        quantity("pressure", def: SWE.property("AtmosphericPressure"), label: "Atmospheric Pressure", uom: "hPa"),
                        quantity("relativeAltitude", def: SWE.property("AltitudeAboveEllipsoid"), label: "Relative Altitude", uom: "m"),
@@ -189,7 +197,7 @@ public enum OutputCatalogue {
 
     public static func audioLevel(_ o: OutputOptions) -> OutputSpec {
         let spl = SWE.property("SoundPressureLevel")
-        return OutputSpec(outputName: "audio_level",
+        return OutputSpec(kind: .audioLevel, outputName: "audio_level",
                           record: record("audio_level", def: SWE.property("SoundLevel"), [
                               quantity("rmsdB", def: spl, label: "RMS Sound Level", uom: "dB", type: .float32),
                               quantity("peakdB", def: spl, label: "Peak Sound Level", uom: "dB", type: .float32),
@@ -218,7 +226,7 @@ public enum OutputCatalogue {
             .component(ref: "/time", dataType: .double),
             .block(ref: "/img", compression: codec),
         ])
-        return OutputSpec(outputName: name, record: record(name, def: SWE.property("VideoFrame"), [img]),
+        return OutputSpec(kind: .video, outputName: name, record: record(name, def: SWE.property("VideoFrame"), [img]),
                           binaryEncoding: encoding, sweJSONTime: .sampling,
                           source: SystemComponentInfo(id: "CAM_\(o.cameraIndex)", label: "Camera #\(o.cameraIndex)"))
     }
@@ -237,7 +245,7 @@ public enum OutputCatalogue {
 
     public static func accelerometer(_ o: OutputOptions) -> OutputSpec {
         let def = SWE.qudt("LinearAcceleration")
-        return inertial(o, sensorName: o.accelerometerName, vectorName: "accel", vectorDef: def, sourceID: "SENSOR_ACCELEROMETER", [
+        return inertial(.accelerometer, o, sensorName: o.accelerometerName, vectorName: "accel", vectorDef: def, sourceID: "SENSOR_ACCELEROMETER", [
             quantity("ax", def: def, label: "X Accel", axis: "X", uom: "m/s2"),
             quantity("ay", def: def, label: "Y Accel", axis: "Y", uom: "m/s2"),
             quantity("az", def: def, label: "Z Accel", axis: "Z", uom: "m/s2"),
@@ -246,7 +254,7 @@ public enum OutputCatalogue {
 
     public static func gyroscope(_ o: OutputOptions) -> OutputSpec {
         let def = SWE.qudt("AngularVelocity")
-        return inertial(o, sensorName: o.gyroscopeName, vectorName: "omega", vectorDef: def, sourceID: "SENSOR_GYROSCOPE", [
+        return inertial(.gyroscope, o, sensorName: o.gyroscopeName, vectorName: "omega", vectorDef: def, sourceID: "SENSOR_GYROSCOPE", [
             quantity("wx", def: def, label: "X Angular Rate", axis: "X", uom: "rad/s", type: .float32),
             quantity("wy", def: def, label: "Y Angular Rate", axis: "Y", uom: "rad/s", type: .float32),
             quantity("wz", def: def, label: "Z Angular Rate", axis: "Z", uom: "rad/s", type: .float32),
@@ -255,7 +263,7 @@ public enum OutputCatalogue {
 
     public static func magnetometer(_ o: OutputOptions) -> OutputSpec {
         // Android's magnetometer coordinates carry no definition and no label (SWEHelper.newVector).
-        inertial(o, sensorName: o.magnetometerName, vectorName: "mag", vectorDef: SWE.property("MagneticField"),
+        inertial(.magnetometer, o, sensorName: o.magnetometerName, vectorName: "mag", vectorDef: SWE.property("MagneticField"),
                  sourceID: "SENSOR_MAGNETIC_FIELD", [
                      quantity("mx", def: nil, label: nil, axis: "X", uom: "uT"),
                      quantity("my", def: nil, label: nil, axis: "Y", uom: "uT"),
@@ -263,13 +271,13 @@ public enum OutputCatalogue {
                  ])
     }
 
-    static func inertial(_ o: OutputOptions, sensorName: String, vectorName: String, vectorDef: String,
+    static func inertial(_ kind: OutputKind, _ o: OutputOptions, sensorName: String, vectorName: String, vectorDef: String,
                          sourceID: String, _ coords: [DataComponent]) -> OutputSpec {
         let name = inertialOutputName(sensorName)
         // Android passes the local frame as the Vector's referenceFrame and sets no localFrame; records have no definition.
         let vector = DataComponent(.vector(Vector(referenceFrame: o.localFrame, coordinates: coords)),
                                    name: vectorName, definition: vectorDef)
-        return OutputSpec(outputName: name, record: record(name, def: nil, [vector]), sweJSONTime: .phenomenon,
+        return OutputSpec(kind: kind, outputName: name, record: record(name, def: nil, [vector]), sweJSONTime: .phenomenon,
                           source: SystemComponentInfo(id: sourceID, label: sensorName))
     }
 
@@ -286,7 +294,7 @@ public enum OutputCatalogue {
     /// - `queueDepth`: observations waiting in the ring; `droppedCount`: observations dropped since start.
     public static func deviceHealth(_ o: OutputOptions) -> OutputSpec {
         let p = SWE.property
-        return OutputSpec(outputName: "device_health",
+        return OutputSpec(kind: .deviceHealth, outputName: "device_health",
                           record: record("device_health", def: p("DeviceHealth"), [
                               quantity("cpuTemperature", def: p("Temperature"), label: "CPU Temperature", uom: "Cel", type: .float32),
                               boolean("underVoltage", def: p("UnderVoltage"), label: "Under-voltage"),

@@ -27,7 +27,7 @@ public enum PTZSchema {
     /// `ptz_position`: where the unit points, time first (OutputCatalogue conventions), reported
     /// after every move so a client can close the loop.
     public static func positionOutput(_ c: PTZCalibration) -> OutputSpec {
-        OutputSpec(outputName: outputName,
+        OutputSpec(kind: .ptzPosition, outputName: outputName,
                    record: OutputCatalogue.record(outputName, def: SWE.property("PtzPosition"), [pan(c), tilt(c)]),
                    sweJSONTime: .sampling,
                    source: SystemComponentInfo(id: "PTZ_PCA9685", label: "Pan-Tilt Unit (PCA9685 servo driver)"))

@@ -124,7 +124,7 @@ func baroHex(_ v: UInt8) -> String {
     return "0x" + (s.count == 1 ? "0" + s : s)
 }
 
-func baroSameName(_ a: String, _ b: String) -> Bool { a.lowercased() == b.lowercased() }
+func baroSameName(_ a: String, _ b: String) -> Bool { KnownChips.canonical(a) == KnownChips.canonical(b) }
 
 /// The driver table: every barometer the agent knows, and how to open one by name or by looking.
 public enum BarometerDrivers {

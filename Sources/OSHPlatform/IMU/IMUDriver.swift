@@ -117,9 +117,7 @@ public enum IMUDrivers {
         return (identities + magnetometers).first { normalise($0.name) == key }
     }
 
-    static func normalise(_ s: String) -> String {
-        String(s.uppercased().filter { $0 != "-" && $0 != "_" && $0 != " " })
-    }
+    static func normalise(_ s: String) -> String { KnownChips.canonical(s) }
 
     /// The real sleep (reset and mode-change waits). Tests pass a no-op.
     public static let systemSleep: @Sendable (Double) -> Void = { seconds in
