@@ -113,7 +113,7 @@ public enum AudioBench {
         let input = AudioInput(capture: capture, device: "bench", window: 0.1)
         let target = UInt64(seconds * 48000)
         var windows = 0
-        input.sink = { _, _, _ in windows += 1 }
+        input.sink = { _, _ in windows += 1 }
         let wall0 = Clock.monotonicNanoseconds()
         let cpu0 = cpuSeconds()
         input.start()

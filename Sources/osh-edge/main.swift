@@ -46,8 +46,10 @@ commands:
                        (default: the u-blox NEO-M9N log in Tests/…/Fixtures/nmea; none = simulated)
          --node URL [--user NAME]  use an external node (password from OSH_EDGE_PASSWORD)
          --insecure-trust-cert PEM | --pin-sha256 BASE64   TLS for that node
-  check --node URL     can this board reach the node, are the credentials right, is it registered
-         [--user NAME] [--uid UID] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
+  check                can this board reach the node, are the credentials right, is it registered with
+                       the datastreams its configuration publishes  --config FILE --secrets FILE (defaults
+                       as for run) | --node URL [--user NAME] [--insecure-trust-cert PEM | --pin-sha256 BASE64]
+         [--uid UID]
   systems              the node's systems, live (newest observation ≤ 5 min) / stale (≤ 30 min) / offline
          [--limit N]
   datastreams SYSTEM   a system's datastreams (SYSTEM: id or UID) with their newest observation time
@@ -279,19 +281,36 @@ func demo(_ a: inout Arguments) {
 }
 
 func check(_ a: inout Arguments) {
-    guard let url = a.value("--node") else { fail("check needs --node URL (the node's API root, e.g. http://host:8181/sensorhub/api)") }
+    let url = a.value("--node")
     let user = a.value("--user") ?? ""
     var tls = TLSPolicy.verify
     if let pem = a.value("--insecure-trust-cert") { tls = .trustCertificate(pemPath: pem) }
     if let pin = a.value("--pin-sha256") { tls = .pinnedKey(sha256Base64: pin) }
     let uid = a.value("--uid")
+    let configPath = a.value("--config")
+    let secrets = a.value("--secrets")
     a.finish()
-    let password = user.isEmpty ? "" : password(for: user)
     do {
-        let identity = try Agent.localIdentity(uid: uid, uidExtension: "", label: nil)
-        let server = HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
-        let lines = try Check.run(server: server, identity: identity,
-                                  outputs: OutputCatalogue.all(OutputOptions(uid: identity.uid)).filter { $0.binaryEncoding == nil })
+        // Like the read-side commands: the configured node, board and outputs (what `run` publishes),
+        // --node and --uid overriding; with --node and no readable configuration, every output.
+        let path = configPath ?? Daemon.defaultConfigPath
+        let loaded = configPath != nil || url == nil || access(path, R_OK) == 0
+            ? try Daemon.load(configPath: path, secretsPath: secrets) : nil
+        let server: HTTPServer
+        if let url {
+            let password = user.isEmpty ? "" : password(for: user)
+            server = HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
+        } else if let loaded {
+            server = loaded.config.server
+        } else {
+            fail("check needs --node URL (the node's API root, e.g. http://host:8181/sensorhub/api) or --config FILE")
+        }
+        let identity: SystemIdentity
+        if uid == nil, let loaded { identity = loaded.config.identity }
+        else { identity = try Agent.localIdentity(uid: uid, uidExtension: "", label: nil) }
+        let outputs = loaded.map(Check.configuredOutputs)
+            ?? OutputCatalogue.all(OutputOptions(uid: identity.uid)).filter { $0.binaryEncoding == nil }
+        let lines = try Check.run(server: server, identity: identity, outputs: outputs)
         for l in lines { print((l.ok ? "ok    " : "FAIL  ") + l.text) }
         exit(lines.allSatisfy(\.ok) ? 0 : 1)
     } catch {

@@ -36,7 +36,7 @@ final class AudioInputTests: XCTestCase {
         let cap = ScriptedAudioCapture()
         let input = AudioInput(capture: cap, device: "scripted", window: 0.1)
         var got: [(Double, Double, Double)] = []
-        input.sink = { got.append(($0, $1, $2)) }
+        input.sink = { got.append(($0, $1.rmsdB, $1.peakdB)) }
         input.start()
         XCTAssertEqual(cap.startCount, 1)
         cap.set(.capturing(format(rate: 48000, period: 1000)))
@@ -86,7 +86,7 @@ final class AudioInputTests: XCTestCase {
         let loop = try EventLoop()
         let input = try AudioInput(loop: loop, replayingWAV: wav, directory: dir, window: 0.1)
         var got: [(Double, Double, Double)] = []
-        input.sink = { got.append(($0, $1, $2)) }
+        input.sink = { got.append(($0, $1.rmsdB, $1.peakdB)) }
         input.start()
         let started = Double(Clock.monotonicNanoseconds()) / 1e9
         let deadline = Clock.monotonicNanoseconds() + 3_000_000_000
@@ -121,7 +121,7 @@ final class AudioInputTests: XCTestCase {
         let loop = try EventLoop()
         let input = try AudioInput(loop: loop, replayingWAV: path, directory: dir, window: 0.1)
         var got: [(Double, Double, Double)] = []
-        input.sink = { got.append(($0, $1, $2)) }
+        input.sink = { got.append(($0, $1.rmsdB, $1.peakdB)) }
         input.start()
         let deadline = Clock.monotonicNanoseconds() + 3_000_000_000
         while got.count < 7, Clock.monotonicNanoseconds() < deadline { _ = try loop.runOnce(timeoutMs: 50) }

@@ -21,7 +21,7 @@ final class BarometerInputTests: XCTestCase {
         var got: [(t: Double, p: Double, alt: Double)] = []
         var states: [SensorPoller.State] = []
         let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "auto", rateHz: 50),
-                                       backoff: Backoff(initial: 0.05, maximum: 0.1)) { t, p, alt in got.append((t, p, alt)) }
+                                       backoff: Backoff(initial: 0.05, maximum: 0.1)) { t, s in got.append((t, s.pressure, s.relativeAltitude)) }
         input.poller.onStateChange = { states.append($0) }
         XCTAssertEqual(input.driver.identity.name, "BMP280")
         XCTAssertEqual(input.driver.address, 0x77)
@@ -60,7 +60,7 @@ final class BarometerInputTests: XCTestCase {
         try SimulatedBarometerBoard.attach(to: bus, chip: "BMP280", address: 0x76) { (1000, 20) }
         var count = 0
         let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "BMP280", rateHz: 100),
-                                       backoff: Backoff(initial: 0.02, maximum: 0.05)) { _, _, _ in count += 1 }
+                                       backoff: Backoff(initial: 0.02, maximum: 0.05)) { _, _ in count += 1 }
         try input.start()
         try run(loop) { count > 2 }
         try bus.writeRegister(0x76, 0xE0, 0xB6)
@@ -75,7 +75,7 @@ final class BarometerInputTests: XCTestCase {
 
     func testAbsentChipThrowsAbsent() throws {
         let loop = try EventLoop()
-        XCTAssertThrowsError(try BarometerInput(loop: loop, bus: SimulatedI2CBus(), settings: BarometerSettings()) { _, _, _ in }) { e in
+        XCTAssertThrowsError(try BarometerInput(loop: loop, bus: SimulatedI2CBus(), settings: BarometerSettings()) { _, _ in }) { e in
             XCTAssertTrue((e as? I2CError)?.isAbsent ?? false, "\(e)")
         }
     }

@@ -278,3 +278,65 @@ final class DaemonTests: XCTestCase {
         XCTAssertLessThanOrEqual(score, 2.0, String(line))
     }
 }
+
+/// `run`, `config check`, `schema` and `check` read one configuration the same way.
+final class ConfiguredOutputsTests: XCTestCase {
+    /// After a healthy `run`, `check --config` checks what the file configures (it had no
+    /// --config and checked the whole catalogue), and the magnetometer has one name in `run`,
+    /// `config check` and `schema` (AK8963_…, the MPU-9250's magnetometer; `run` alone said so).
+    func testCheckAfterARunReadsTheConfigAndTheMagnetometerHasOneName() throws {
+        let dir = NSTemporaryDirectory() + "osh-check-config-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let node = DevNode(config: DevNodeConfig())
+        _ = try node.start()
+        defer { node.stop() }
+        let path = dir + "/osh-edge.conf"
+        try """
+        [server.dev]
+        url = "\(node.apiRoot)"
+
+        [system]
+        uid = "urn:osh:rpi:10000000d43a0002"
+
+        [time]
+        require_sync = false
+
+        [paths]
+        state_directory = "\(dir)/state"
+
+        [outputs.magnetometer]
+        enabled = true
+        source = "simulated"
+
+        [outputs.device_health]
+        enabled = true
+        rate = 5
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        let secrets = dir + "/no-secrets"
+
+        let configCheck = try runOSHEdge(["config", "check", path])
+        XCTAssertEqual(configCheck.status, 0, configCheck.err)
+        XCTAssertTrue(configCheck.out.contains("AK8963_Magnetometer_data"), configCheck.out)
+        let schema = try runOSHEdge(["schema", "--list"])
+        XCTAssertTrue(schema.out.contains("AK8963_Magnetometer_data\t"), schema.out)
+        XCTAssertFalse(schema.out.contains("MPU9250_Magnetometer_data"), schema.out)
+
+        let run = Process()
+        run.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        run.arguments = ["run", "--config", path, "--secrets", secrets]
+        run.standardError = FileHandle.nullDevice
+        run.standardOutput = FileHandle.nullDevice
+        try run.run()
+        let end = Date().addingTimeInterval(20)
+        func registered(_ name: String) -> Bool { node.stats.datastreams.contains { $0.outputName == name } }
+        while !(registered("AK8963_Magnetometer_data") && registered("device_health")), Date() < end { usleep(50_000) }
+        run.terminate()
+        run.waitUntilExit()
+        XCTAssertTrue(registered("AK8963_Magnetometer_data"), "run registers the magnetometer under its own chip's name")
+
+        let check = try runOSHEdge(["check", "--config", path, "--secrets", secrets])
+        XCTAssertEqual(check.status, 0, check.out + check.err)
+        XCTAssertTrue(check.out.contains("ok    all 2 datastreams are there"), check.out)
+    }
+}

@@ -19,7 +19,7 @@ final class PTZControllerTests: XCTestCase {
 
     func testRelativePanMovesTheChannelByTheCalibratedPulseDelta() throws {
         let (chip, ptz) = try rig()
-        XCTAssertEqual(ptz.positionValues, [0, 0], "home")
+        XCTAssertEqual(ptz.position, PTZPositionSample(pan: 0, tilt: 0), "home")
         let before = try XCTUnwrap(chip.pulseMicros(channel: 0))
         let countsBefore = chip.channel(0).off
         var reported: [(Double, Double)] = []
@@ -33,8 +33,8 @@ final class PTZControllerTests: XCTestCase {
         XCTAssertEqual(after - before, 3 * cal.pan.microsPerDegree, accuracy: resolution)
         XCTAssertEqual(chip.channel(0).off, PCA9685Math.counts(pulseMicros: cal.pan.pulseMicros(degrees: 3), prescale: 121))
         XCTAssertEqual(Int(chip.channel(0).off) - Int(countsBefore), 7) // 33.3 µs at 4.88 µs per count
-        XCTAssertEqual(ptz.positionValues, [3, 0])
-        XCTAssertEqual(ptz.withPosition { Array($0) }, [3, 0])
+        XCTAssertEqual(ptz.position, PTZPositionSample(pan: 3, tilt: 0))
+        XCTAssertEqual(ptz.position, PTZPositionSample(pan: 3, tilt: 0))
         XCTAssertEqual(reported.last?.0, 3)
         // Tilt untouched.
         XCTAssertEqual(chip.channel(1).off, PCA9685Math.counts(pulseMicros: cal.tilt.pulseMicros(degrees: 0), prescale: 121))
@@ -46,7 +46,7 @@ final class PTZControllerTests: XCTestCase {
         XCTAssertEqual(o.status, .completed)
         XCTAssertTrue(o.message.contains("pan 120° is beyond the limit; moved to 80°"), o.message)
         XCTAssertTrue(o.message.contains("tilt -50° is beyond the limit; moved to -30°"), o.message)
-        XCTAssertEqual(ptz.positionValues, [80, -30])
+        XCTAssertEqual(ptz.position, PTZPositionSample(pan: 80, tilt: -30))
         XCTAssertEqual(try XCTUnwrap(chip.pulseMicros(channel: 0)), cal.pan.pulseMicros(degrees: 80),
                        accuracy: PCA9685Math.microsPerCount(prescale: 121) / 2 + 1e-9)
         // Relative moves from the limit stay there.
@@ -55,7 +55,7 @@ final class PTZControllerTests: XCTestCase {
         let bad = ptz.apply(parameters: try JSONValue.parse(#"{"zoom":2}"#))
         XCTAssertEqual(bad.status, .rejected)
         XCTAssertEqual(bad.message, "this pan-tilt unit has no zoom")
-        XCTAssertEqual(ptz.positionValues, [80, -30])
+        XCTAssertEqual(ptz.position, PTZPositionSample(pan: 80, tilt: -30))
     }
 
     func testSlewAtMaxSpeed() throws {

@@ -176,7 +176,7 @@ final class VirtualPiPlanTests: XCTestCase {
         let loop = try EventLoop()
         var pressures: [(hPa: Double, altitude: Double)] = []
         let baro = try BarometerInput(loop: loop, bus: board.bus, settings: BarometerSettings(bus: 0, chip: "auto", rateHz: 50)) {
-            _, hPa, altitude in pressures.append((hPa, altitude))
+            _, s in pressures.append((s.pressure, s.relativeAltitude))
         }
         XCTAssertEqual(baro.driver.identity.name, "BMP280")
         // As Hardware feeds its filter (Hardware.imuSample).

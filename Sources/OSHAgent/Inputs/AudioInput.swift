@@ -3,7 +3,7 @@ import OSHPlatform
 
 /// The `audio_level` source: a capture device and a level meter on the loop. Each completed
 /// window (default 0.1 s, 0.1–1 s) is handed to `sink` as (monotonic seconds of the window's
-/// last frame, rmsdB, peakdB) — the leaf order of `OutputCatalogue.audioLevel` after time.
+/// last frame, its `AudioLevelSample`).
 /// Samples never leave this class: only the two levels do.
 ///
 /// The window is counted in frames at the rate the device granted; a reopened device with a
@@ -15,7 +15,7 @@ import OSHPlatform
 /// then each different reason once, then one line when capture resumes — not a line per retry;
 /// `stateText` says when the next attempt is at every step (status displays).
 public final class AudioInput {
-    public typealias Sink = (_ monotonicTime: Double, _ rmsdB: Double, _ peakdB: Double) -> Void
+    public typealias Sink = (_ monotonicTime: Double, _ level: AudioLevelSample) -> Void
 
     public let device: String
     /// Seconds per window, clamped to 0.1–1.
@@ -134,6 +134,6 @@ public final class AudioInput {
     @inline(__always)
     private func report(_ l: AudioLevel, _ readAt: Double, _ rate: Double) {
         windowsReported += 1
-        sink?(readAt - Double(l.framesAfter) / rate, l.rmsdB, l.peakdB)
+        sink?(readAt - Double(l.framesAfter) / rate, AudioLevelSample(rmsdB: l.rmsdB, peakdB: l.peakdB))
     }
 }

@@ -29,9 +29,8 @@ public struct BarometerSettings: Sendable, Equatable {
 /// it on the loop, reopens it with backoff when it fails, and keeps `relativeAltitude` relative to
 /// the first good sample of the session (kept across reopens: the session is the agent's run).
 public final class BarometerInput {
-    /// (monotonic time of the read in s, pressure in hPa, relative altitude in m) — the leaves
-    /// of the `barometer` output after its time field.
-    public typealias Sink = (_ monotonicTime: Double, _ pressureHPa: Double, _ relativeAltitudeM: Double) -> Void
+    /// (monotonic time of the read in s, the `barometer` output's values).
+    public typealias Sink = (_ monotonicTime: Double, _ sample: BarometerSample) -> Void
 
     public let driver: BarometerDriver
     public let poller: SensorPoller
@@ -92,6 +91,6 @@ public final class BarometerInput {
         }
         lastReading = r
         samples += 1
-        sink(t, r.pressureHPa, rel)
+        sink(t, BarometerSample(pressure: r.pressureHPa, relativeAltitude: rel))
     }
 }

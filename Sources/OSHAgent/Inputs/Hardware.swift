@@ -33,14 +33,17 @@ public struct HardwarePlan: Sendable {
     public static let demoIMU = "MPU9250"
 }
 
-/// Opens the devices before registration (a chip that does not answer leaves its outputs out of
-/// the node), then feeds the runtime: barometer → `barometer`; IMU → raw inertial outputs and,
+/// The board's sources: opens the devices before registration (a chip that does not answer
+/// leaves its outputs out of the node), keeps them as a table of `ObservationSource`s, and
+/// connects each to its outputs' ports: barometer → `barometer`; IMU → raw inertial outputs and,
 /// through the orientation filter (+ WMM declination at the GPS fix), quat and euler; ALSA →
 /// `audio_level`; camera → encoder → the video path.
 public final class Hardware {
     public let plan: HardwarePlan
-    /// Outputs a live device feeds (named as the catalogue names them for the found chips).
-    public private(set) var outputs: [String] = []
+    /// The devices that were found, each with the outputs it feeds.
+    public private(set) var sources: [ObservationSource] = []
+    /// Outputs a live device feeds.
+    public var feeds: [OutputKind] { sources.flatMap(\.feeds) + (ptz == nil ? [] : [.ptzPosition]) }
     /// What was not found or not usable, one line each, for the log and the demo.
     public private(set) var notes: [String] = []
     public private(set) var barometerChip: String?
@@ -48,12 +51,7 @@ public final class Hardware {
     public private(set) var magnetometerChip: String?
     public var hasVideo: Bool { video != nil }
     /// A device that was found is failing now (the LED's double blink).
-    public var sensorFault: Bool {
-        [barometer?.poller.state, imu?.poller.state].contains { s in
-            if case .retrying? = s { return true }
-            return false
-        }
-    }
+    public var sensorFault: Bool { sources.contains { $0.isFaulted } }
 
     private let loop: EventLoop
     private var simulatedBus: SimulatedI2CBus?
@@ -64,14 +62,24 @@ public final class Hardware {
     private var video: VideoInput?
     private var ptz: PTZController?
     private var ptzTimer: EventLoop.Timer?
-    private var ptzIndex: Int?
+    private var ports = Ports()
     private var filter: OrientationFilter
     public let trueNorth = TrueNorth()
     private weak var agent: AgentRuntime?
-    private var index: (baro: Int?, quat: Int?, euler: Int?, accel: Int?, gyro: Int?, mag: Int?, audio: Int?) =
-        (nil, nil, nil, nil, nil, nil, nil)
-    private let scratch = UnsafeMutableBufferPointer<Double>.allocate(capacity: 8)
     private var lastIMUTime: Double?
+
+    /// Where each device output goes: found by the output's kind when the runtime starts, and
+    /// checked against its record then; nil when the runtime does not publish it.
+    private struct Ports {
+        var barometer: OutputPort<BarometerSample>?
+        var quaternion: OutputPort<QuaternionSample>?
+        var euler: OutputPort<EulerSample>?
+        var acceleration: OutputPort<AccelerationSample>?
+        var angularRate: OutputPort<AngularRateSample>?
+        var magneticField: OutputPort<MagneticFieldSample>?
+        var audio: OutputPort<AudioLevelSample>?
+        var ptz: OutputPort<PTZPositionSample>?
+    }
 
     public init(loop: EventLoop, plan: HardwarePlan) {
         self.loop = loop
@@ -89,8 +97,6 @@ public final class Hardware {
         filter = OrientationFilter(settings: s)
     }
 
-    deinit { scratch.deallocate() }
-
     /// Opens every planned device. Absence and failures become notes; nothing here throws for a
     /// missing chip — the board runs with what it has.
     public func open() {
@@ -105,14 +111,12 @@ public final class Hardware {
             let settings = BarometerSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoBarometer : d.barometer.chip,
                                              address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
             do {
-                let b = try BarometerInput(loop: loop, bus: bus, settings: settings) { [unowned self] t, p, h in
-                    self.scratch[0] = p
-                    self.scratch[1] = h
-                    self.emit(self.index.baro, t, 2)
+                let b = try BarometerInput(loop: loop, bus: bus, settings: settings) { [unowned self] t, sample in
+                    self.ports.barometer?.send(sample, at: t)
                 }
                 barometer = b
                 barometerChip = b.driver.identity.name
-                outputs.append("barometer")
+                sources.append(b)
             } catch {
                 notes.append("barometer: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; barometer is not published" : ""))
             }
@@ -133,9 +137,8 @@ public final class Hardware {
                 imu = i
                 imuChip = i.chipName
                 magnetometerChip = i.magnetometerName
-                outputs += ["quat_orientation_data", "euler_orientation_data", "accelerometer", "gyroscope"]
-                if i.hasMagnetometer { outputs.append("magnetometer") }
-                else { notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)") }
+                sources.append(i)
+                if !i.hasMagnetometer { notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)") }
             } catch {
                 notes.append("IMU: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; orientation outputs are not published" : ""))
             }
@@ -154,19 +157,12 @@ public final class Hardware {
                 a = AudioInput(loop: loop, device: d.audio.device, window: d.audio.window)
             }
             if let a {
-                a.sink = { [unowned self] t, rms, peak in
-                    self.scratch[0] = rms
-                    self.scratch[1] = peak
-                    self.emit(self.index.audio, t, 2)
-                }
+                a.sink = { [unowned self] t, level in self.ports.audio?.send(level, at: t) }
                 audio = a
-                outputs.append("audio_level")
+                sources.append(a)
             }
         }
-        if let source = plan.ptz {
-            openPTZ(source)
-            if ptz != nil { outputs.append(PTZSchema.outputName) }
-        }
+        if let source = plan.ptz { openPTZ(source) }
         if let source = plan.camera {
             let c = d.camera
             let settings = VideoSettings(device: source == .simulated ? VideoSettings.testPattern : c.device,
@@ -174,9 +170,11 @@ public final class Hardware {
                                          keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
                                          encoder: c.encoder == "x264" ? .software : c.encoder == "v4l2m2m" ? .hardware : .auto)
             do {
-                video = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au in
+                let v = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au in
                     self.agent?.offerVideo(monotonicTime: t, accessUnit: au)
                 }
+                video = v
+                sources.append(v)
             } catch {
                 notes.append("camera: \(error); camera0_H264 is not published")
             }
@@ -261,8 +259,8 @@ public final class Hardware {
     }
 
     private func recordPTZ(always: Bool = true) {
-        guard let ptz, let i = ptzIndex, let agent else { return }
-        ptz.withPosition { agent.record(i, monotonicTime: Double(Clock.monotonicNanoseconds()) / 1e9, values: $0, always: always) }
+        guard let ptz, let port = ports.ptz else { return }
+        port.send(ptz.position, at: Double(Clock.monotonicNanoseconds()) / 1e9, always: always)
     }
 
     /// The pan-tilt controller (tests look at where it points).
@@ -284,38 +282,27 @@ public final class Hardware {
         return o
     }
 
-    /// The output names a runtime will publish for `outputs` (inertial ones carry the chip's name).
+    /// The output names a runtime will publish for what was found (inertial ones carry the chip's name).
     public func catalogueNames(_ options: OutputOptions) -> [String] {
-        let all = OutputCatalogue.all(options).map(\.outputName)
-        return outputs.compactMap { key in
-            switch key {
-            case "accelerometer": return all.first { $0.hasSuffix("_Accelerometer_data") }
-            case "gyroscope": return all.first { $0.hasSuffix("_Gyroscope_data") }
-            case "magnetometer": return all.first { $0.hasSuffix("_Magnetometer_data") }
-            default: return key
-            }
-        }
+        let kinds = feeds
+        return (OutputCatalogue.all(options) + extraSpecs).filter { kinds.contains($0.kind) }.map(\.outputName)
     }
 
-    /// Points the sinks at `agent`'s datastreams and starts the devices.
+    /// Points the sources at `agent`'s ports (checking each sample type against its record) and
+    /// starts the devices.
     public func start(feeding agent: AgentRuntime) throws {
         self.agent = agent
-        let names = agent.specs.map(\.outputName)
-        func find(_ p: (String) -> Bool) -> Int? { names.firstIndex(where: p) }
-        index = (find { $0 == "barometer" }, find { $0 == "quat_orientation_data" }, find { $0 == "euler_orientation_data" },
-                 find { $0.hasSuffix("_Accelerometer_data") }, find { $0.hasSuffix("_Gyroscope_data") },
-                 find { $0.hasSuffix("_Magnetometer_data") }, find { $0 == "audio_level" })
+        ports = Ports(barometer: try agent.port(BarometerSample.self), quaternion: try agent.port(QuaternionSample.self),
+                      euler: try agent.port(EulerSample.self), acceleration: try agent.port(AccelerationSample.self),
+                      angularRate: try agent.port(AngularRateSample.self), magneticField: try agent.port(MagneticFieldSample.self),
+                      audio: try agent.port(AudioLevelSample.self), ptz: try agent.port(PTZPositionSample.self))
         agent.onPosition = { [unowned self] lat, lon, alt, unixTime in
             if self.trueNorth.update(latitude: lat, longitude: lon, heightMeters: alt, unixTime: unixTime) {
                 Log.info("declination \((self.trueNorth.declination * 100).rounded() / 100)° at the GPS fix (WMM2025)")
             }
         }
-        ptzIndex = find { $0 == PTZSchema.outputName }
         recordPTZ() // where the unit points at start
-        try barometer?.start()
-        try imu?.start()
-        audio?.start()
-        try video?.start()
+        for s in sources { try s.start() }
         if plan.north == .true, imu != nil {
             Log.notice("orientation: true north once a GPS fix gives the declination; magnetic until then")
         }
@@ -323,10 +310,7 @@ public final class Hardware {
 
     public func stop() {
         if let t = ptzTimer { loop.cancel(t); ptzTimer = nil }
-        barometer?.stop()
-        imu?.stop()
-        audio?.stop()
-        video?.stop()
+        for s in sources { s.stop() }
         agent?.onPosition = nil
     }
 
@@ -353,24 +337,13 @@ public final class Hardware {
         }
         let oriented = plan.north == .true && trueNorth.status != .noFixYet
             ? AndroidOrientation(TrueNorth.rotate(o.quaternion, declinationDegrees: trueNorth.declination)) : o
-        scratch[0] = oriented.x; scratch[1] = oriented.y; scratch[2] = oriented.z; scratch[3] = oriented.w
-        emit(index.quat, s.t, 4)
-        scratch[0] = oriented.heading; scratch[1] = oriented.pitch; scratch[2] = oriented.roll
-        emit(index.euler, s.t, 3)
-        scratch[0] = s.accel.x; scratch[1] = s.accel.y; scratch[2] = s.accel.z
-        emit(index.accel, s.t, 3)
-        scratch[0] = s.gyro.x; scratch[1] = s.gyro.y; scratch[2] = s.gyro.z
-        emit(index.gyro, s.t, 3)
+        ports.quaternion?.send(QuaternionSample(x: oriented.x, y: oriented.y, z: oriented.z, w: oriented.w), at: s.t)
+        ports.euler?.send(EulerSample(heading: oriented.heading, pitch: oriented.pitch, roll: oriented.roll), at: s.t)
+        ports.acceleration?.send(AccelerationSample(x: s.accel.x, y: s.accel.y, z: s.accel.z), at: s.t)
+        ports.angularRate?.send(AngularRateSample(x: s.gyro.x, y: s.gyro.y, z: s.gyro.z), at: s.t)
         if let m = s.mag, s.magIsNew {
-            scratch[0] = m.x; scratch[1] = m.y; scratch[2] = m.z
-            emit(index.mag, s.t, 3)
+            ports.magneticField?.send(MagneticFieldSample(x: m.x, y: m.y, z: m.z), at: s.t)
         }
-    }
-
-    @inline(__always)
-    private func emit(_ i: Int?, _ t: Double, _ n: Int) {
-        guard let i, let agent else { return }
-        agent.record(i, monotonicTime: t, values: UnsafeBufferPointer(rebasing: scratch[0..<n]))
     }
 
     // MARK: Buses

@@ -90,19 +90,8 @@ public final class PTZController {
         return isMoving
     }
 
-    /// The `ptz_position` values after the time field, in schema order.
-    public var positionValues: [Double] { [pan, tilt] }
-
-    /// The same without allocating, for `AgentRuntime.record(_:monotonicTime:values:)` on every slew step.
-    public func withPosition<R>(_ body: (UnsafeBufferPointer<Double>) -> R) -> R {
-        position[0] = pan
-        position[1] = tilt
-        return body(UnsafeBufferPointer(position))
-    }
-
-    private let position = UnsafeMutableBufferPointer<Double>.allocate(capacity: 2)
-
-    deinit { position.deallocate() }
+    /// Where the unit points, as the `ptz_position` output's sample.
+    public var position: PTZPositionSample { PTZPositionSample(pan: pan, tilt: tilt) }
 
     /// Servos limp (outputs fully off), e.g. at shutdown on battery.
     public func release() throws { try driver.allOff() }

@@ -23,14 +23,14 @@ public final class SensorPoller {
 
     private let loop: EventLoop
     private let period: UInt64
-    private let backoff: Backoff
+    /// Waits between reopen attempts, and which failures are logged (the first, then new reasons).
+    private var policy: ReconnectPolicy
     /// A single bad transfer is noise on a long wire; this many in a row mean the chip is gone.
     private let failuresBeforeReopen: Int
     private let reopen: () throws -> Void
     private let poll: (Double) throws -> Void
     private var timer: EventLoop.Timer?
     private var consecutiveFailures = 0
-    private var reopenFailures = 0
     private lazy var retry = LoopDeadline(loop: loop) { [unowned self] in self.attemptReopen() }
 
     /// `poll` gets the monotonic time (s) of the tick; it throws on a bus error.
@@ -39,7 +39,7 @@ public final class SensorPoller {
         self.loop = loop
         self.name = name
         self.period = UInt64(1e9 / max(rate, 0.001))
-        self.backoff = backoff
+        policy = ReconnectPolicy(backoff: backoff)
         self.failuresBeforeReopen = max(1, failuresBeforeReopen)
         self.reopen = reopen
         self.poll = poll
@@ -81,11 +81,14 @@ public final class SensorPoller {
     private func goDown(_ error: String) {
         if let t = timer { loop.cancel(t) }
         timer = nil
-        reopenFailures += 1
-        let d = backoff.delay(afterFailures: reopenFailures)
-        if reopenFailures == 1 { Log.warning("\(name): \(error); its outputs pause, retrying in \(formatSeconds(d))") }
-        setState(.retrying(failures: reopenFailures, delay: d, error: error))
-        do { try retry.arm(after: d) } catch { Log.error("\(name): cannot arm the retry timer: \(error)") }
+        let v = policy.failed(key: error)
+        switch v.log {
+        case .firstFailure: Log.warning("\(name): \(error); its outputs pause, retrying in \(formatSeconds(v.delay))")
+        case .newReason: Log.warning("\(name): \(error)")
+        case nil: break
+        }
+        setState(.retrying(failures: policy.failures, delay: v.delay, error: error))
+        do { try retry.arm(after: v.delay) } catch { Log.error("\(name): cannot arm the retry timer: \(error); restart osh-edge") }
     }
 
     private func attemptReopen() {
@@ -94,7 +97,7 @@ public final class SensorPoller {
             try startTimer()
             reopens += 1
             consecutiveFailures = 0
-            reopenFailures = 0
+            _ = policy.succeeded()
             Log.notice("\(name): back; its outputs resume")
             setState(.running)
         } catch {

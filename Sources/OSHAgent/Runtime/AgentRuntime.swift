@@ -44,8 +44,15 @@ public struct AgentConfig: Sendable {
     }
 }
 
-/// The running agent: sources → ring → publisher → libcurl, registration, clock gate,
-/// all on one EventLoop.
+/// The running agent, built as a chain of stages on one EventLoop:
+///
+///     source (Inputs/) → OutputPort (typed sample → slots) → OutputGate (enable, rate)
+///       → ring (Publisher) → encoder → HTTPNodeClient (Transport/) → node
+///
+/// beside the chain: the ClockGate (when observations get wall-clock times), the
+/// RegistrationService (the ids the publisher posts to) and the CommandService (the node's
+/// commands, applied to the gate). This type only builds and wires them, and samples the
+/// outputs no device paces (device_health, simulated values) on timers.
 public final class AgentRuntime {
     public let loop: EventLoop
     public let config: AgentConfig
@@ -54,30 +61,32 @@ public final class AgentRuntime {
     /// The camera datastream, when `config.video`.
     public let videoSpec: OutputSpec?
     public let videoPublisher: VideoPublisher?
-    public let registrar: Registrar
-    public private(set) var registered = false
-    public private(set) var lastRegistrationError: RegistrationError?
-    public private(set) var clockState: ClockSync.State = .unsynchronized(reason: "not checked yet")
+    /// Store-and-forward, when `[publisher] spool = true` and its directory opened.
+    public private(set) var fileSpool: FileSpool?
 
     private let http: HTTPClient
     private let node: HTTPNodeClient
+    private let gate: OutputGate
+    private let clock: ClockGate
+    private let registration: RegistrationService
+    private lazy var commands = CommandService(runtime: self, http: http, builder: node.builder)
     private let sim = SimulatedSensors()
     private let health: HealthProbe
     private var timers: [EventLoop.Timer] = []
-    private var scratch: UnsafeMutableBufferPointer<Double>
+    /// Outputs sampled on a timer (simulated values, device_health), by datastream index.
+    private var sampleTimers: [Int: EventLoop.Timer] = [:]
+    /// Values of the timer-sampled outputs, sized once from the widest record.
+    private let scratch: UnsafeMutableBufferPointer<Double>
+    private var healthPort: OutputPort<DeviceHealthSample>?
+    private var gpsPort: OutputPort<PositionSample>?
     private let startTime: Double
-    private var registrationFailures = 0
-    /// Failed registrations: the first with its retry and each different failure once, not every retry.
-    private var registrationOutage = RetryLog()
-    private var registering = false
     /// The publisher's outage: logged when it starts and when it ends, not at every probe.
     private var nodeOutage = RetryLog()
-    private lazy var registrationDeadline = LoopDeadline(loop: loop) { [unowned self] in self.register() }
     private var gpsInput: GPSInput?
-    /// Store-and-forward, when `[publisher] spool = true` and its directory opened.
-    public private(set) var fileSpool: FileSpool?
-    /// Wall-clock offset learnt from GPS time (used while the system clock is not synchronised).
-    private var gpsClockOffset: Double?
+    /// The camera's datastream on/off (enableOutput).
+    var videoEnabled = true
+    /// The first value of each output's latest observation (the demo's table).
+    private var lastValues: [Double]
 
     public init(config: AgentConfig, loop: EventLoop) throws {
         self.loop = loop
@@ -88,29 +97,13 @@ public final class AgentRuntime {
         http = try HTTPClient(loop: loop, server: config.server)
         let builder = CSRequestBuilder(credentials: config.server.credentials)
         node = HTTPNodeClient(http: http, builder: builder)
-        let ring = ObservationRing(capacity: config.ringCapacity, maxValues: specs.map { $0.leaves.count }.max() ?? 1,
-                                   datastreams: specs.count)
+        let widest = specs.map { $0.leaves.count }.max() ?? 1
+        let ring = ObservationRing(capacity: config.ringCapacity, maxValues: widest, datastreams: specs.count)
         let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
         publisher = Publisher(ring: ring, encoders: encoders, transport: node, settings: config.publisher,
                               now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
-        if config.spool.enabled {
-            let dir = config.stateDirectory + "/spool"
-            do {
-                let spool = try FileSpool(options: FileSpoolOptions(directory: dir, maxBytes: config.spool.maxMegabytes << 20,
-                                                                    sync: config.spool.sync),
-                                          outputNames: specs.map(\.outputName), maxValues: ring.maxValues)
-                spool.onProblem = { Log.warning($0) }
-                if spool.pendingBytes > 0 {
-                    Log.notice("spool: \(spool.pendingBytes) bytes of observations from an earlier outage wait in \(dir); "
-                               + "they are sent after the ring once the node answers")
-                }
-                publisher.spool = spool
-                fileSpool = spool
-            } catch {
-                // The agent still streams; only what a long outage overflows is lost, as without a spool.
-                Log.error("spool disabled: \(error); check that \(config.stateDirectory) is writable by the service user")
-            }
-        }
+        gate = OutputGate(rates: specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) })
+        clock = ClockGate(trustHostClock: config.trustHostClock, notBefore: config.notBefore)
         if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
             videoSpec = v
             videoPublisher = VideoPublisher(transport: node, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
@@ -118,22 +111,54 @@ public final class AgentRuntime {
             videoSpec = nil
             videoPublisher = nil
         }
-        let cachePath = config.stateDirectory + "/" + RegistrationState.fileName(server: config.server.apiRoot, uid: config.identity.uid)
-        let cached = (try? StateFiles.read(cachePath)).flatMap { $0 }.flatMap(RegistrationState.decode)
-        registrar = Registrar(client: node, builder: builder, server: config.server.apiRoot, identity: config.identity,
-                              specs: specs + (videoSpec.map { [$0] } ?? []), format: config.publisher.format, cached: cached,
-                              now: { Clock.realtimeSeconds() })
-        scratch = .allocate(capacity: 32)
+        registration = RegistrationService(loop: loop, client: node, builder: builder, config: config,
+                                           specs: specs + (videoSpec.map { [$0] } ?? []))
+        scratch = .allocate(capacity: widest)
         lastValues = [Double](repeating: .nan, count: specs.count)
         health = HealthProbe(diskPath: config.stateDirectory)
         startTime = Double(Clock.monotonicNanoseconds()) / 1e9
+        if config.spool.enabled { openSpool() }
+        wire()
+    }
+
+    deinit { scratch.deallocate() }
+
+    /// Store-and-forward in `stateDirectory/spool`; without it the agent still streams, and only
+    /// what a long outage overflows is lost.
+    private func openSpool() {
+        let dir = config.stateDirectory + "/spool"
+        do {
+            let spool = try FileSpool(options: FileSpoolOptions(directory: dir, maxBytes: config.spool.maxMegabytes << 20,
+                                                                sync: config.spool.sync),
+                                      outputNames: specs.map(\.outputName), maxValues: publisher.ring.maxValues)
+            spool.onProblem = { Log.warning($0) }
+            if spool.pendingBytes > 0 {
+                Log.notice("spool: \(spool.pendingBytes) bytes of observations from an earlier outage wait in \(dir); "
+                           + "they are sent after the ring once the node answers")
+            }
+            publisher.spool = spool
+            fileSpool = spool
+        } catch {
+            Log.error("spool disabled: \(error); check that \(config.stateDirectory) is writable by the service user")
+        }
+    }
+
+    /// Connects the stages' callbacks: registration feeds the publishers' ids and starts the
+    /// command service; a publisher that lost its datastream asks for registration again.
+    private func wire() {
+        registration.willRegister = { [unowned self] in
+            for i in self.specs.indices { self.publisher.setDatastreamID(i, nil) }
+            self.videoPublisher?.datastreamID = nil
+        }
+        registration.onRegistered = { [unowned self] state in self.registered(state) }
+        registration.onFailureStatus = { [unowned self] in self.onStatus?($0) }
         publisher.onDatastreamLost = { [unowned self] i in
             Log.warning("the node no longer knows datastream \(self.specs[i].outputName); registering again")
-            self.scheduleRegistration(after: 0)
+            self.reregister()
         }
         videoPublisher?.onDatastreamLost = { [unowned self] in
             Log.warning("the node no longer knows the camera datastream; registering again")
-            self.scheduleRegistration(after: 0)
+            self.reregister()
         }
         publisher.onFirstRejection = { [unowned self] i, message in
             Log.error("the node rejected \(self.specs[i].outputName) observations: \(message) (dropped and counted; logged once)")
@@ -152,19 +177,23 @@ public final class AgentRuntime {
         }
     }
 
-    deinit { scratch.deallocate() }
-
-    var cachePath: String {
-        config.stateDirectory + "/" + RegistrationState.fileName(server: config.server.apiRoot, uid: config.identity.uid)
+    private func registered(_ state: RegistrationState) {
+        publisher.setFOI(state.foiID)
+        let ids = registration.registrar.datastreamIDs
+        for i in specs.indices { publisher.setDatastreamID(i, ids[i]) }
+        if videoSpec != nil { videoPublisher?.datastreamID = ids.last ?? nil }
+        onRegistered?()
+        onStatus?(streamingStatus)
+        if config.commands, let sys = state.systemID { commands.start(systemID: sys) }
+        let created = registration.registrar.created
+        Log.notice("registered \(config.identity.uid) with \(config.server.apiRoot): "
+                   + "\(specs.count) datastreams" + (created.isEmpty ? "" : ", created \(created.joined(separator: ", "))"))
     }
 
-    /// Re-evaluates the clock now (otherwise once a second).
-    public func recheckClock() { checkClock() }
-
-    /// Starts registration, the sources and the publisher's clock.
+    /// Starts registration, the GPS input, the flush and clock timers and the timer-sampled outputs.
     public func start() throws {
         checkClock()
-        scheduleRegistration(after: 0)
+        registration.schedule(after: 0)
         let tick = UInt64(config.publisher.flushInterval * 1e9)
         timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: config.publisher.flushInterval), interval: tick) { [unowned self] _ in
             self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
@@ -172,22 +201,21 @@ public final class AgentRuntime {
         timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { [unowned self] _ in
             self.checkClock()
         })
-        if let gps = config.gps, let gi = specs.firstIndex(where: { $0.outputName == "gps_data" }) {
+        healthPort = try port(DeviceHealthSample.self)
+        gpsPort = try port(PositionSample.self)
+        if let gps = config.gps, gpsPort != nil {
             let input = try GPSInput(loop: loop, config: gps, notBefore: config.notBefore) { [unowned self] p in
-                self.recordPosition(gi, p)
+                self.recordPosition(p)
             }
             try input.start()
             gpsInput = input
         }
         for (i, spec) in specs.enumerated() {
-            if spec.outputName == "gps_data" && gpsInput != nil { continue } // the receiver paces it
+            if spec.kind == .gps && gpsInput != nil { continue } // the receiver paces it
             if config.externalOutputs.contains(spec.outputName) { continue } // its device input paces it
             try armSampleTimer(i)
         }
     }
-
-    /// Outputs sampled on a timer (simulated values, device_health), by datastream index.
-    private var sampleTimers: [Int: EventLoop.Timer] = [:]
 
     private func armSampleTimer(_ i: Int) throws {
         if let t = sampleTimers[i] { loop.cancel(t) }
@@ -198,16 +226,91 @@ public final class AgentRuntime {
         }
     }
 
+    // MARK: Sources → pipeline
+
+    /// The port through which a source sends `S` samples, nil when that output is not published.
+    /// Throws when `S`'s leaf names do not match the output's record (checked here, once).
+    public func port<S: OutputSample>(_ type: S.Type) throws(OutputLayoutError) -> OutputPort<S>? {
+        guard let i = specs.firstIndex(where: { $0.kind == S.kind }) else { return nil }
+        return try OutputPort<S>(runtime: self, datastream: i, spec: specs[i])
+    }
+
+    /// The datastream index of an output (for device inputs), nil when it is not published.
+    public func index(of outputName: String) -> Int? { specs.firstIndex { $0.outputName == outputName } }
+
+    /// One observation: values in the output's leaf order, time excluded (ports write them by name).
+    /// `always` skips the rate thinning (a pan-tilt unit's final position must not be thinned away).
+    public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>, always: Bool = false) {
+        guard gate.admits(i, at: monotonicTime, always: always) else { return }
+        publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
+        lastValues[i] = values.first ?? .nan
+    }
+
+    /// A timer-sampled output: the board's health, or a simulated value.
+    private func sample(_ i: Int) {
+        guard gate.enabled[i] else { return }
+        let now = Double(Clock.monotonicNanoseconds()) / 1e9
+        if let p = healthPort, p.datastream == i {
+            p.send(healthSample(), at: now, always: true)
+            return
+        }
+        let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<(specs[i].leaves.count - 1)])
+        sim.fill(specs[i].outputName, at: now - startTime, into: out)
+        if specs[i].kind == .gps, out.count >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
+        record(i, monotonicTime: now, values: UnsafeBufferPointer(out), always: true)
+    }
+
+    private func healthSample() -> DeviceHealthSample {
+        let r = health.read()
+        var h = DeviceHealthSample()
+        h.cpuTemperature = r.cpuTemperature
+        h.underVoltage = r.underVoltage
+        h.throttled = r.throttled
+        h.throttleFlags = Double(r.throttleFlags)
+        h.loadAverage = r.loadAverage
+        h.memoryAvailable = r.memoryAvailableMB
+        h.diskFree = r.diskFreePercent
+        h.queueDepth = Double(publisher.ring.occupied)
+        var dropped = 0
+        for i in specs.indices { dropped += publisher.counters(i).dropped }
+        h.droppedCount = Double(dropped)
+        h.uptime = r.uptimeSeconds
+        h.clockSynchronized = clock.state.isSynchronized
+        return h
+    }
+
+    /// One encoded camera access unit; dropped (and counted) while the previous one is in flight.
+    public func offerVideo(monotonicTime: Double, accessUnit: UnsafeRawBufferPointer) {
+        guard let v = videoPublisher, videoEnabled else { return }
+        v.clockOffset = publisher.clockOffset
+        v.offer(monotonicTime: monotonicTime, frame: accessUnit)
+    }
+
+    /// A GPS position: stamped with the receiver's UTC time when it has one (as Android stamps a
+    /// location with its fix time), else with the time it arrived. A valid GPS time also stands in
+    /// for an unsynchronised system clock (SPEC §6).
+    private func recordPosition(_ p: GPSPosition) {
+        guard let port = gpsPort else { return }
+        let mono = Double(Clock.monotonicNanoseconds()) / 1e9
+        var t = mono
+        if let epoch = p.epochTime {
+            if clock.gpsTime(epoch, monotonic: mono) { checkClock() }
+            if epoch >= config.notBefore, let offset = publisher.clockOffset { t = epoch - offset }
+        }
+        onPosition?(p.lat, p.lon, p.altHAE.isFinite ? p.altHAE : 0, p.epochTime ?? Clock.realtimeSeconds())
+        port.send(PositionSample(lat: p.lat, lon: p.lon, alt: p.altHAE), at: t, always: true)
+    }
+
+    /// Each GPS fix (lat, lon, height above the ellipsoid, epoch seconds or nil): true north needs it.
+    public var onPosition: ((Double, Double, Double, Double) -> Void)?
+
+    /// What the GPS input is doing (status line).
+    public var gpsState: String? { gpsInput?.stateText }
+
     // MARK: Control (the node's commands, SIGHUP-free changes)
 
-    /// Per output: published at all, and at most how often (device inputs may sample faster —
-    /// the IMU runs its filter at 100 Hz — and are thinned here to the output's rate).
-    private lazy var enabled = [Bool](repeating: true, count: specs.count)
-    private lazy var rates: [Double] = specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) }
-    private lazy var nextDue = [Double](repeating: 0, count: specs.count)
-
-    public func rate(_ i: Int) -> Double { rates[i] }
-    public func isEnabled(_ i: Int) -> Bool { enabled[i] }
+    public func rate(_ i: Int) -> Double { gate.rates[i] }
+    public func isEnabled(_ i: Int) -> Bool { gate.enabled[i] }
 
     public struct ControlError: Error, Equatable, CustomStringConvertible {
         public let description: String
@@ -227,11 +330,10 @@ public final class AgentRuntime {
         guard hz.isFinite, hz > 0, hz <= 100 else {
             throw ControlError(description: "rate \(hz) Hz for \(outputName) is out of range: more than 0, up to 100 Hz")
         }
-        if outputName == "gps_data" && gpsInput != nil {
+        if specs[i].kind == .gps && gpsInput != nil {
             throw ControlError(description: "gps_data follows the receiver's own rate; change it on the receiver")
         }
-        rates[i] = hz
-        nextDue[i] = 0
+        gate.setRate(i, hz)
         if sampleTimers[i] != nil {
             do { try armSampleTimer(i) } catch { throw ControlError(description: "cannot re-arm \(outputName)'s timer: \(error)") }
         }
@@ -241,131 +343,44 @@ public final class AgentRuntime {
     /// Turns an output on or off (its datastream stays registered; off sends nothing).
     public func setEnabled(_ outputName: String, _ on: Bool) throws(ControlError) {
         let i = try controlIndex(outputName)
-        enabled[i] = on
-        nextDue[i] = 0
+        gate.setEnabled(i, on)
         Log.notice("\(outputName): \(on ? "enabled" : "disabled")")
     }
 
     /// Registers again now: the cached ids are checked against the node and whatever it lost
     /// (system, datastreams) is created again.
-    public func reregister() {
-        scheduleRegistration(after: 0)
+    public func reregister() { registration.schedule(after: 0) }
+
+    // MARK: Registration, commands and clock, as the daemon, the demo and tests see them
+
+    public var registrar: Registrar { registration.registrar }
+    public var registered: Bool { registration.registered }
+    public var lastRegistrationError: RegistrationError? { registration.lastError }
+    public var commandReceivers: [String: CommandReceiver] { commands.receivers }
+    /// The `device_control` receiver.
+    public var commandReceiver: CommandReceiver? { commands.receivers[DeviceControl.inputName] }
+    public var onIdentify: ((Double) -> String?)? {
+        get { commands.onIdentify }
+        set { commands.onIdentify = newValue }
     }
-
-    /// True when output `i` should take a sample at `t` (enabled, and due at its rate).
-    private func due(_ i: Int, _ t: Double) -> Bool {
-        guard enabled[i] else { return false }
-        let interval = 1 / rates[i]
-        // 5 % slack so a 100 Hz source thinned to 10 Hz keeps every tenth sample despite jitter.
-        guard t >= nextDue[i] - interval * 0.05 else { return false }
-        nextDue[i] += interval
-        if nextDue[i] < t { nextDue[i] = t + interval }
-        return true
+    public var extraControls: [ExtraControl] {
+        get { commands.extraControls }
+        set { commands.extraControls = newValue }
     }
+    public var lastCommand: String? { commands.lastCommand }
+    func execute(_ c: DeviceControlCommand) -> CommandOutcome { commands.execute(c) }
 
-    /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
-    public func stop(flushUntil deadline: UInt64) throws {
-        for r in commandReceivers.values { r.stop() }
-        commandReceivers.removeAll()
-        gpsInput?.stop()
-        gpsInput = nil
-        registrationDeadline.cancel()
-        for t in timers { loop.cancel(t) }
-        timers.removeAll()
-        for t in sampleTimers.values { loop.cancel(t) }
-        sampleTimers.removeAll()
-        publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
-        while !publisher.isIdle, publisher.connectivity == .online, Clock.monotonicNanoseconds() < deadline {
-            try loop.runOnce(timeoutMs: 50)
-            publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
-        }
-        http.cancelAll()
-        // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
-        let kept = publisher.spillRingToSpool()
-        if kept > 0 { Log.notice("spool: kept the ring's \(kept) unsent observations for the next start") }
-        // Closed here, not whenever this runtime is released: a SIGHUP reload opens the same
-        // directory for the next runtime while this one still exists.
-        publisher.spool = nil
-        fileSpool = nil
+    public var clockState: ClockSync.State { clock.state }
+    /// Replaces the clock check (tests simulate an unsynchronised board with it).
+    public var clockProvider: (() -> ClockSync.State)? {
+        get { clock.provider }
+        set { clock.provider = newValue }
     }
+    /// Re-evaluates the clock now (otherwise once a second).
+    public func recheckClock() { checkClock() }
+    private func checkClock() { publisher.clockOffset = clock.check() }
 
-    // MARK: Sources
-
-    private func sample(_ i: Int) {
-        guard enabled[i] else { return }
-        let spec = specs[i]
-        let n = spec.leaves.count - 1
-        let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<n])
-        let now = Double(Clock.monotonicNanoseconds()) / 1e9
-        if spec.outputName == "device_health" {
-            let r = health.read()
-            let values = [r.cpuTemperature, r.underVoltage ? 1 : 0, r.throttled ? 1 : 0, Double(r.throttleFlags),
-                          r.loadAverage, r.memoryAvailableMB, r.diskFreePercent,
-                          Double(publisher.ring.occupied), Double((0..<specs.count).map { publisher.counters($0).dropped }.reduce(0, +)),
-                          r.uptimeSeconds, clockState.isSynchronized ? 1 : 0]
-            for k in 0..<min(n, values.count) { out[k] = values[k] }
-        } else {
-            sim.fill(spec.outputName, at: now - startTime, into: out)
-            if spec.outputName == "gps_data", n >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
-        }
-        publisher.record(datastream: i, monotonicTime: now, values: UnsafeBufferPointer(out))
-        lastValues[i] = n > 0 ? out[0] : .nan
-    }
-
-    /// The first value of each output's latest observation (the demo's table).
-    private var lastValues: [Double] = []
-
-    /// The datastream index of an output (for device inputs), nil when it is not published.
-    public func index(of outputName: String) -> Int? { specs.firstIndex { $0.outputName == outputName } }
-
-    /// One observation from a device input: values in the output's leaf order, time excluded.
-    /// `always` skips the rate thinning (a pan-tilt unit's final position must not be thinned away).
-    public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>, always: Bool = false) {
-        guard always ? enabled[i] : due(i, monotonicTime) else { return }
-        publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
-        lastValues[i] = values.first ?? .nan
-    }
-
-    /// One encoded camera access unit; dropped (and counted) while the previous one is in flight.
-    public func offerVideo(monotonicTime: Double, accessUnit: UnsafeRawBufferPointer) {
-        guard let v = videoPublisher, videoEnabled else { return }
-        v.clockOffset = publisher.clockOffset
-        v.offer(monotonicTime: monotonicTime, frame: accessUnit)
-    }
-
-    /// A GPS position: stamped with the receiver's UTC time when it has one (as Android stamps a
-    /// location with its fix time), else with the time it arrived. A valid GPS time also stands in
-    /// for an unsynchronised system clock (SPEC §6).
-    private func recordPosition(_ i: Int, _ p: GPSPosition) {
-        let mono = Double(Clock.monotonicNanoseconds()) / 1e9
-        var t = mono
-        if let epoch = p.epochTime, epoch >= config.notBefore {
-            var systemSynced = false
-            if case .synchronized(let source) = clockState, source != "GPS" { systemSynced = true }
-            if !systemSynced {
-                if gpsClockOffset == nil { Log.info("clock: using GPS time until the system clock is synchronised") }
-                gpsClockOffset = epoch - mono
-                checkClock()
-            }
-            if let offset = publisher.clockOffset { t = epoch - offset }
-        }
-        let n = specs[i].leaves.count - 1
-        guard n >= 3 else { return }
-        onPosition?(p.lat, p.lon, p.altHAE.isFinite ? p.altHAE : 0, p.epochTime ?? Clock.realtimeSeconds())
-        scratch[0] = p.lat
-        scratch[1] = p.lon
-        scratch[2] = p.altHAE
-        publisher.record(datastream: i, monotonicTime: t, values: UnsafeBufferPointer(rebasing: scratch[0..<n]))
-        lastValues[i] = p.lat
-    }
-
-    /// Each GPS fix (lat, lon, height above the ellipsoid, epoch seconds or nil): true north needs it.
-    public var onPosition: ((Double, Double, Double, Double) -> Void)?
-
-    /// What the GPS input is doing (status line).
-    public var gpsState: String? { gpsInput?.stateText }
-
-    // MARK: Clock
+    // MARK: Status
 
     /// A line for people (systemd STATUS=, the LED later): registration, streaming, outages.
     public var onStatus: ((String) -> Void)?
@@ -376,220 +391,6 @@ public final class AgentRuntime {
         let host = config.server.apiRoot.split(separator: "/").dropFirst().first.map(String.init) ?? config.server.apiRoot
         return "streaming \(specs.count) output\(specs.count == 1 ? "" : "s") to \(host)"
     }
-
-    /// Replaces the clock check (tests simulate an unsynchronised board with it).
-    public var clockProvider: (() -> ClockSync.State)?
-
-    private func checkClock() {
-        var state: ClockSync.State
-        if let p = clockProvider {
-            state = p()
-        } else if config.trustHostClock {
-            state = Clock.realtimeSeconds() >= config.notBefore ? .synchronized(source: "host clock (trusted by configuration)")
-                : ClockSync.current(notBefore: config.notBefore)
-        } else {
-            state = ClockSync.current(notBefore: config.notBefore)
-        }
-        // A GPS time stands in while the system clock is not synchronised.
-        if !state.isSynchronized, gpsClockOffset != nil { state = .synchronized(source: "GPS") }
-        if state != clockState {
-            if case .unsynchronized(let why) = state { Log.warning("holding observations: \(why)") }
-            else if case .synchronized(let src) = state { Log.info("clock trusted (\(src)); observations get wall-clock times") }
-            clockState = state
-        }
-        // Re-read the offset every second: it follows NTP's corrections, and held observations
-        // (sampled on CLOCK_MONOTONIC) get correct times when they finally go out.
-        if case .synchronized("GPS") = state, let g = gpsClockOffset {
-            publisher.clockOffset = g
-        } else {
-            publisher.clockOffset = state.isSynchronized
-                ? Clock.realtimeSeconds() - Double(Clock.monotonicNanoseconds()) / 1e9 : nil
-        }
-    }
-
-    // MARK: Registration
-
-    private func scheduleRegistration(after seconds: Double) {
-        if registering { return }
-        do { try registrationDeadline.arm(after: seconds) }
-        catch { Log.error("cannot schedule registration: \(error)") }
-    }
-
-    private func register() {
-        registering = true
-        for i in specs.indices { publisher.setDatastreamID(i, nil) }
-        videoPublisher?.datastreamID = nil
-        registrar.register { [unowned self] result in
-            self.registering = false
-            switch result {
-            case .success(let state):
-                self.registered = true
-                self.lastRegistrationError = nil
-                self.registrationFailures = 0
-                // The outage ends with the "registered …" line below, the one line for it (observations
-                // have their own: the publisher's "node reachable again").
-                _ = self.registrationOutage.recovered()
-                do { try StateFiles.write(state.encoded(), to: self.cachePath) }
-                catch { Log.warning("could not save the id cache (\(error)); registration repeats at the next start") }
-                self.publisher.setFOI(state.foiID)
-                let ids = self.registrar.datastreamIDs
-                for i in self.specs.indices { self.publisher.setDatastreamID(i, ids[i]) }
-                if self.videoSpec != nil { self.videoPublisher?.datastreamID = ids.last ?? nil }
-                self.onRegistered?()
-                self.onStatus?(self.streamingStatus)
-                if self.config.commands, let sys = state.systemID { self.startCommands(systemID: sys) }
-                Log.notice("registered \(self.config.identity.uid) with \(self.config.server.apiRoot): "
-                           + "\(self.specs.count) datastreams" + (self.registrar.created.isEmpty ? "" : ", created \(self.registrar.created.joined(separator: ", "))"))
-            case .failure(let e):
-                self.lastRegistrationError = e
-                self.registrationFailures += 1
-                let d = self.config.registrationBackoff.delay(afterFailures: self.registrationFailures)
-                let retry = "retrying in \(RetryLog.seconds(d))"
-                // The status shows every step; the log the first failure with its retry and then
-                // only a different failure (libcurl's elapsed time does not make one new).
-                self.registrationOutage.failed(.error, "registration failed: \(e)", key: RetryLog.withoutElapsedTime("\(e)"),
-                                               firstSuffix: "; " + retry)
-                self.onStatus?(e.status == 0 ? "node unreachable, \(retry)" : "registration refused (HTTP \(e.status)), \(retry)")
-                self.scheduleRegistration(after: d)
-            }
-        }
-    }
-
-    // MARK: Commands (device_control)
-
-    /// The receivers on the node's command channels, by inputName, once their control streams exist.
-    public private(set) var commandReceivers: [String: CommandReceiver] = [:]
-    /// The `device_control` receiver.
-    public var commandReceiver: CommandReceiver? { commandReceivers[DeviceControl.inputName] }
-    /// `identify`: blink the status LED for the given seconds; returns a message, or nil when the
-    /// board has no LED (the command then fails saying so).
-    public var onIdentify: ((Double) -> String?)?
-    /// Control streams beyond device_control (a pan-tilt unit's `ptz_control`), set before `start`.
-    public struct ExtraControl {
-        public var inputName: String
-        public var body: [UInt8]
-        public var schema: DataComponent
-        public var handler: (ReceivedCommand) -> CommandOutcome
-        public init(inputName: String, body: [UInt8], schema: DataComponent, handler: @escaping (ReceivedCommand) -> CommandOutcome) {
-            self.inputName = inputName
-            self.body = body
-            self.schema = schema
-            self.handler = handler
-        }
-    }
-    public var extraControls: [ExtraControl] = []
-
-    /// Every command handled (the demo's table, logs).
-    public private(set) var lastCommand: String?
-
-    /// Registers every control stream (device_control, then the extras) and opens its receiver.
-    private func startCommands(systemID: String) {
-        let names = specs.map(\.outputName) + (videoSpec.map { [$0.outputName] } ?? [])
-        openControl(systemID: systemID, inputName: DeviceControl.inputName,
-                    body: DeviceControl.body(systemLabel: config.identity.label, outputNames: names)) { [unowned self] id in
-            try CommandReceiver.deviceControl(loop: self.loop, http: self.http, builder: self.node.builder, controlStreamID: id,
-                                              outputNames: names, options: self.config.commandOptions) { [unowned self] c in
-                self.execute(c)
-            }
-        }
-        for control in extraControls {
-            openControl(systemID: systemID, inputName: control.inputName, body: control.body) { [unowned self] id in
-                try CommandReceiver(loop: self.loop, http: self.http, builder: self.node.builder, controlStreamID: id,
-                                    schema: control.schema, options: self.config.commandOptions) { [unowned self] c in
-                    let outcome = control.handler(c)
-                    self.noteCommand(control.inputName, outcome)
-                    return outcome
-                }
-            }
-        }
-    }
-
-    /// One control stream: created (or found, by inputName) on the node, then its receiver opened —
-    /// unless the one already open listens on the same id. A receiver told the stream is gone
-    /// (a node restarted without its database) is dropped and the board registers again.
-    private func openControl(systemID: String, inputName: String, body: [UInt8],
-                             makeReceiver: @escaping (String) throws -> CommandReceiver) {
-        CommandReceiver.registerControlStream(http: http, builder: node.builder, systemID: systemID, body: body) { [unowned self] r in
-            switch r {
-            case .failure(let e):
-                Log.error("commands: \(inputName): \(e); the node cannot drive it until the next registration")
-            case .success(let id):
-                if let old = self.commandReceivers[inputName] {
-                    if old.controlStreamID == id { return }
-                    old.stop()
-                }
-                do {
-                    let receiver = try makeReceiver(id)
-                    // The one place a channel's trouble is logged (the WebSocket client logs nothing):
-                    // the first failure with when it reconnects, a different failure once, the return once.
-                    var outage = RetryLog()
-                    receiver.onChannelDown = { [unowned self] error, retry in
-                        guard let error else { return }
-                        if case .notFound = error {
-                            Log.warning("commands: \(inputName): \(error)")
-                            self.commandReceivers[inputName]?.stop()
-                            self.commandReceivers[inputName] = nil
-                            self.scheduleRegistration(after: 0)
-                        } else if let retry {
-                            outage.failed(.warning, "commands: \(inputName): \(error)", key: error.repeatKey,
-                                          firstSuffix: "; reconnecting in \(retry == retry.rounded() ? "\(Int(retry))" : "\(retry)") s")
-                        }
-                    }
-                    receiver.onChannelUp = {
-                        if outage.recovered() { Log.notice("commands: \(inputName): the command channel is back") }
-                    }
-                    receiver.start()
-                    self.commandReceivers[inputName] = receiver
-                    Log.notice("commands: listening on control stream \(id) (\(inputName))")
-                } catch {
-                    Log.error("commands: cannot open the \(inputName) channel: \(error)")
-                }
-            }
-        }
-    }
-
-    private func noteCommand(_ what: String, _ outcome: CommandOutcome) {
-        lastCommand = "\(what): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
-        Log.notice("command \(lastCommand ?? "")")
-    }
-
-    /// Runs one command from the node; the outcome is what the node will hold.
-    func execute(_ c: DeviceControlCommand) -> CommandOutcome {
-        let outcome: CommandOutcome
-        do throws(ControlError) {
-            switch c {
-            case .setRate(let name, let hz):
-                if name == videoSpec?.outputName {
-                    outcome = .rejected("the camera's frame rate is set in [outputs.\(name)] rate (1 to 25); not changed at run time")
-                } else {
-                    try setRate(name, hz)
-                    outcome = .completed("\(name) now at \(hz) Hz")
-                }
-            case .enableOutput(let name, let on):
-                if name == videoSpec?.outputName {
-                    videoEnabled = on
-                } else {
-                    try setEnabled(name, on)
-                }
-                outcome = .completed("\(name) \(on ? "enabled" : "disabled")")
-            case .identify(let seconds):
-                if let m = onIdentify?(seconds) { outcome = .completed(m) }
-                else { outcome = .failed("this board has no status LED configured ([led] chip and line)") }
-            case .reregister:
-                reregister()
-                outcome = .completed("registering again")
-            }
-        } catch {
-            outcome = .rejected(error.description)
-        }
-        noteCommand(c.item, outcome)
-        return outcome
-    }
-
-    /// The camera's datastream on/off (enableOutput).
-    private var videoEnabled = true
-
-    // MARK: Status
 
     public struct Row: Sendable {
         public var outputName: String
@@ -607,66 +408,29 @@ public final class AgentRuntime {
                        lastValue: lastValues[i], lastField: leaves.count > 1 ? leaves[1].names.last ?? "" : "")
         }
     }
-}
 
-/// The CS API over libcurl, as registration and the publisher see it.
-final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
-    let http: HTTPClient
-    let builder: CSRequestBuilder
-
-    init(http: HTTPClient, builder: CSRequestBuilder) {
-        self.http = http
-        self.builder = builder
-    }
-
-    func send(_ request: CSRequest, completion: @escaping (NodeResponse) -> Void) {
-        http.send(request) { r in
-            completion(NodeResponse(status: r.error == nil ? r.status : 0, location: r.location, body: r.body,
-                                    transportError: r.error.map { "\($0)" }))
+    /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
+    public func stop(flushUntil deadline: UInt64) throws {
+        commands.stop()
+        gpsInput?.stop()
+        gpsInput = nil
+        registration.cancel()
+        for t in timers { loop.cancel(t) }
+        timers.removeAll()
+        for t in sampleTimers.values { loop.cancel(t) }
+        sampleTimers.removeAll()
+        publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+        while !publisher.isIdle, publisher.connectivity == .online, Clock.monotonicNanoseconds() < deadline {
+            try loop.runOnce(timeoutMs: 50)
+            publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
         }
-    }
-
-    /// Observation requests per datastream id and format: built once, not per POST.
-    private var observationRequests: [String: CSRequest] = [:]
-
-    func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
-                          completion: @escaping (TransportOutcome) -> Void) {
-        let key = datastreamID + contentType
-        let request: CSRequest
-        if let cached = observationRequests[key] {
-            request = cached
-        } else {
-            let format: ScalarFormat = contentType == MediaType.sweJSON ? .sweJSON : .omJSON
-            request = builder.postObservations(datastreamID: datastreamID, format: format)
-            observationRequests[key] = request
-        }
-        // The body goes from the publisher's buffer straight to curl: no copy.
-        http.send(request, body: UnsafeRawBufferPointer(start: body.base, count: body.count)) { r in
-            completion(HTTPNodeClient.outcome(r))
-        }
-    }
-
-    /// A transport failure is status 0 with curl's explanation, as the publisher's verdicts expect.
-    static func outcome(_ r: HTTPResult) -> TransportOutcome {
-        TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body)
-    }
-
-    private var videoRequests: [String: CSRequest] = [:]
-
-    func postVideo(datastreamID: String, body: ByteBuffer, completion: @escaping (TransportOutcome) -> Void) {
-        let request: CSRequest
-        if let cached = videoRequests[datastreamID] { request = cached } else {
-            request = builder.postVideo(datastreamID: datastreamID)
-            videoRequests[datastreamID] = request
-        }
-        http.send(request, body: UnsafeRawBufferPointer(start: body.base, count: body.count)) { r in
-            completion(HTTPNodeClient.outcome(r))
-        }
-    }
-
-    func probe(completion: @escaping (TransportOutcome) -> Void) {
-        http.send(builder.landingPage()) { r in
-            completion(HTTPNodeClient.outcome(r))
-        }
+        http.cancelAll()
+        // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
+        let kept = publisher.spillRingToSpool()
+        if kept > 0 { Log.notice("spool: kept the ring's \(kept) unsent observations for the next start") }
+        // Closed here, not whenever this runtime is released: a SIGHUP reload opens the same
+        // directory for the next runtime while this one still exists.
+        publisher.spool = nil
+        fileSpool = nil
     }
 }

@@ -11,9 +11,10 @@ public enum Daemon {
     public static let defaultConfigPath = "/etc/osh-edge/osh-edge.conf"
     public static let defaultSecretsPath = "/etc/osh-edge/secrets"
 
-    /// The config's output keys fed by each device group.
-    static let imuKeys = ["quat_orientation_data", "euler_orientation_data", "accelerometer", "gyroscope", "magnetometer"]
-    static let deviceKeys: Set<String> = Set(imuKeys + ["barometer", "audio_level", "camera0_H264"])
+    /// The config's output keys fed by the IMU.
+    static let imuKeys = OutputKind.inertial.map(\.settingsKey)
+    /// Outputs that are published only when their device answers.
+    static let deviceKinds: Set<OutputKind> = Set(OutputKind.inertial + [.barometer, .audioLevel, .video])
 
     public struct Loaded {
         public var settings: AgentSettings
@@ -28,23 +29,16 @@ public enum Daemon {
             throw DaemonError.message("\(configPath): no such file; start from deploy/osh-edge.conf.example")
         }
         let settings = try AgentSettings.parse(bytes: bytes, path: configPath)
-        let server = settings.activeServer
-        let secrets = try loadSecrets(path: secretsPath)
-        let credentials = server.credentials(from: secrets)
-        let tls: TLSPolicy
-        switch server.tls {
-        case .verify: tls = .verify
-        case .trustCertificate(let path): tls = .trustCertificate(pemPath: path)
-        case .pin(let b64): tls = .pinnedKey(sha256Base64: b64)
-        }
+        let server = try configuredServer(settings, secretsPath: secretsPath)
         let identity = try Agent.localIdentity(uid: settings.system.uid.isEmpty ? nil : settings.system.uid,
                                                uidExtension: settings.system.uidExtension,
                                                label: settings.system.label.isEmpty ? nil : settings.system.label)
-        var options = OutputOptions(uid: identity.uid, north: settings.north)
-        options.cameraIndex = 0
-        var config = AgentConfig(server: HTTPServer(apiRoot: server.url, credentials: credentials, tls: tls,
-                                                    connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout),
-                                 identity: identity, options: options, stateDirectory: settings.stateDirectory)
+        // Named for the configured chips (what `run` finds may rename them: "auto" found an ICM-20948).
+        let d = settings.devices
+        func named(_ chip: String) -> String? { chip == "auto" || chip == "none" ? nil : chip }
+        let options = OutputOptions(uid: identity.uid, north: settings.north, imuChip: named(d.imu.chip) ?? "MPU9250",
+                                    magnetometerChip: named(d.imu.magnetometer), barometerChip: named(d.barometer.chip) ?? "BMP280")
+        var config = AgentConfig(server: server, identity: identity, options: options, stateDirectory: settings.stateDirectory)
         config.publisher = settings.publisher
         config.ringCapacity = settings.ringCapacity
         config.spool = settings.spool
@@ -52,8 +46,7 @@ public enum Daemon {
         config.notBefore = settings.notBefore
         var enabled: [String] = []
         for spec in OutputCatalogue.all(options) {
-            let key = settingsKey(spec.outputName)
-            guard let o = settings.outputs[key], o.enabled else { continue }
+            guard let o = settings.outputs[spec.kind.settingsKey], o.enabled else { continue }
             enabled.append(spec.outputName)
             config.rates[spec.outputName] = o.rate
             if spec.outputName == "gps_data", o.source == .hardware {
@@ -65,6 +58,20 @@ public enum Daemon {
         if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }
         config.outputs = enabled
         return Loaded(settings: settings, config: config, plan: plan(settings))
+    }
+
+    /// The active `[server.*]` section as libcurl's client takes it: the one place the parsed TLS
+    /// choice becomes a policy and the secrets become credentials (`run`, `check`, the read side).
+    static func configuredServer(_ settings: AgentSettings, secretsPath: String?) throws -> HTTPServer {
+        let server = settings.activeServer
+        let tls: TLSPolicy
+        switch server.tls {
+        case .verify: tls = .verify
+        case .trustCertificate(let path): tls = .trustCertificate(pemPath: path)
+        case .pin(let b64): tls = .pinnedKey(sha256Base64: b64)
+        }
+        return HTTPServer(apiRoot: server.url, credentials: server.credentials(from: try loadSecrets(path: secretsPath)), tls: tls,
+                          connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout)
     }
 
     /// Which device groups run, and from what: a group runs when any of its outputs is enabled,
@@ -98,17 +105,17 @@ public enum Daemon {
         var config = loaded.config
         config.options = hardware.options(config.options)
         let found = Set(hardware.catalogueNames(config.options))
+        let feeds = Set(hardware.feeds)
         let wanted = Set(config.outputs ?? [])
+        let wantedKinds = Set(OutputCatalogue.all(loaded.config.options).filter { wanted.contains($0.outputName) }.map(\.kind))
         let catalogue = OutputCatalogue.all(config.options)
         // Device outputs only when their device answered; renamed for the chip found (MPU9250_… → ICM20948_…).
-        config.outputs = catalogue.map(\.outputName).filter { name in
-            let key = settingsKey(name)
-            if deviceKeys.contains(key) { return found.contains(name) && wanted.contains { settingsKey($0) == key } }
-            return wanted.contains(name)
-        }
+        config.outputs = catalogue.filter { spec in
+            deviceKinds.contains(spec.kind) ? feeds.contains(spec.kind) && wantedKinds.contains(spec.kind) : wanted.contains(spec.outputName)
+        }.map(\.outputName)
         // Outputs renamed for the chip found take the rate configured under their config key.
-        for name in config.outputs ?? [] where config.rates[name] == nil {
-            config.rates[name] = loaded.settings.outputs[settingsKey(name)]?.rate
+        for spec in catalogue where config.rates[spec.outputName] == nil && (config.outputs ?? []).contains(spec.outputName) {
+            config.rates[spec.outputName] = loaded.settings.outputs[spec.kind.settingsKey]?.rate
         }
         config.externalOutputs = found
         config.video = hardware.hasVideo && wanted.contains("camera0_H264")
@@ -117,14 +124,6 @@ public enum Daemon {
         let agent = try AgentRuntime(config: config, loop: loop)
         agent.extraControls = hardware.extraControls(systemLabel: config.identity.label)
         return (agent, hardware)
-    }
-
-    /// The config file's name for an output (inertial outputs are named after their chip on the wire).
-    static func settingsKey(_ outputName: String) -> String {
-        if outputName.hasSuffix("_Accelerometer_data") { return "accelerometer" }
-        if outputName.hasSuffix("_Gyroscope_data") { return "gyroscope" }
-        if outputName.hasSuffix("_Magnetometer_data") { return "magnetometer" }
-        return outputName
     }
 
     /// Secrets from the systemd credential (`$CREDENTIALS_DIRECTORY/osh-edge-secrets`) or the root-only

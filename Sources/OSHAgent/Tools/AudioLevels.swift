@@ -40,7 +40,7 @@ public enum AudioLevels {
         let loop = try EventLoop()
         let input = AudioInput(loop: loop, device: device, window: window)
         let start = Double(Clock.monotonicNanoseconds()) / 1e9
-        input.sink = { t, rms, peak in onRow(Row(time: t - start, rmsdB: rms, peakdB: peak)) }
+        input.sink = { t, level in onRow(Row(time: t - start, rmsdB: level.rmsdB, peakdB: level.peakdB)) }
         _ = try loop.onSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
         // A command run at a desk should say at once that the device is not there, not retry.
         let wasMuted = Log.muted

@@ -75,6 +75,13 @@ public enum Check {
         return lines
     }
 
+    /// The datastreams a configuration publishes, named as `run` names them for the configured
+    /// chips (a chip left on "auto" takes the demo's names; `run` may find another).
+    public static func configuredOutputs(_ loaded: Daemon.Loaded) -> [OutputSpec] {
+        let names = Set(loaded.config.outputs ?? [])
+        return OutputCatalogue.all(loaded.config.options).filter { names.contains($0.outputName) }
+    }
+
     static func explain(_ e: TransportError, server: HTTPServer) -> String {
         switch e.kind {
         case .dns: return "the node's host name does not resolve (\(e.message)): check the URL \(server.apiRoot) and the board's DNS"

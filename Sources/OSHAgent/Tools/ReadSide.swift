@@ -113,17 +113,7 @@ public enum ReadSide {
             throw ReadSideError.config("no --node given and no configuration at \(configPath): "
                                        + "pass --node URL (the API root, e.g. http://host:8181/sensorhub/api) or --config FILE")
         }
-        let settings = try AgentSettings.parse(bytes: bytes, path: configPath)
-        let server = settings.activeServer
-        let credentials = server.credentials(from: try Daemon.loadSecrets(path: secretsPath))
-        let tls: TLSPolicy
-        switch server.tls {
-        case .verify: tls = .verify
-        case .trustCertificate(let path): tls = .trustCertificate(pemPath: path)
-        case .pin(let b64): tls = .pinnedKey(sha256Base64: b64)
-        }
-        return HTTPServer(apiRoot: server.url, credentials: credentials, tls: tls,
-                          connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout)
+        return try Daemon.configuredServer(AgentSettings.parse(bytes: bytes, path: configPath), secretsPath: secretsPath)
     }
 
     // MARK: Systems
