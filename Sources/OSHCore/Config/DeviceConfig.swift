@@ -10,9 +10,10 @@ public struct I2CConfig: Sendable, Equatable {
 
 /// The chips the drivers know, as the config names them (`auto` finds one, `none` disables).
 public enum KnownChips {
-    public static let barometers = ["BMP280", "BME280", "BMP388", "BMP390", "LPS22HB"]
-    public static let imus = ["MPU6050", "MPU6500", "MPU9250", "ICM20948", "LSM6DSOX", "BNO055"]
-    public static let magnetometers = ["AK8963", "AK09916", "LIS3MDL"]
+    public static let barometers = ChipTable.barometers.map(\.name)
+    public static let imus = ChipTable.imus.map(\.name)
+    /// The bus's magnetometers and the one inside the ICM-20948 (reached only through it).
+    public static let magnetometers = ChipTable.magnetometers.map(\.name) + ["AK09916"]
 
     /// "MPU-9250", "mpu9250" → "MPU9250": users copy names from datasheets and shop pages.
     /// The one normaliser: the config, the driver tables and probe all compare names through it.

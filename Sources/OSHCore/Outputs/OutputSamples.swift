@@ -86,9 +86,15 @@ public struct EulerSample: OutputSample, Equatable {
     }
 }
 
-/// m/s².
-public struct AccelerationSample: OutputSample, Equatable {
-    public static let kind = OutputKind.accelerometer
+/// The three axes of a raw inertial output, as its record names them.
+public protocol InertialAxes {
+    static var kind: OutputKind { get }
+    static var leafNames: (x: StaticString, y: StaticString, z: StaticString) { get }
+}
+
+/// A raw inertial output's vector, in the device frame.
+public struct AxesSample<Axes: InertialAxes>: OutputSample, Equatable {
+    public static var kind: OutputKind { Axes.kind }
     public var x = 0.0, y = 0.0, z = 0.0
     public init() {}
     public init(x: Double, y: Double, z: Double) {
@@ -97,45 +103,34 @@ public struct AccelerationSample: OutputSample, Equatable {
         self.z = z
     }
     public func write(to s: inout SlotWriter) {
-        s.set("ax", x)
-        s.set("ay", y)
-        s.set("az", z)
+        let n = Axes.leafNames
+        s.set(n.x, x)
+        s.set(n.y, y)
+        s.set(n.z, z)
     }
+}
+
+/// m/s².
+public enum AccelerationAxes: InertialAxes {
+    public static var kind: OutputKind { .accelerometer }
+    public static var leafNames: (x: StaticString, y: StaticString, z: StaticString) { ("ax", "ay", "az") }
 }
 
 /// rad/s.
-public struct AngularRateSample: OutputSample, Equatable {
-    public static let kind = OutputKind.gyroscope
-    public var x = 0.0, y = 0.0, z = 0.0
-    public init() {}
-    public init(x: Double, y: Double, z: Double) {
-        self.x = x
-        self.y = y
-        self.z = z
-    }
-    public func write(to s: inout SlotWriter) {
-        s.set("wx", x)
-        s.set("wy", y)
-        s.set("wz", z)
-    }
+public enum AngularRateAxes: InertialAxes {
+    public static var kind: OutputKind { .gyroscope }
+    public static var leafNames: (x: StaticString, y: StaticString, z: StaticString) { ("wx", "wy", "wz") }
 }
 
 /// µT.
-public struct MagneticFieldSample: OutputSample, Equatable {
-    public static let kind = OutputKind.magnetometer
-    public var x = 0.0, y = 0.0, z = 0.0
-    public init() {}
-    public init(x: Double, y: Double, z: Double) {
-        self.x = x
-        self.y = y
-        self.z = z
-    }
-    public func write(to s: inout SlotWriter) {
-        s.set("mx", x)
-        s.set("my", y)
-        s.set("mz", z)
-    }
+public enum MagneticFieldAxes: InertialAxes {
+    public static var kind: OutputKind { .magnetometer }
+    public static var leafNames: (x: StaticString, y: StaticString, z: StaticString) { ("mx", "my", "mz") }
 }
+
+public typealias AccelerationSample = AxesSample<AccelerationAxes>
+public typealias AngularRateSample = AxesSample<AngularRateAxes>
+public typealias MagneticFieldSample = AxesSample<MagneticFieldAxes>
 
 /// Degrees, where the pan-tilt unit points.
 public struct PTZPositionSample: OutputSample, Equatable {

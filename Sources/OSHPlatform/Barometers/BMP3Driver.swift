@@ -5,10 +5,8 @@ import OSHCore
 
 /// BMP388 and BMP390 (BST-BMP388-DS001, BST-BMP390-DS002): the same register map, IDs 0x50 / 0x60.
 public final class BMP3Driver: BarometerDriver {
-    public static let bmp388 = I2CChipIdentity(name: "BMP388", kind: .barometer, addresses: [0x77, 0x76], idRegister: 0x00,
-                                               idValues: [0x50], note: "0x77 with SDO high (Adafruit default), 0x76 with SDO to GND")
-    public static let bmp390 = I2CChipIdentity(name: "BMP390", kind: .barometer, addresses: [0x77, 0x76], idRegister: 0x00,
-                                               idValues: [0x60], note: "0x77 with SDO high (Adafruit default), 0x76 with SDO to GND")
+    public static let bmp388 = ChipTable.bmp388
+    public static let bmp390 = ChipTable.bmp390
 
     // Registers (datasheet §4.3).
     public static let regID: UInt8 = 0x00, regErr: UInt8 = 0x02, regStatus: UInt8 = 0x03

@@ -128,8 +128,7 @@ func baroSameName(_ a: String, _ b: String) -> Bool { KnownChips.canonical(a) ==
 
 /// The driver table: every barometer the agent knows, and how to open one by name or by looking.
 public enum BarometerDrivers {
-    public static let identities: [I2CChipIdentity] = [BMx280Driver.bmp280, BMx280Driver.bme280,
-                                                       BMP3Driver.bmp388, BMP3Driver.bmp390, LPS22HBDriver.lps22hb]
+    public static let identities = ChipTable.barometers
 
     public static var names: [String] { identities.map(\.name) }
 

@@ -79,37 +79,19 @@ public struct IMUProbeHit: Sendable, Equatable {
 }
 
 public enum IMUDrivers {
-    public static let mpu6050 = I2CChipIdentity(
-        name: "MPU6050", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x68],
-        note: "6-axis, no magnetometer (an MPU-9150 also answers 0x68)")
-    public static let mpu6500 = I2CChipIdentity(
-        name: "MPU6500", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x70],
-        note: "6-axis, no magnetometer")
-    public static let mpu9250 = I2CChipIdentity(
-        name: "MPU9250", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x71, 0x73],
-        note: "9-axis: AK8963 magnetometer at 0x0C, reached in bypass mode (0x73 is the MPU-9255)")
-    public static let icm20948 = I2CChipIdentity(
-        name: "ICM20948", kind: .imu, addresses: [0x69, 0x68], idRegister: 0x00, idValues: [0xEA],
-        note: "9-axis: AK09916 magnetometer read through the chip's own I²C master")
-    public static let lsm6dsox = I2CChipIdentity(
-        name: "LSM6DSOX", kind: .imu, addresses: [0x6A, 0x6B], idRegister: 0x0F, idValues: [0x6C],
-        note: "6-axis; pair it with a LIS3MDL magnetometer (0x1C/0x1E) for heading")
-    public static let bno055 = I2CChipIdentity(
-        name: "BNO055", kind: .imu, addresses: [0x28, 0x29], idRegister: 0x00, idValues: [0xA0],
-        note: "on-chip fusion; it stretches the I²C clock, which the Pi's hardware I²C mishandles "
-            + "(corrupt bytes, timeouts): add dtparam=i2c_arm_baudrate=10000 to /boot/firmware/config.txt "
-            + "(≈25 Hz reads at most) or use the i2c-gpio overlay")
-    public static let ak8963 = I2CChipIdentity(
-        name: "AK8963", kind: .magnetometer, addresses: [0x0C], idRegister: 0x00, idValues: [0x48],
-        note: "inside the MPU-9250; visible on the bus only while the MPU-9250 is in bypass mode")
-    public static let lis3mdl = I2CChipIdentity(
-        name: "LIS3MDL", kind: .magnetometer, addresses: [0x1C, 0x1E], idRegister: 0x0F, idValues: [0x3D])
+    public static let mpu6050 = ChipTable.mpu6050
+    public static let mpu6500 = ChipTable.mpu6500
+    public static let mpu9250 = ChipTable.mpu9250
+    public static let icm20948 = ChipTable.icm20948
+    public static let lsm6dsox = ChipTable.lsm6dsox
+    public static let bno055 = ChipTable.bno055
+    public static let ak8963 = ChipTable.ak8963
+    public static let lis3mdl = ChipTable.lis3mdl
 
-    /// Every IMU this build can drive, in probing order (MPU family before the ICM-20948:
-    /// both sit at 0x68/0x69, and WHO_AM_I at 0x75 is the cheaper test).
-    public static let identities: [I2CChipIdentity] = [mpu9250, mpu6500, mpu6050, icm20948, lsm6dsox, bno055]
+    /// Every IMU this build can drive, in probing order.
+    public static let identities = ChipTable.imus
     /// Separate magnetometers (probe lists them; `open` pairs them).
-    public static let magnetometers: [I2CChipIdentity] = [lis3mdl, ak8963]
+    public static let magnetometers = ChipTable.magnetometers
 
     /// The identity a config name means (case and dashes ignored: "mpu-9250" = "MPU9250").
     public static func identity(named name: String) -> I2CChipIdentity? {
