@@ -3,7 +3,8 @@ import OSHCore
 import XCTest
 
 /// Every schema osh-edge sends, against the official SWE Common 3 / CS API Part 2 JSON schemas
-/// (Fixtures/ogc-schemas, unmodified), checked strictly by scripts/validate-swe.py.
+/// (Tests/OSHCoreTests/Fixtures/ogc-schemas, unmodified), checked strictly by scripts/validate-swe.py:
+/// what any SWE Common 3 client may demand, where the node (and the development node) demand less.
 final class SWECommonValidationTests: XCTestCase {
     private static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
@@ -63,7 +64,7 @@ final class SWECommonValidationTests: XCTestCase {
             XCTAssertTrue(bodies.contains { $0.name.contains(what) }, what)
         }
 
-        let r = try runValidator(python, [Self.script, dir])
+        let r = try runTool(python, [Self.script, dir])
         let failures = r.output.split(separator: "\n").filter { $0.hasPrefix("FAIL ") }
         for f in failures { XCTFail(String(f)) }
         XCTAssertTrue(r.output.contains("validate-swe: \(bodies.count)/\(bodies.count) documents valid"), r.output)
@@ -72,7 +73,7 @@ final class SWECommonValidationTests: XCTestCase {
         // With `format` asserted as well (2020-12 only annotates it), one member fails, and it must
         // stay: the Block's `compression` is Android's "H264", the name OSH and its clients match,
         // where SWE Common 3 types it as an absolute URI.
-        let f = try runValidator(python, [Self.script, "--formats", dir])
+        let f = try runTool(python, [Self.script, "--formats", dir])
         let formatFailures = f.output.split(separator: "\n").filter { $0.hasPrefix("FAIL ") }
         let cameras = bodies.filter { $0.name.hasPrefix("camera0_H264.") }.count
         XCTAssertGreaterThan(cameras, 0)
@@ -86,8 +87,8 @@ final class SWECommonValidationTests: XCTestCase {
     /// naming the member, and so does a swe+binary schema with only osh-core's `recordEncoding`.
     func testValidatorRejectsAndroidsBodies() throws {
         let python = try pythonWithJSONSchema()
-        let android = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/android")
-        let r = try runValidator(python, [Self.script, android.appendingPathComponent("LSM6DSO_Magnetometer_data.om-json.json").path,
+        let android = Self.repo.appendingPathComponent("Tests/OSHCoreTests/Fixtures/android")
+        let r = try runTool(python, [Self.script, android.appendingPathComponent("LSM6DSO_Magnetometer_data.om-json.json").path,
                                           android.appendingPathComponent("camera0_H264.swe-binary.json").path,
                                           android.appendingPathComponent("barometer.ios.json").path])
         XCTAssertEqual(r.status, 1, r.output)
@@ -100,27 +101,12 @@ final class SWECommonValidationTests: XCTestCase {
         XCTAssertTrue(r.output.contains("validate-swe: 0/3 documents valid"), r.output)
     }
 
-    // MARK: Running the script
-
     /// A Python 3 that can import jsonschema: the PATH's, else Debian's (package python3-jsonschema,
     /// installed by scripts/bootstrap.sh). Skips when there is none.
     private func pythonWithJSONSchema() throws -> String {
         for candidate in ["python3", "/usr/bin/python3"] {
-            if let r = try? runValidator(candidate, ["-c", "import jsonschema"]), r.status == 0 { return candidate }
+            if let r = try? runTool(candidate, ["-c", "import jsonschema"]), r.status == 0 { return candidate }
         }
         throw XCTSkip("no python3 with the jsonschema module: install the Debian package python3-jsonschema (scripts/bootstrap.sh)")
-    }
-
-    private func runValidator(_ python: String, _ args: [String]) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = [python] + args
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
