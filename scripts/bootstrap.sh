@@ -17,6 +17,7 @@ packages=(
   openssl                # self-signed certificates for the TLS tests
   curl                   # the development node's HTTPS tests
   python3                # throwaway HTTP servers in the libcurl transport tests
+  python3-jsonschema     # scripts/validate-swe.py: our schemas against the OGC SWE Common 3 JSON schemas
   ffmpeg                 # ffprobe/ffmpeg check the H.264 the video tests encode
   alsa-utils             # aplay -L in probe tests; arecord for checking the file plugin by hand
   shellcheck             # DeployTests lint deploy/ and toolchain/ scripts

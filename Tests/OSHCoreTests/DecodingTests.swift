@@ -255,6 +255,51 @@ final class DecodingTests: XCTestCase {
         XCTAssertNoThrow(try s.reader())
     }
 
+    /// Our own bodies, with the labels, definitions and `encoding` SWE Common 3 asks for, read back
+    /// to the records we built (Android's bodies without them are read by the tests above).
+    func testDecodesOurBodiesWithTheAddedMembers() throws {
+        let o = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12", imuChip: "ICM20948", magnetometerChip: "AK09916")
+        for spec in OutputCatalogue.all(o) {
+            for format in ScalarFormat.allCases {
+                let body = try JSONValue.parse(DatastreamBody.string(spec, systemLabel: "Pi", scalarFormat: format))
+                let s = try SchemaDecoder.datastreamSchema(try XCTUnwrap(body["schema"]), path: "/schema")
+                let expected: DataComponent
+                if spec.binaryEncoding != nil {
+                    expected = spec.record
+                } else if format == .omJSON {
+                    expected = SchemaDecoder.withObservationTime(DatastreamBody.resultSchema(spec.record)).0
+                } else {
+                    expected = DatastreamBody.recordSchema(spec)
+                }
+                XCTAssertEqual(SWEJSON.string(s.record), SWEJSON.string(expected), "\(spec.outputName) \(format)")
+                XCTAssertEqual(s.encoding, spec.binaryEncoding, "\(spec.outputName) \(format)")
+                XCTAssertNoThrow(try s.reader(), "\(spec.outputName) \(format)")
+            }
+        }
+    }
+
+    /// A server that follows CS API Part 2 sends `encoding` only; it is read as `recordEncoding` is.
+    func testReadsTheStandardEncodingMemberWhenRecordEncodingIsAbsent() throws {
+        let record = #"{"type":"DataRecord","fields":[{"type":"Quantity","name":"q","label":"Q","definition":"urn:q","uom":{"code":"m"}}]}"#
+        let s = try XCTUnwrap(schema("""
+            {"obsFormat":"application/swe+binary","recordSchema":\(record),"encoding":{"type":"BinaryEncoding","byteOrder":"littleEndian",
+             "byteEncoding":"raw","members":[{"type":"Component","ref":"/q","dataType":"http://www.opengis.net/def/dataType/OGC/0/float32"}]}}
+            """))
+        XCTAssertEqual(s.encoding, BinaryEncoding(bigEndian: false, members: [.component(ref: "/q", dataType: .float32)]))
+        XCTAssertEqual(SchemaWalker.leaves(of: s.record).map(\.kind), [.quantity(.float32)])
+        // With both, osh-core's member wins, as on the node.
+        let both = try XCTUnwrap(schema("""
+            {"obsFormat":"application/swe+binary","recordSchema":\(record),
+             "recordEncoding":{"type":"BinaryEncoding","members":[{"type":"Component","ref":"/q","dataType":"http://www.opengis.net/def/dataType/OGC/0/double"}]},
+             "encoding":{"type":"BinaryEncoding","members":[{"type":"Component","ref":"/q","dataType":"http://www.opengis.net/def/dataType/OGC/0/float32"}]}}
+            """))
+        XCTAssertEqual(both.encoding?.members, [.component(ref: "/q", dataType: .double)])
+        let e = decodeError { _ = try SchemaDecoder.datastreamSchema(json: Array("""
+            {"obsFormat":"application/swe+binary","recordSchema":\(record),"encoding":{"type":"TextEncoding"}}
+            """.utf8)) }
+        XCTAssertEqual(e, .schema(path: "/encoding/type", message: "expected \"BinaryEncoding\", found \"TextEncoding\""))
+    }
+
     func testBinaryEncodingForms() throws {
         let e = try SchemaDecoder.binaryEncoding(parse("""
         {"members":[{"ref":"/a","type":"Component","dataType":"http://www.opengis.net/def/dataType/OGC/0/float32"},
@@ -310,7 +355,7 @@ final class DecodingTests: XCTestCase {
         e = decodeError { _ = try SchemaDecoder.datastreamSchema(json: Array("""
             {"obsFormat":"application/swe+binary","recordSchema":\(record)}
             """.utf8)) }
-        XCTAssertEqual(e, .schema(path: "", message: "missing \"recordEncoding\" for application/swe+binary"))
+        XCTAssertEqual(e, .schema(path: "", message: "missing \"recordEncoding\" (or \"encoding\") for application/swe+binary"))
         e = decodeError { _ = try SchemaDecoder.datastreamSchema(json: Array("""
             {"obsFormat":"application/swe+binary","recordSchema":\(record),"recordEncoding":{"type":"BinaryEncoding","members":[
              {"type":"Component","ref":"/b","dataType":"http://www.opengis.net/def/dataType/OGC/0/int128"}]}}

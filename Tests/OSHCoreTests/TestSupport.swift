@@ -46,3 +46,42 @@ extension ByteBuffer {
         try body(self)
     }
 }
+
+/// Compares `android` with `ours` as an ordered sub-structure: every member of every object of
+/// `android` is in the matching object of `ours`, with the same value (numbers as written) and in
+/// the same relative order; arrays have the same length, element for element. Returns the JSON
+/// paths of the members only `ours` has, and what breaks the containment.
+func orderedContainment(_ android: JSONValue, in ours: JSONValue, path: String = "") -> (additions: [String], problems: [String]) {
+    var additions: [String] = [], problems: [String] = []
+    switch (android, ours) {
+    case let (.object(a), .object(o)):
+        var j = 0
+        for (k, v) in a {
+            guard let i = o[j...].firstIndex(where: { $0.0 == k }) else {
+                problems.append("\(path)/\(k): " + (o.contains { $0.0 == k } ? "out of Android's order" : "missing"))
+                continue
+            }
+            additions += o[j..<i].map { "\(path)/\($0.0)" }
+            let r = orderedContainment(v, in: o[i].1, path: "\(path)/\(k)")
+            additions += r.additions
+            problems += r.problems
+            j = i + 1
+        }
+        additions += o[j...].map { "\(path)/\($0.0)" }
+    case let (.array(a), .array(o)):
+        guard a.count == o.count else {
+            problems.append("\(path): \(o.count) elements where Android has \(a.count)")
+            break
+        }
+        for i in a.indices {
+            let r = orderedContainment(a[i], in: o[i], path: "\(path)/\(i)")
+            additions += r.additions
+            problems += r.problems
+        }
+    case let (.number(_, x), .number(_, y)):
+        if x != y { problems.append("\(path): \(y) where Android has \(x)") }
+    default:
+        if android != ours { problems.append("\(path): \(ours) where Android has \(android)") }
+    }
+    return (additions, problems)
+}

@@ -313,6 +313,37 @@ final class DevNodeTests: XCTestCase {
         }
     }
 
+    /// The SWE Common 3 members our bodies add (labels, definitions, Part 2's `encoding`) are
+    /// accepted and the labels kept; `encoding` is skipped as osh-core skips any member it does not
+    /// know: a swe+binary body with `encoding` alone gets the node's default binary layout.
+    func testSWECommon3MembersAreAcceptedAndEncodingIsIgnored() throws {
+        let node = try startNode()
+        let sys = try createSystem(node)
+        let video = OutputCatalogue.video(OutputOptions(uid: uid))
+        let body = DatastreamBody.string(video, systemLabel: "Test Pi", scalarFormat: .omJSON)
+        let encodingOnly = body.replacingOccurrences(of: "\"recordEncoding\":", with: "\"unused\":")
+        XCTAssertNotEqual(encodingOnly, body)
+        let v = try createDatastream(node, system: sys, body: encodingOnly)
+        let binary = "/datastreams/\(v)/schema?obsFormat=application%2Fswe%2Bbinary"
+        var schema = try get(node, binary)
+        XCTAssertTrue(schema.text.contains(#"{"type":"Block","ref":"/img"}"#), "default layout, no H264: \(schema.text)")
+        XCTAssertFalse(schema.text.contains("\"encoding\""), schema.text)
+
+        // Every body as the agent sends it (the video's re-registration replaces the layout).
+        for spec in OutputCatalogue.all(OutputOptions(uid: uid)) {
+            for format in ScalarFormat.allCases {
+                let r = try post(node, "/systems/\(sys)/datastreams", "application/json",
+                                 DatastreamBody.string(spec, systemLabel: "Test Pi", scalarFormat: format))
+                XCTAssertEqual(r.status, 201, "\(spec.outputName) \(format): \(r.text)")
+                guard spec.outputName.hasSuffix("_Magnetometer_data"), format == .sweJSON, let ds = r.locationID else { continue }
+                let stored = try get(node, "/datastreams/\(ds)/schema?obsFormat=application%2Fswe%2Bjson")
+                XCTAssertTrue(stored.text.contains(#""label":"Magnetic Field X""#), stored.text)
+            }
+        }
+        schema = try get(node, binary)
+        XCTAssertTrue(schema.text.contains(#"{"type":"Block","ref":"/img","compression":"H264"}"#), schema.text)
+    }
+
     func testSweJSONRules() throws {
         let node = try startNode()
         let sys = try createSystem(node)

@@ -1,6 +1,11 @@
 // The datastream body of `POST /systems/{id}/datastreams` (osh-core
 // DataStreamBindingJson order: name, outputName, schema; `obsFormat` first in
 // schema — the node refuses anything else).
+//
+// A SWE schema carries its encoding twice: `recordEncoding`, the member osh-core reads
+// (DataStreamSchemaBindingSweCommon.deserialize), and `encoding`, the member CS API Part 2
+// (observationSchemaSwe.json) requires. osh-core skips members it does not know
+// (`reader.skipValue()`), so the second is ignored by the node and read by everyone else.
 
 public enum DatastreamBody {
     /// `"<system label> - <outputName>"`: the name osh-core gives an Android datastream (no Android record has a label).
@@ -37,6 +42,7 @@ public enum DatastreamBody {
             w.key("obsFormat"); w.string(MediaType.sweBinary)
             w.key("recordSchema"); SWEJSON.write(spec.record, to: &w)
             w.key("recordEncoding"); SWEJSON.write(encoding, to: &w)
+            w.key("encoding"); SWEJSON.write(encoding, to: &w)
         } else {
             switch scalarFormat {
             case .omJSON:
@@ -45,6 +51,10 @@ public enum DatastreamBody {
             case .sweJSON:
                 w.key("obsFormat"); w.string(MediaType.sweJSON)
                 w.key("recordSchema"); SWEJSON.write(recordSchema(spec), to: &w)
+                // Only `encoding`: a recordEncoding would replace the TextEncoding osh-core stores by
+                // default, and a changed encoding makes it open a new datastream once there are
+                // observations (SystemTransactionHandler). `encoding` it never reads.
+                w.key("encoding"); w.beginObject(); w.key("type"); w.string("JSONEncoding"); w.endObject()
             }
         }
         w.endObject()

@@ -251,7 +251,9 @@ public enum SchemaDecoder {
     // MARK: Datastream schemas
 
     /// A `GET /datastreams/{id}/schema` body: om+json (`resultSchema`) or SWE (`recordSchema`
-    /// plus `recordEncoding`, required for swe+binary). Keys may come in any order.
+    /// plus an encoding, required for swe+binary). Keys may come in any order. The encoding is
+    /// osh-core's `recordEncoding`, else CS API Part 2's `encoding` (a server that follows the
+    /// standard; our own POST bodies carry both, with the same content).
     public static func datastreamSchema(_ json: JSONValue, path: String = "") throws(SWEDecodingError) -> DatastreamSchema {
         let o = try Members(json, path, "a schema")
         guard let format = try o.string("obsFormat") else { throw o.error(nil, "missing \"obsFormat\"") }
@@ -263,15 +265,16 @@ public enum SchemaDecoder {
         guard let rs = o["recordSchema"] else { throw o.error(nil, "missing \"recordSchema\"") }
         var record = try component(rs, path: "\(o.path)/recordSchema")
         var encoding: BinaryEncoding?
-        if let enc = o["recordEncoding"] {
+        let encodingKey = o["recordEncoding"] != nil ? "recordEncoding" : "encoding"
+        if let enc = o[encodingKey] {
             // JSON/Text/XML encodings carry nothing the JSON reader needs; only a BinaryEncoding is kept.
             if enc["type"]?.string == "BinaryEncoding" || format == "application/swe+binary" {
-                let e = try binaryEncoding(enc, path: "\(o.path)/recordEncoding")
+                let e = try binaryEncoding(enc, path: "\(o.path)/\(encodingKey)")
                 record = applying(e, to: record)
                 encoding = e
             }
         } else if format == "application/swe+binary" {
-            throw o.error(nil, "missing \"recordEncoding\" for application/swe+binary")
+            throw o.error(nil, "missing \"recordEncoding\" (or \"encoding\") for application/swe+binary")
         }
         return DatastreamSchema(obsFormat: format, record: record, encoding: encoding)
     }

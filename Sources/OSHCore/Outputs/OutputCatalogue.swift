@@ -1,9 +1,12 @@
-// The output catalogue: every datastream osh-edge can publish, built exactly as
-// the OSH Android driver builds it (record and field definitions, labels, axis
-// IDs, UOM codes, constraints, `cs` ENU frame, names, key order) — see
-// shared/research/osh-android-schemas.md §1 and §5. `barometer` and
-// `audio_level` have no Android counterpart and follow the iOS schemas;
-// `device_health` is ours, in the same conventions.
+// The output catalogue: every datastream osh-edge can publish, built as the OSH
+// Android driver builds it (record and field definitions, labels, axis IDs, UOM
+// codes, constraints, `cs` ENU frame, names, key order) — see
+// shared/research/osh-android-schemas.md §1 and §5 — plus what SWE Common 3
+// requires and Android omits: a `label` on every Vector and on the camera's pixel
+// Counts, a `definition` and `label` on the magnetometer's coordinates. Android's
+// members stay, in Android's order; ours only add. `barometer` and `audio_level`
+// have no Android counterpart and follow the iOS schemas; `device_health` is ours,
+// in the same conventions.
 
 /// Which north the Euler heading is referenced to (SPEC §2 exception, default `.true`).
 public enum NorthReference: String, Sendable, CaseIterable {
@@ -130,7 +133,7 @@ public enum OutputCatalogue {
                 quantity("lon", def: SWE.property("Longitude"), label: "Longitude", axis: "Lon", uom: "deg"),
                 quantity("alt", def: SWE.property("HeightAboveEllipsoid"), label: "Ellipsoidal Height",
                          description: "Altitude above WGS84 ellipsoid", axis: "h", uom: "m"),
-            ])), name: "location", definition: SWE.property("LocationVector"))
+            ])), name: "location", definition: SWE.property("LocationVector"), label: "Location")
         return OutputSpec(kind: .gps, outputName: "gps_data",
                           record: record("gps_data", def: SWE.property("Location"), [location]),
                           sweJSONTime: .phenomenon, source: SystemComponentInfo(id: "LOC_GPS", label: "gps"))
@@ -147,7 +150,7 @@ public enum OutputCatalogue {
                 quantity("qy", def: coef, label: "Y Component", axis: "Y", uom: "1", type: .float32),
                 quantity("qz", def: coef, label: "Z Component", axis: "Z", uom: "1", type: .float32),
                 quantity("q0", def: coef, label: "Scalar Component", uom: "1", type: .float32),
-            ])), name: "orient", definition: SWE.property("RotationQuaternion"),
+            ])), name: "orient", definition: SWE.property("RotationQuaternion"), label: "Orientation Quaternion",
             description: "Orientation quaternion, usually normalized")
         return OutputSpec(kind: .quatOrientation, outputName: "quat_orientation_data",
                           record: record("quat_orientation_data", def: SWE.property("OrientationQuaternion"), [orient]),
@@ -170,7 +173,7 @@ public enum OutputCatalogue {
                 quantity("roll", def: SWE.property("RollAngle"), label: "Roll Angle",
                          description: "Rotation around the longitudinal axis",
                          axis: "Y", uom: "deg", constraint: ClosedInterval(-180, 180), type: .float32),
-            ])), name: "orient", definition: SWE.property("EulerAngles"),
+            ])), name: "orient", definition: SWE.property("EulerAngles"), label: "Euler Angles",
             description: "Euler angles with order of rotation heading/pitch/roll in rotating frame")
         return OutputSpec(kind: .eulerOrientation, outputName: "euler_orientation_data",
                           record: record("euler_orientation_data", def: SWE.property("OrientationEuler"), [orient]),
@@ -213,9 +216,9 @@ public enum OutputCatalogue {
             DataComponent(.count(Count(axisID: axis, value: value)), name: "elementCount", definition: SWE.property(def))
         }
         let pixel = DataComponent(.record([
-            DataComponent(.count(Count(dataType: .unsignedByte)), name: "red", definition: SWE.property("RedChannel")),
-            DataComponent(.count(Count(dataType: .unsignedByte)), name: "green", definition: SWE.property("GreenChannel")),
-            DataComponent(.count(Count(dataType: .unsignedByte)), name: "blue", definition: SWE.property("BlueChannel")),
+            DataComponent(.count(Count(dataType: .unsignedByte)), name: "red", definition: SWE.property("RedChannel"), label: "Red Channel"),
+            DataComponent(.count(Count(dataType: .unsignedByte)), name: "green", definition: SWE.property("GreenChannel"), label: "Green Channel"),
+            DataComponent(.count(Count(dataType: .unsignedByte)), name: "blue", definition: SWE.property("BlueChannel"), label: "Blue Channel"),
         ]), name: "pixel")
         let row = DataComponent(.array(DataArray(elementCount: .inline(gridCount("GridWidth", "X", o.videoWidth)),
                                                  elementType: pixel)), name: "row")
@@ -245,7 +248,8 @@ public enum OutputCatalogue {
 
     public static func accelerometer(_ o: OutputOptions) -> OutputSpec {
         let def = SWE.qudt("LinearAcceleration")
-        return inertial(.accelerometer, o, sensorName: o.accelerometerName, vectorName: "accel", vectorDef: def, sourceID: "SENSOR_ACCELEROMETER", [
+        return inertial(.accelerometer, o, sensorName: o.accelerometerName, vectorName: "accel", vectorDef: def, vectorLabel: "Acceleration",
+                        sourceID: "SENSOR_ACCELEROMETER", [
             quantity("ax", def: def, label: "X Accel", axis: "X", uom: "m/s2"),
             quantity("ay", def: def, label: "Y Accel", axis: "Y", uom: "m/s2"),
             quantity("az", def: def, label: "Z Accel", axis: "Z", uom: "m/s2"),
@@ -254,7 +258,8 @@ public enum OutputCatalogue {
 
     public static func gyroscope(_ o: OutputOptions) -> OutputSpec {
         let def = SWE.qudt("AngularVelocity")
-        return inertial(.gyroscope, o, sensorName: o.gyroscopeName, vectorName: "omega", vectorDef: def, sourceID: "SENSOR_GYROSCOPE", [
+        return inertial(.gyroscope, o, sensorName: o.gyroscopeName, vectorName: "omega", vectorDef: def, vectorLabel: "Angular Velocity",
+                        sourceID: "SENSOR_GYROSCOPE", [
             quantity("wx", def: def, label: "X Angular Rate", axis: "X", uom: "rad/s", type: .float32),
             quantity("wy", def: def, label: "Y Angular Rate", axis: "Y", uom: "rad/s", type: .float32),
             quantity("wz", def: def, label: "Z Angular Rate", axis: "Z", uom: "rad/s", type: .float32),
@@ -262,21 +267,24 @@ public enum OutputCatalogue {
     }
 
     public static func magnetometer(_ o: OutputOptions) -> OutputSpec {
-        // Android's magnetometer coordinates carry no definition and no label (SWEHelper.newVector).
-        inertial(.magnetometer, o, sensorName: o.magnetometerName, vectorName: "mag", vectorDef: SWE.property("MagneticField"),
-                 sourceID: "SENSOR_MAGNETIC_FIELD", [
-                     quantity("mx", def: nil, label: nil, axis: "X", uom: "uT"),
-                     quantity("my", def: nil, label: nil, axis: "Y", uom: "uT"),
-                     quantity("mz", def: nil, label: nil, axis: "Z", uom: "uT"),
-                 ])
+        // Android's magnetometer coordinates carry no definition and no label (SWEHelper.newVector);
+        // SWE Common 3 requires both, so they take the vector's definition, as the other inertial
+        // outputs' coordinates do.
+        let def = SWE.property("MagneticField")
+        return inertial(.magnetometer, o, sensorName: o.magnetometerName, vectorName: "mag", vectorDef: def, vectorLabel: "Magnetic Field",
+                        sourceID: "SENSOR_MAGNETIC_FIELD", [
+                            quantity("mx", def: def, label: "Magnetic Field X", axis: "X", uom: "uT"),
+                            quantity("my", def: def, label: "Magnetic Field Y", axis: "Y", uom: "uT"),
+                            quantity("mz", def: def, label: "Magnetic Field Z", axis: "Z", uom: "uT"),
+                        ])
     }
 
     static func inertial(_ kind: OutputKind, _ o: OutputOptions, sensorName: String, vectorName: String, vectorDef: String,
-                         sourceID: String, _ coords: [DataComponent]) -> OutputSpec {
+                         vectorLabel: String, sourceID: String, _ coords: [DataComponent]) -> OutputSpec {
         let name = inertialOutputName(sensorName)
         // Android passes the local frame as the Vector's referenceFrame and sets no localFrame; records have no definition.
         let vector = DataComponent(.vector(Vector(referenceFrame: o.localFrame, coordinates: coords)),
-                                   name: vectorName, definition: vectorDef)
+                                   name: vectorName, definition: vectorDef, label: vectorLabel)
         return OutputSpec(kind: kind, outputName: name, record: record(name, def: nil, [vector]), sweJSONTime: .phenomenon,
                           source: SystemComponentInfo(id: sourceID, label: sensorName))
     }
