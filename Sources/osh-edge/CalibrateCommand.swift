@@ -90,8 +90,8 @@ private func imuSettings(configPath: String?) -> IMUSettings {
     s.address = d.imu.address
     s.magnetometer = d.imu.magnetometer
     s.magnetometerAddress = d.imu.magnetometerAddress
-    if let r = AccelRange(rawValue: d.imu.accelRangeG) { s.accelRange = r }
-    if let r = GyroRange(rawValue: d.imu.gyroRangeDPS) { s.gyroRange = r }
-    if case .success(let m) = IMUConfig.parseMounting(d.imu.mounting) { s.mounting = m }
+    s.accelRange = d.imu.accelRange
+    s.gyroRange = d.imu.gyroRange
+    s.mounting = d.imu.mounting
     return s
 }

@@ -88,7 +88,7 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual(s.devices.audio.device, "plughw:CARD=Device,DEV=0")
         XCTAssertEqual(s.devices.camera.device, "/dev/video0")
         XCTAssertEqual(s.devices.camera.width, 640)
-        XCTAssertEqual(s.devices.camera.encoder, "v4l2m2m")
+        XCTAssertEqual(s.devices.camera.encoder, .hardware)
         for o in ["barometer", "quat_orientation_data", "euler_orientation_data", "magnetometer", "audio_level", "camera0_H264"] {
             XCTAssertEqual(s.outputs[o]?.enabled, true, o)
         }

@@ -47,14 +47,14 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertEqual(d.imu.chip, "MPU9250")
         XCTAssertNil(d.imu.address)
         XCTAssertEqual(d.imu.magnetometer, "none")
-        XCTAssertEqual(d.imu.accelRangeG, 8)
-        XCTAssertEqual(d.imu.gyroRangeDPS, 2000)
-        XCTAssertEqual(try IMUConfig.parseMounting(d.imu.mounting).get().axes, ["-y", "+x", "+z"])
-        XCTAssertEqual(d.fusion.algorithm, "mahony")
+        XCTAssertEqual(d.imu.accelRange, .g8)
+        XCTAssertEqual(d.imu.gyroRange, .dps2000)
+        XCTAssertEqual(d.imu.mounting.axes, ["-y", "+x", "+z"])
+        XCTAssertEqual(d.fusion.algorithm, .mahony)
         XCTAssertEqual(d.fusion.magOffset, [1.5, -2, 3])
         XCTAssertEqual(d.audio.device, "hw:1,0")
         XCTAssertEqual(d.camera.width, 1280)
-        XCTAssertEqual(d.camera.encoder, "x264")
+        XCTAssertEqual(d.camera.encoder, .software)
         XCTAssertEqual(d.led, LEDSettings(chip: "gpiochip0", line: 17, activeLow: true))
     }
 
@@ -75,5 +75,9 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertTrue(e[2].contains("2, 4, 8 or 16"), e[2])
         XCTAssertTrue(e[3].contains("exactly once"), e[3])
         XCTAssertTrue(e[4].contains("list of 9 numbers"), e[4])
+        // The mounting is parsed once, here: a mirrored one is refused with the file's line.
+        let mirrored = errors("[imu]\nmounting = \"+x,+y,-z\"\n")
+        XCTAssertEqual(mirrored.count, 1, "\(mirrored)")
+        XCTAssertTrue(mirrored.first?.contains("mirrors the frame") == true, "\(mirrored)")
     }
 }

@@ -86,7 +86,7 @@ public final class Hardware {
         self.plan = plan
         var s = FusionSettings()
         s.rateHz = plan.imuRate
-        s.algorithm = plan.devices.fusion.algorithm == "mahony" ? .mahony : .madgwick
+        s.algorithm = plan.devices.fusion.algorithm
         if plan.devices.fusion.gain > 0 {
             if s.algorithm == .madgwick { s.beta = plan.devices.fusion.gain } else { s.kp = plan.devices.fusion.gain }
         }
@@ -129,9 +129,9 @@ public final class Hardware {
                                        address: source == .simulated ? nil : d.imu.address,
                                        magnetometer: source == .simulated ? "auto" : d.imu.magnetometer,
                                        magnetometerAddress: d.imu.magnetometerAddress, rateHz: plan.imuRate)
-            if let r = AccelRange(rawValue: d.imu.accelRangeG) { settings.accelRange = r }
-            if let r = GyroRange(rawValue: d.imu.gyroRangeDPS) { settings.gyroRange = r }
-            if source == .board, case .success(let m) = IMUConfig.parseMounting(d.imu.mounting) { settings.mounting = m }
+            settings.accelRange = d.imu.accelRange
+            settings.gyroRange = d.imu.gyroRange
+            if source == .board { settings.mounting = d.imu.mounting }
             do {
                 let i = try IMUInput(loop: loop, bus: bus, settings: settings) { [unowned self] s in self.imuSample(s) }
                 imu = i
@@ -168,7 +168,7 @@ public final class Hardware {
             let settings = VideoSettings(device: source == .simulated ? VideoSettings.testPattern : c.device,
                                          width: c.width, height: c.height, fps: plan.cameraFPS,
                                          keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
-                                         encoder: c.encoder == "x264" ? .software : c.encoder == "v4l2m2m" ? .hardware : .auto)
+                                         encoder: c.encoder)
             do {
                 let v = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au in
                     self.agent?.offerVideo(monotonicTime: t, accessUnit: au)

@@ -48,13 +48,11 @@ public struct IMUSettings: Sendable, Equatable {
         self.pacing = pacing
     }
 
-    /// From the validated `[i2c]`/`[imu]` config. Throws `AxisMap.ParseError` for a mounting
-    /// that mirrors the frame (the config reader accepts any signed permutation).
-    public init(config: IMUConfig, bus: Int, rateHz: Double = 100) throws {
+    /// From the validated `[i2c]`/`[imu]` config (its ranges and mounting are parsed values).
+    public init(config: IMUConfig, bus: Int, rateHz: Double = 100) {
         self.init(bus: bus, chip: config.chip, address: config.address, magnetometer: config.magnetometer,
                   magnetometerAddress: config.magnetometerAddress,
-                  accelRange: AccelRange(g: config.accelRangeG) ?? .g4, gyroRange: GyroRange(dps: config.gyroRangeDPS) ?? .dps500,
-                  rateHz: rateHz, mounting: try AxisMap(commaSeparated: config.mounting))
+                  accelRange: config.accelRange, gyroRange: config.gyroRange, rateHz: rateHz, mounting: config.mounting)
     }
 
     /// A 7-bit I²C address as config writes it: "0x68" or "104"; nil when it is not one.

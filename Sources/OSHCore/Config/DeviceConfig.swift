@@ -52,28 +52,17 @@ public struct IMUConfig: Sendable, Equatable {
     public var magnetometer = "auto"
     public var magnetometerAddress: UInt8?
     /// Full-scale ranges: smaller is finer; a board on a vehicle needs more.
-    public var accelRangeG = 4
-    public var gyroRangeDPS = 500
-    /// How the board's axes map to the device frame (x right, y forward, z up): three signed axes,
-    /// e.g. "+x,+y,+z" (as printed on the board) or "-y,+x,+z" (turned 90° left).
-    public var mounting = "+x,+y,+z"
+    public var accelRange = AccelRange.g4
+    public var gyroRange = GyroRange.dps500
+    /// How the board's axes map to the device frame (x right, y forward, z up), parsed once from
+    /// three signed axes, e.g. "+x,+y,+z" (as printed on the board) or "-y,+x,+z" (turned 90° left).
+    public var mounting = AxisMap.identity
     public init() {}
-
-    public static let accelRanges = [2, 4, 8, 16]
-    public static let gyroRanges = [250, 500, 1000, 2000]
-
-    /// Parses a mounting string ("+x,+y,+z") into the map, or says what is wrong with it.
-    public static func parseMounting(_ s: String) -> Result<AxisMap, AxisMap.ParseError> {
-        do { return .success(try AxisMap(s.split(separator: ",").map { String($0.trimmingSpaces) })) }
-        catch let e as AxisMap.ParseError { return .failure(e) }
-        catch { return .failure(.notAPermutation([s])) }
-    }
 }
 
 /// Orientation filter settings (in `[orientation]`, beside `north`).
 public struct FusionConfig: Sendable, Equatable {
-    public static let algorithms = ["madgwick", "mahony"]
-    public var algorithm = "madgwick"
+    public var algorithm = FusionAlgorithm.madgwick
     /// Madgwick β (or Mahony Kp); 0 = the algorithm's default.
     public var gain = 0.0
     /// Hard-iron offset (µT), subtracted from the magnetometer.
@@ -94,13 +83,14 @@ public struct AudioConfig: Sendable, Equatable {
 
 /// `[camera]`.
 public struct CameraConfig: Sendable, Equatable {
-    public static let encoders = ["auto", "v4l2m2m", "x264"]
+    /// The config's words for the encoder choice.
+    public static let encoders: [(String, VideoEncoderPreference)] = [("auto", .auto), ("v4l2m2m", .hardware), ("x264", .software)]
     /// A V4L2 device path, or "test-pattern" (a generated picture: tries the encoder and node).
     public var device = "/dev/video0"
     public var width = 640
     public var height = 480
     /// "auto": the hardware encoder when one is found, else libx264.
-    public var encoder = "auto"
+    public var encoder = VideoEncoderPreference.auto
     /// Frames between key frames (1 = every frame is an IDR, as the Android driver sends).
     public var keyframeInterval = 1
     public var bitrateKbps = 2000
@@ -182,23 +172,21 @@ extension SettingsReader {
             if let c = chipName(s, "magnetometer", KnownChips.magnetometers) { d.imu.magnetometer = c }
             if let a = address(s, "magnetometer_address") { d.imu.magnetometerAddress = a }
             if let v = integer(s, "accel_range", 2...16) {
-                if IMUConfig.accelRanges.contains(v) { d.imu.accelRangeG = v }
+                if let r = AccelRange(g: v) { d.imu.accelRange = r }
                 else { fail(s.entry("accel_range")?.line, "accel_range in [imu] must be 2, 4, 8 or 16 (g)") }
             }
             if let v = integer(s, "gyro_range", 250...2000) {
-                if IMUConfig.gyroRanges.contains(v) { d.imu.gyroRangeDPS = v }
+                if let r = GyroRange(dps: v) { d.imu.gyroRange = r }
                 else { fail(s.entry("gyro_range")?.line, "gyro_range in [imu] must be 250, 500, 1000 or 2000 (degrees per second)") }
             }
             if let (m, line) = string(s, "mounting") {
-                switch IMUConfig.parseMounting(m) {
-                case .success: d.imu.mounting = m
-                case .failure(let e):
-                    fail(line, "mounting = \(ConfigValue.quote(m)) in [imu]: \(e); write three signed axes, "
+                do { d.imu.mounting = try AxisMap(commaSeparated: m) } catch {
+                    fail(line, "mounting = \(ConfigValue.quote(m)) in [imu]: \(error); write three signed axes, "
                         + "as \"+x,+y,+z\" (as printed) or \"-y,+x,+z\" (board turned 90° left)")
                 }
             }
         case "orientation":
-            if let a = choice(s, "algorithm", FusionConfig.algorithms.map { ($0, $0) }) { d.fusion.algorithm = a }
+            if let a = choice(s, "algorithm", FusionAlgorithm.allCases.map { ($0.rawValue, $0) }) { d.fusion.algorithm = a }
             if let g = number(s, "gain", 0...10, unit: "(0 = the algorithm's default)") { d.fusion.gain = g }
             if let o = numbers(s, "mag_offset", count: 3) { d.fusion.magOffset = o }
             if let m = numbers(s, "mag_matrix", count: 9) { d.fusion.magMatrix = m }
@@ -217,7 +205,7 @@ extension SettingsReader {
             if let v = integer(s, "height", 120...1080) {
                 if v % 8 == 0 { d.camera.height = v } else { fail(s.entry("height")?.line, "height in [camera] must be a multiple of 8 (1080 is allowed)") }
             }
-            if let e = choice(s, "encoder", CameraConfig.encoders.map { ($0, $0) }) { d.camera.encoder = e }
+            if let e = choice(s, "encoder", CameraConfig.encoders) { d.camera.encoder = e }
             if let v = integer(s, "keyframe_interval", 1...250) { d.camera.keyframeInterval = v }
             if let v = integer(s, "bitrate", 100...25_000) { d.camera.bitrateKbps = v }
             if let v = integer(s, "threads", 0...16) { d.camera.threads = v }
