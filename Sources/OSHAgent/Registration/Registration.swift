@@ -1,22 +1,8 @@
 import OSHCore
 
-/// One HTTP exchange as registration sees it (the HTTP client adapts to this).
-public struct NodeResponse: Sendable, Equatable {
-    public var status: Int
-    public var location: String?
-    public var body: [UInt8]
-    public var transportError: String?
-    public init(status: Int, location: String? = nil, body: [UInt8] = [], transportError: String? = nil) {
-        self.status = status
-        self.location = location
-        self.body = body
-        self.transportError = transportError
-    }
-}
-
 /// Sends CS API requests on the event loop.
 public protocol NodeClient: AnyObject {
-    func send(_ request: CSRequest, completion: @escaping (NodeResponse) -> Void)
+    func send(_ request: CSRequest, completion: @escaping (TransportOutcome) -> Void)
 }
 
 public struct RegistrationError: Error, Equatable, CustomStringConvertible {
@@ -166,7 +152,7 @@ public final class Registrar {
 
     // MARK: Steps
 
-    private typealias Step = (Result<NodeResponse, RegistrationError>) -> Void
+    private typealias Step = (Result<TransportOutcome, RegistrationError>) -> Void
 
     private func send(_ r: CSRequest, step: String, accept: ClosedRange<Int> = 200...299, _ k: @escaping Step) {
         client.send(r) { resp in
@@ -193,7 +179,7 @@ public final class Registrar {
         let createOrUpdate: (String?) -> Void = { [self] existing in
             if let id = existing {
                 state.systemID = id
-                if unchanged { return k(.success(NodeResponse(status: 200))) }
+                if unchanged { return k(.success(TransportOutcome(status: 200))) }
                 send(builder.updateSystem(id: id, body: body), step: "updating system \(identity.uid)", k)
             } else {
                 state.datastreams.removeAll()
@@ -229,7 +215,7 @@ public final class Registrar {
     }
 
     private func feature(_ k: @escaping Step) {
-        guard let sys = state.systemID else { return k(.success(NodeResponse(status: 200))) }
+        guard let sys = state.systemID else { return k(.success(TransportOutcome(status: 200))) }
         let uid = SamplingFeature.foiUID(forSystemUID: identity.uid)
         let create: () -> Void = { [self] in
             send(builder.createSamplingFeature(systemID: sys, body: SamplingFeature.bytes(systemUID: identity.uid)),
@@ -248,7 +234,7 @@ public final class Registrar {
     }
 
     private func datastreams(_ k: @escaping Step) {
-        guard let sys = state.systemID else { return k(.success(NodeResponse(status: 200))) }
+        guard let sys = state.systemID else { return k(.success(TransportOutcome(status: 200))) }
         send(builder.listDatastreams(systemID: sys, limit: 1000), step: "listing datastreams") { [self] r in
             guard case .success(let resp) = r else { return k(r) }
             var onNode: [String: String] = [:]
@@ -260,7 +246,7 @@ public final class Registrar {
     }
 
     private func next(_ i: Int, _ onNode: [String: String], _ k: @escaping Step) {
-        guard i < specs.count, let sys = state.systemID else { return k(.success(NodeResponse(status: 200))) }
+        guard i < specs.count, let sys = state.systemID else { return k(.success(TransportOutcome(status: 200))) }
         let spec = specs[i]
         let body = Array(DatastreamBody.string(spec, systemLabel: identity.label, scalarFormat: format).utf8)
         let hash = Hex.string(SHA256.hash(body))

@@ -11,11 +11,8 @@ final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
         self.builder = builder
     }
 
-    func send(_ request: CSRequest, completion: @escaping (NodeResponse) -> Void) {
-        http.send(request) { r in
-            completion(NodeResponse(status: r.error == nil ? r.status : 0, location: r.location, body: r.body,
-                                    transportError: r.error.map { "\($0)" }))
-        }
+    func send(_ request: CSRequest, completion: @escaping (TransportOutcome) -> Void) {
+        http.send(request) { r in completion(HTTPNodeClient.outcome(r)) }
     }
 
     /// Observation requests per datastream id and format: built once, not per POST.
@@ -40,7 +37,8 @@ final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
 
     /// A transport failure is status 0 with curl's explanation, as the publisher's verdicts expect.
     static func outcome(_ r: HTTPResult) -> TransportOutcome {
-        TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body)
+        TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body,
+                         location: r.location)
     }
 
     private var videoRequests: [String: CSRequest] = [:]

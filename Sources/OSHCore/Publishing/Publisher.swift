@@ -3,19 +3,22 @@
 // agent implements over libcurl, and time comes in through `tick(now:)` — so every
 // rule is testable without a network.
 
-/// What came back for one request.
+/// What came back for one request to the node (registration's, the publishers' and probes alike).
 public struct TransportOutcome: Sendable, Equatable {
     /// HTTP status, or 0 when no response arrived (refused, reset, timeout, TLS, DNS).
     public var status: Int
     /// The transport's own error message when status is 0.
     public var transportError: String?
-    /// The response body (error messages).
+    /// The response body (error messages, registration's lookups).
     public var body: [UInt8]
+    /// The Location header of a 201 (the created resource).
+    public var location: String?
 
-    public init(status: Int, transportError: String? = nil, body: [UInt8] = []) {
+    public init(status: Int, transportError: String? = nil, body: [UInt8] = [], location: String? = nil) {
         self.status = status
         self.transportError = transportError
         self.body = body
+        self.location = location
     }
 }
 
