@@ -38,7 +38,7 @@ extension RequestHandler {
             switch name {
             case "status":
                 return try onCollection(get: {
-                    json(page(store.controlStreams[i].statuses) { s, w in
+                    json(page(Array(store.controlStreams[i].statuses)) { s, w in
                         w.beginObject()
                         w.key("id"); w.string(s.id)
                         if case .object(let m) = s.body { for (k, x) in m { w.key(k); w.value(x) } }
@@ -87,7 +87,8 @@ extension RequestHandler {
             } else {
                 let c = ControlStreamRecord(id: store.mint(), systemID: systemID, name: input.name ?? input.inputName,
                                             description: input.description, inputName: input.inputName,
-                                            schemaJSON: input.schema, parameters: input.parameters, validFrom: now)
+                                            schemaJSON: input.schema, parameters: input.parameters,
+                                            statuses: BoundedLog(capacity: config.maxStoredCommands), validFrom: now)
                 store.controlStreams.append(c)
                 urls.append("/controlstreams/" + c.id)
             }

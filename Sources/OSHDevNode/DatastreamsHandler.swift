@@ -77,7 +77,8 @@ extension RequestHandler {
                                          outputName: input.outputName, obsFormat: input.obsFormat, record: input.record,
                                          encoding: input.encoding, encodingJSON: input.encodingJSON,
                                          schemaJSON: input.schemaJSON, reader: input.reader, validFrom: now,
-                                         schemaVersions: 1)
+                                         schemaVersions: 1, observations: BoundedLog(capacity: config.maxStoredObservations),
+                                         phenomenonTimes: BoundedLog(capacity: config.maxStoredObservations))
                 store.datastreams.append(d)
                 urls.append("/datastreams/" + d.id)
             }

@@ -229,7 +229,11 @@ public final class DevNode: @unchecked Sendable {
 
     // MARK: Observability
 
-    public var stats: DevNodeStats { lock.withLock { store.stats() } }
+    public var stats: DevNodeStats {
+        var s = lock.withLock { store.stats() }
+        s.evictedCommands = commandHub.evicted
+        return s
+    }
 
     /// The most recent requests (at most `config.maxLoggedRequests`), oldest first.
     public var requests: [DevNodeRequestRecord] { lock.withLock { store.requestLog } }

@@ -91,8 +91,6 @@ extension RequestHandler {
             store.datastreams[i].phenomenonTimes.append(t)
             urls.append("/observations/" + o.id)
         }
-        let excess = store.datastreams[i].observations.count - max(config.maxStoredObservations, 1)
-        if excess > 0 { store.datastreams[i].observations.removeFirst(excess) }
         return created(urls)
     }
 
