@@ -221,6 +221,21 @@ final class RequestHandler {
         }
     }
 
+    /// A feature collection's `uid` and `id` filters; an `id` value with ':' is a UID, else a local
+    /// id (osh-core parseResourceIdsOrUids).
+    func filteredByUIDOrID<T>(_ all: [T], uid: (T) -> String, id: (T) -> String) -> [T] {
+        var items = all
+        if let uids = param("uid") {
+            let set = Set(uids.split(separator: ",").map(String.init))
+            items = items.filter { set.contains(uid($0)) }
+        }
+        if let ids = param("id") {
+            let list = ids.split(separator: ",").map(String.init)
+            items = items.filter { x in list.contains { $0.contains(":") ? $0 == uid(x) : $0 == id(x) } }
+        }
+        return items
+    }
+
     func intParam(_ name: String) throws -> Int? {
         guard let s = param(name) else { return nil }
         guard let n = Int(s) else { throw NodeFailure.badRequest("Invalid " + name + " parameter: " + s) }

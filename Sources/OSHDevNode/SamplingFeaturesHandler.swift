@@ -7,16 +7,7 @@ extension RequestHandler {
         case .collection:
             route = method + " /samplingFeatures"
             return try onCollection(get: {
-                var items = store.features
-                if let uids = param("uid") {
-                    let set = Set(uids.split(separator: ",").map(String.init))
-                    items = items.filter { set.contains($0.uid) }
-                }
-                if let ids = param("id") {
-                    let list = ids.split(separator: ",").map(String.init)
-                    items = items.filter { f in list.contains { $0.contains(":") ? $0 == f.uid : $0 == f.id } }
-                }
-                return json(featurePage(items))
+                json(featurePage(filteredByUIDOrID(store.features, uid: \.uid, id: \.id)))
             }, post: { throw NodeFailure.unsupported("Sampling features can only be created within a System resource") })
         case .item(let id):
             route = method + " /samplingFeatures/{id}"

@@ -85,16 +85,7 @@ extension RequestHandler {
     }
 
     func listSystems() throws -> HTTPResponse {
-        var items = store.systems
-        if let uids = param("uid") {
-            let set = Set(uids.split(separator: ",").map(String.init))
-            items = items.filter { set.contains($0.uid) }
-        }
-        if let ids = param("id") {
-            // A value with ':' is a UID, else a local id (osh-core parseResourceIdsOrUids).
-            let list = ids.split(separator: ",").map(String.init)
-            items = items.filter { s in list.contains { $0.contains(":") ? $0 == s.uid : $0 == s.id } }
-        }
+        var items = filteredByUIDOrID(store.systems, uid: \.uid, id: \.id)
         if let q = param("q")?.lowercased(), !q.isEmpty {
             items = items.filter { $0.name.lowercased().contains(q) || ($0.description ?? "").lowercased().contains(q) }
         }
