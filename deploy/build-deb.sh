@@ -12,8 +12,14 @@
 # Depends: one package per shared library the binary needs (libgpiod3 on trixie, libgpiod2
 # on bookworm, …), libc6 at least the newest GLIBC_ version it references, and adduser.
 set -euo pipefail
+# Outputs are read whole (a variable, a here-string), never piped into `head`, `grep -q` or
+# `awk '… exit'`: under pipefail a producer killed by SIGPIPE — its default action outside a
+# test runner — failed the script with status 141 and no word.
 
 die() { printf 'build-deb.sh: error: %s\n' "$*" >&2; exit 2; }
+# Whatever else fails says which line and command, and its status.
+failed() { printf 'build-deb.sh: error: line %s: `%s` failed (exit %s)\n' "$2" "$3" "$1" >&2; exit "$1"; }
+trap 'failed $? "$LINENO" "$BASH_COMMAND"' ERR
 (($# >= 2)) || die "usage: deploy/build-deb.sh ARCH BINARY [--out DIR] [--libs-from DIR]"
 ARCH=$1
 BINARY=$2
@@ -39,11 +45,13 @@ case $ARCH in
   amd64) MACHINE='Advanced Micro Devices X86-64' ;;
   *) die "ARCH must be arm64 or amd64, not '$ARCH'" ;;
 esac
-readelf -h "$BINARY" | grep -q "Machine: *$MACHINE" || die "$BINARY is not an $ARCH binary ($(readelf -h "$BINARY" | sed -n 's/ *Machine: *//p'))"
+HEADER=$(readelf -h "$BINARY") || die "readelf cannot read $BINARY (is it an ELF binary?)"
+grep -q "Machine: *$MACHINE" <<<"$HEADER" || die "$BINARY is not an $ARCH binary ($(sed -n 's/ *Machine: *//p' <<<"$HEADER"))"
 
 # Whoever builds the package names themselves (lintian flags the placeholder's mail host).
 MAINTAINER=${OSH_DEB_MAINTAINER:-osh-edge maintainers <osh-edge@localhost>}
-VERSION=$(sed -n 's/.*static let version = "\([^"]*\)".*/\1/p' "$REPO/Sources/OSHAgent/Agent.swift" | head -1)
+VERSION=$(sed -n 's/.*static let version = "\([^"]*\)".*/\1/p' "$REPO/Sources/OSHAgent/Agent.swift")
+VERSION=${VERSION%%$'\n'*}
 [[ -n $VERSION ]] || die "cannot read the version from Sources/OSHAgent/Agent.swift"
 
 # --- Depends, from the binary's NEEDED libraries
@@ -56,16 +64,26 @@ if [[ -n $LIBS_FROM ]]; then
     while read -r so; do OWNER[$so]=$pkg; done < <(dpkg-deb -c "$deb" | awk '{ n = split($6, p, "/"); print p[n] }' | grep '\.so\.[0-9][0-9.]*$')
   done
 fi
+LDCACHE=
+if [[ -z $LIBS_FROM ]]; then
+  command -v ldconfig >/dev/null || die "ldconfig is missing (add /sbin to PATH, or give --libs-from the target release's .debs)"
+  LDCACHE=$(ldconfig -p) || die "ldconfig -p failed: cannot map the binary's libraries to packages (give --libs-from)"
+fi
 deps=()
 for so in "${NEEDED[@]}"; do
   pkg=${OWNER[$so]:-}
   if [[ -z $pkg && -z $LIBS_FROM ]]; then
     # Exact-path lookups are fast (a `dpkg -S '*/x'` glob scans every list); merged /usr
     # means dpkg may know the file under /lib or /usr/lib.
-    path=$(ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
-    for cand in "$path" "$(readlink -f -- "$path")" "${path#/usr}" "/usr$path"; do
-      [[ -n $cand ]] || continue
-      pkg=$(dpkg -S "$cand" 2>/dev/null | head -1 | cut -d: -f1) && [[ -n $pkg ]] && break
+    path=$(awk -v so="$so" '$1 == so { print $NF; exit }' <<<"$LDCACHE")
+    # Not in the cache: no candidates (an empty path made "/usr", which dozens of packages own).
+    cands=()
+    [[ -z $path ]] || cands=("$path" "$(readlink -f -- "$path")" "${path#/usr}" "/usr$path")
+    for cand in "${cands[@]}"; do
+      owners=$(dpkg -S "$cand" 2>/dev/null) || continue
+      # The first line's package: "libc6:amd64: /lib/…" → libc6.
+      pkg=${owners%%:*}
+      [[ -n $pkg ]] && break
     done
   fi
   [[ -n $pkg ]] || die "no package provides $so (give --libs-from the target release's .debs)"
@@ -82,7 +100,8 @@ chmod 0755 "$STAGE"
 umask 022
 install -D -m 0755 "$BINARY" "$STAGE/usr/bin/osh-edge"
 # Debian ships stripped binaries (cross-build.sh strips at link time; a host build does not).
-if readelf -S "$STAGE/usr/bin/osh-edge" | grep -q '\.symtab'; then
+SECTIONS=$(readelf -S "$STAGE/usr/bin/osh-edge")
+if grep -q '\.symtab' <<<"$SECTIONS"; then
   case $ARCH in
     amd64) STRIP="strip" ;;
     arm64) STRIP="aarch64-linux-gnu-strip" ;;

@@ -85,7 +85,8 @@ struct StoredCommand {
 final class CommandHub: @unchecked Sendable {
     private let lock = Lock()
     private var receivers: [String: CommandReceiverSocket] = [:]
-    private(set) var commandsStored: [StoredCommand] = []
+    /// Per control stream, the newest `maxStoredCommands`.
+    private var commandsStored: [String: BoundedLog<StoredCommand>] = [:]
     private var stopping = false
 
     func receiver(_ csID: String) -> CommandReceiverSocket? { lock.withLock { receivers[csID] } }
@@ -134,11 +135,16 @@ final class CommandHub: @unchecked Sendable {
 
     var isStopping: Bool { lock.withLock { stopping } }
 
-    func store(_ c: StoredCommand) { lock.withLock { commandsStored.append(c) } }
+    func store(_ c: StoredCommand, cap: Int) {
+        lock.withLock { commandsStored[c.controlStreamID, default: BoundedLog(capacity: cap)].append(c) }
+    }
 
-    func commands(_ csID: String) -> [StoredCommand] { lock.withLock { commandsStored.filter { $0.controlStreamID == csID } } }
+    func commands(_ csID: String) -> [StoredCommand] { lock.withLock { commandsStored[csID].map { Array($0) } ?? [] } }
 
-    func forget() { lock.withLock { commandsStored = [] } }
+    /// Commands evicted to keep the cap (of control streams still stored).
+    var evicted: Int { lock.withLock { commandsStored.values.reduce(0) { $0 + $1.evicted } } }
+
+    func forget() { lock.withLock { commandsStored = [:] } }
 
     private var liveThreads = 0
     func threadStarted() { lock.withLock { liveThreads += 1 } }
@@ -435,7 +441,7 @@ extension DevNode {
             sleepSeconds(config.noReceiverWaitSeconds)
             return answer(connection, req, route: route, HTTPResponse(status: 202, body: [], contentType: nil))
         }
-        commandHub.store(cmd)
+        commandHub.store(cmd, cap: config.maxStoredCommands)
         // Status reports posted over HTTP carry no correlation id: the wait always runs out.
         sleepSeconds(config.commandAckSeconds)
         let pending = withStore { store -> [UInt8] in

@@ -10,6 +10,7 @@ import OSHCore
 /// internal polling thread plus one thread per connection, and every request is handled under one
 /// lock. Misbehaviour switches (`mode`) and observability (`stats`, `requests`, `observations`)
 /// are for tests. With `config.journalPath` its resources survive restarts (Journal.swift).
+/// A started node is kept alive by its daemon until `stop()`: letting go of it does not stop it.
 public final class DevNode: @unchecked Sendable {
     public let config: DevNodeConfig
 
@@ -20,11 +21,10 @@ public final class DevNode: @unchecked Sendable {
     /// (which joins the connection threads) while holding it cannot deadlock.
     private let lifecycle = Lock()
     private var daemon: OpaquePointer?
+    /// What the running daemon points into; ended only after MHD_stop_daemon has returned.
+    private var lease: DaemonLease?
     private var boundPort: UInt16 = 0
     private var everStarted = false
-    // Kept alive while a TLS daemon runs (libmicrohttpd keeps pointers to them).
-    private var keyPEM: [CChar] = []
-    private var certPEM: [CChar] = []
     /// Command receivers (WebSockets) and stored commands (CommandsChannel.swift).
     let commandHub = CommandHub()
 
@@ -33,11 +33,8 @@ public final class DevNode: @unchecked Sendable {
         self.store = NodeStore(salt: IDMinter.freshSalt())
     }
 
-    deinit {
-        if let d = daemon, commandHub.closeAll() {
-            MHD_stop_daemon(d)
-        }
-    }
+    // No daemon to stop here: a running daemon holds a reference to its node, so a node is freed
+    // only once stopped (or never started).
 
     /// libmicrohttpd's version string.
     public static var libraryVersion: String {
@@ -81,10 +78,14 @@ public final class DevNode: @unchecked Sendable {
             // Upgraded sockets must be let go before the daemon joins their threads; a receiver thread
             // that never ended would touch freed memory, so then the daemon is leaked instead.
             guard commandHub.closeAll() else {
+                // The lease stays with the daemon: the node and the TLS keys outlive it.
+                lease = nil
                 log("a command receiver thread did not end; the daemon is left running (leaked) rather than freed under it")
                 return
             }
             MHD_stop_daemon(d)
+            lease?.end()
+            lease = nil
             log("stopped")
         }
     }
@@ -126,41 +127,69 @@ public final class DevNode: @unchecked Sendable {
         if config.tls != nil {
             guard Self.tlsSupported else { throw DevNodeError.tlsUnsupported }
         }
-        keyPEM = config.tls.map { Array($0.keyPEM.utf8CString) } ?? []
-        certPEM = config.tls.map { Array($0.certPEM.utf8CString) } ?? []
-        let cls = Unmanaged.passUnretained(self).toOpaque()
-        let started: OpaquePointer? = keyPEM.withUnsafeBufferPointer { key in
-            certPEM.withUnsafeBufferPointer { cert in
-                oshdev_start_daemon(
-                    flags, port, config.host,
-                    { cls, connection, _, method, _, uploadData, uploadSize, conCls in
-                        guard let cls, let connection, let conCls else { return oshdev_no() }
-                        let node = Unmanaged<DevNode>.fromOpaque(cls).takeUnretainedValue()
-                        return node.access(connection, method, uploadData, uploadSize, conCls)
-                    },
-                    cls,
-                    { _, _, conCls, _ in
-                        guard let conCls, let p = conCls.pointee else { return }
-                        Unmanaged<Connection>.fromOpaque(p).release()
-                        conCls.pointee = nil
-                    },
-                    { _, uri, _ in
-                        let c = Connection(uri: uri.map { String(cString: $0) } ?? "/")
-                        return Unmanaged.passRetained(c).toOpaque()
-                    },
-                    cls,
-                    key.isEmpty ? nil : key.baseAddress, cert.isEmpty ? nil : cert.baseAddress,
-                    config.connectionTimeoutSeconds)
-            }
+        guard let newLease = DaemonLease(node: self, tls: config.tls) else {
+            throw DevNodeError.startFailed(host: config.host, port: port, errno: ENOMEM)
         }
+        let cls = newLease.node.toOpaque()
+        let started: OpaquePointer? = oshdev_start_daemon(
+            flags, port, config.host,
+            { cls, connection, _, method, _, uploadData, uploadSize, conCls in
+                guard let cls, let connection, let conCls else { return oshdev_no() }
+                let node = Unmanaged<DevNode>.fromOpaque(cls).takeUnretainedValue()
+                return node.access(connection, method, uploadData, uploadSize, conCls)
+            },
+            cls,
+            { _, _, conCls, _ in
+                guard let conCls, let p = conCls.pointee else { return }
+                Unmanaged<Connection>.fromOpaque(p).release()
+                conCls.pointee = nil
+            },
+            { _, uri, _ in
+                let c = Connection(uri: uri.map { String(cString: $0) } ?? "/")
+                return Unmanaged.passRetained(c).toOpaque()
+            },
+            cls,
+            newLease.keyPEM, newLease.certPEM,
+            config.connectionTimeoutSeconds)
         guard let d = started else {
-            throw DevNodeError.startFailed(host: config.host, port: port, errno: errno)
+            let e = errno
+            newLease.end()
+            throw DevNodeError.startFailed(host: config.host, port: port, errno: e)
         }
         daemon = d
+        lease = newLease
         boundPort = oshdev_bound_port(d)
         let p = boundPort
         lock.withLock { store.port = p } // handlers read it there: never the lifecycle lock
         return boundPort
+    }
+
+    /// What a daemon points into while it runs: the node, its callbacks' context (retained, so no
+    /// callback reaches a freed node), and the TLS key and certificate (libmicrohttpd reads them
+    /// whenever a connection starts), copied into allocations of their own. `end()` after
+    /// MHD_stop_daemon — never while the daemon can still call back.
+    private struct DaemonLease {
+        let node: Unmanaged<DevNode>
+        let keyPEM: UnsafeMutablePointer<CChar>?
+        let certPEM: UnsafeMutablePointer<CChar>?
+
+        /// Nil when the PEM text could not be copied (out of memory).
+        init?(node: DevNode, tls: (certPEM: String, keyPEM: String)?) {
+            keyPEM = tls.flatMap { strdup($0.keyPEM) }
+            certPEM = tls.flatMap { strdup($0.certPEM) }
+            guard tls == nil || (keyPEM != nil && certPEM != nil) else {
+                free(keyPEM)
+                free(certPEM)
+                return nil
+            }
+            self.node = .passRetained(node)
+        }
+
+        func end() {
+            free(keyPEM)
+            free(certPEM)
+            node.release()
+        }
     }
 
     // MARK: Misbehaviour
@@ -200,7 +229,11 @@ public final class DevNode: @unchecked Sendable {
 
     // MARK: Observability
 
-    public var stats: DevNodeStats { lock.withLock { store.stats() } }
+    public var stats: DevNodeStats {
+        var s = lock.withLock { store.stats() }
+        s.evictedCommands = commandHub.evicted
+        return s
+    }
 
     /// The most recent requests (at most `config.maxLoggedRequests`), oldest first.
     public var requests: [DevNodeRequestRecord] { lock.withLock { store.requestLog } }

@@ -16,8 +16,12 @@ public struct DevNodeConfig: Sendable {
     public var tls: (certPEM: String, keyPEM: String)?
     /// Largest accepted request body; a larger one is answered 413.
     public var maxBodyBytes: Int
-    /// Observations kept per datastream (older ones are dropped; counts and times are kept).
+    /// Observations kept per datastream, and their times in `stats`: older ones are evicted and
+    /// counted (`DevNodeDatastreamStats.evictedObservations`); `observationCount` counts them all.
     public var maxStoredObservations: Int
+    /// Commands, and command status reports, kept per control stream: older ones are evicted and
+    /// counted (`DevNodeStats.evictedCommands`, `evictedCommandStatuses`).
+    public var maxStoredCommands = 1_000
     /// Entries kept in the request log.
     public var maxLoggedRequests: Int
     /// With an `Accept` header that does not contain "json", OSH answers errors through Jetty: an HTML
@@ -113,10 +117,13 @@ public struct DevNodeDatastreamStats: Sendable, Equatable {
     public var schemaVersions: Int
     /// Observations accepted so far (including ones no longer stored).
     public var observationCount: Int
-    /// Phenomenon times (epoch seconds) of every accepted observation, in arrival order.
+    /// Phenomenon times (epoch seconds) of the accepted observations, in arrival order: the newest
+    /// `maxStoredObservations`.
     public var phenomenonTimes: [Double]
     /// The last accepted observation, decoded.
     public var lastValues: SWERecordValue?
+    /// Observations evicted to keep `maxStoredObservations`.
+    public var evictedObservations: Int
 }
 
 /// One line of the request log.
@@ -142,6 +149,9 @@ public struct DevNodeStats: Sendable, Equatable {
     /// Requests answered, keyed by route template, then by status.
     public var requestsByRoute: [String: [Int: Int]]
     public var totalRequests: Int
+    /// Commands and status reports evicted to keep `maxStoredCommands` per control stream.
+    public var evictedCommands: Int
+    public var evictedCommandStatuses: Int
 
     /// The datastream registered with this output name (the most recent one if several systems have it).
     public func datastream(outputName: String) -> DevNodeDatastreamStats? {

@@ -52,9 +52,12 @@ struct DatastreamRecord {
     var reader: RecordReader
     var validFrom: Double
     var schemaVersions: Int
-    var observations: [StoredObservation] = []
+    /// The newest `maxStoredObservations`; older ones are evicted and counted.
+    var observations: BoundedLog<StoredObservation>
+    /// Every observation accepted, evicted or not.
     var observationCount = 0
-    var phenomenonTimes: [Double] = []
+    /// Their phenomenon times, as many as `observations` keeps (but not removed by a DELETE).
+    var phenomenonTimes: BoundedLog<Double>
 
     /// True when a Block (compressed payload) sits in the binary encoding: only swe+binary then.
     var binaryOnly: Bool {
@@ -76,8 +79,41 @@ struct ControlStreamRecord {
     var inputName: String
     var schemaJSON: JSONValue
     var parameters: JSONValue
-    var statuses: [(id: String, body: JSONValue)] = []
+    /// The newest `maxStoredCommands` status reports; older ones are evicted and counted.
+    var statuses: BoundedLog<(id: String, body: JSONValue)>
     var validFrom: Double
+}
+
+/// Oldest-first storage of at most `capacity` elements: an append beyond it evicts the oldest and
+/// counts it, so a long soak does not grow the node without bound. Evicting is O(1) amortised:
+/// the evicted prefix is cut off once it is as long as the capacity.
+struct BoundedLog<Element>: RandomAccessCollection {
+    private var storage: [Element] = []
+    /// Where the kept elements begin in `storage`.
+    private var head = 0
+    let capacity: Int
+    /// Elements evicted so far.
+    private(set) var evicted = 0
+
+    init(capacity: Int) { self.capacity = Swift.max(1, capacity) }
+
+    var startIndex: Int { 0 }
+    var endIndex: Int { storage.count - head }
+    subscript(i: Int) -> Element { storage[head + i] }
+
+    mutating func append(_ e: Element) {
+        storage.append(e)
+        guard count > capacity else { return }
+        head += 1
+        evicted += 1
+        if head >= capacity {
+            storage.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// A deletion (not an eviction: not counted).
+    mutating func remove(at i: Int) { storage.remove(at: head + i) }
 }
 
 final class NodeStore {
@@ -147,10 +183,11 @@ final class NodeStore {
             datastreams: datastreams.map {
                 DevNodeDatastreamStats(id: $0.id, systemID: $0.systemID, outputName: $0.outputName,
                                        obsFormat: $0.obsFormat, schemaVersions: $0.schemaVersions,
-                                       observationCount: $0.observationCount, phenomenonTimes: $0.phenomenonTimes,
-                                       lastValues: $0.observations.last?.record)
+                                       observationCount: $0.observationCount, phenomenonTimes: Array($0.phenomenonTimes),
+                                       lastValues: $0.observations.last?.record, evictedObservations: $0.observations.evicted)
             },
             systemCount: systems.count, samplingFeatureCount: features.count,
-            controlStreamCount: controlStreams.count, requestsByRoute: requestsByRoute, totalRequests: totalRequests)
+            controlStreamCount: controlStreams.count, requestsByRoute: requestsByRoute, totalRequests: totalRequests,
+            evictedCommands: 0, evictedCommandStatuses: controlStreams.reduce(0) { $0 + $1.statuses.evicted })
     }
 }

@@ -237,6 +237,53 @@ final class DeployTests: XCTestCase {
         XCTAssertEqual(l.status, 0, l.out)
     }
 
+    /// build-deb.sh as run from a terminal or CI shell, SIGPIPE at its default action (this test
+    /// runner may ignore it, and exec passes that on), on a host whose library cache is more than
+    /// a pipe holds: `ldconfig -p | awk '… exit'` under pipefail exited 141 without a word.
+    /// Also: a library the cache lacks is an error, and any other failure names its command.
+    func testDebianPackageWithSIGPIPEAtItsDefaultAction() throws {
+        guard which("dpkg-deb"), which("readelf") else { throw XCTSkip("dpkg-deb/readelf missing") }
+        guard ["/usr/sbin/ldconfig", "/sbin/ldconfig"].contains(where: FileManager.default.isExecutableFile) else {
+            throw XCTSkip("ldconfig missing")
+        }
+        guard try run(["--default-signal=PIPE", "true"]).status == 0 else { throw XCTSkip("env has no --default-signal") }
+        let bin = dir + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        func fake(_ name: String, _ body: String) throws {
+            try ("#!/bin/sh\n" + body).write(toFile: bin + "/" + name, atomically: false, encoding: .utf8)
+            XCTAssertEqual(chmod(bin + "/" + name, 0o755), 0)
+        }
+        // The cache's libc line first, then 4 × the cache: awk is done long before ldconfig is.
+        let cache = """
+            for real in /usr/sbin/ldconfig /sbin/ldconfig; do [ -x "$real" ] && break; done
+            out=$("$real" -p) || exit 1
+            printf '%s\\n' "$out" | grep ' libc\\.so\\.6 '
+            for i in 1 2 3 4; do printf '%s\\n' "$out"; done 2>/dev/null
+            exit 0
+
+            """
+        try fake("ldconfig", cache)
+        let env = ["PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")]
+        let build = ["--default-signal=PIPE", "bash", repo + "/deploy/build-deb.sh", "amd64", "/bin/true", "--out", dir]
+        let r = try run(build, env: env)
+        XCTAssertEqual(r.status, 0, r.out)
+        XCTAssertTrue(r.out.hasSuffix("_amd64.deb\n"), r.out)
+
+        // A library the cache lacks maps to no package (it used to map to /usr's first owner).
+        try fake("ldconfig", "echo '1 libs found in cache'\n")
+        let missing = try run(build, env: env)
+        XCTAssertEqual(missing.status, 2, missing.out)
+        XCTAssertTrue(missing.out.contains("no package provides libc.so.6"), missing.out)
+
+        // Any other failure says what failed.
+        try fake("ldconfig", cache)
+        try fake("gzip", "exit 3\n")
+        let failed = try run(build, env: env)
+        XCTAssertEqual(failed.status, 3, failed.out)
+        XCTAssertTrue(failed.out.contains("build-deb.sh: error: line ") && failed.out.contains("`gzip -9n < ") && failed.out.contains("failed (exit 3)"),
+                      failed.out)
+    }
+
     func testUdevRulesAreWellFormed() throws {
         let text = try String(contentsOfFile: repo + "/deploy/udev/99-osh-edge.rules", encoding: .utf8)
         var rules = 0

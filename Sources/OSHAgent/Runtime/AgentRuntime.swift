@@ -106,7 +106,7 @@ public final class AgentRuntime {
         clock = ClockGate(trustHostClock: config.trustHostClock, notBefore: config.notBefore)
         if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
             videoSpec = v
-            videoPublisher = VideoPublisher(transport: node, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
+            videoPublisher = VideoPublisher(transport: node, link: publisher, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
         } else {
             videoSpec = nil
             videoPublisher = nil

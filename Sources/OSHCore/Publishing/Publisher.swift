@@ -420,3 +420,10 @@ public final class Publisher {
         }
     }
 }
+
+/// The video publisher shares this link: it posts only while the publisher is online, and its
+/// failures start the same backoff the publisher probes its way out of.
+extension Publisher: NodeLink {
+    public var isOnline: Bool { connectivity == .online }
+    public func requestFailed() { enterBackoff() }
+}

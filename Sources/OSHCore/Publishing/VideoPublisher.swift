@@ -1,6 +1,17 @@
 // The video path (SPEC §1, §3): frames never enter the scalar ring. One frame is in
 // flight at a time; a frame offered while one is pending is dropped and counted —
 // on a slow link a late frame is worth less than the next one, so nothing queues.
+// The node link is shared with the scalar publisher (`NodeLink`): one backoff per node, so
+// frames are not posted into a link the publisher is backing off from.
+
+/// The link to the node as a second sender sees it. The scalar `Publisher` owns the backoff and
+/// the probing; another sender asks whether the link is up and reports its own failures into it.
+public protocol NodeLink: AnyObject {
+    /// False while backing off or probing: nothing should be posted.
+    var isOnline: Bool { get }
+    /// A request failed the way SPEC §3 backs off for (no response, 5xx, 401, 408, 429).
+    func requestFailed()
+}
 
 public protocol VideoTransport: AnyObject {
     /// POSTs one swe+binary record (valid until completion) to `/datastreams/{id}/observations`.
@@ -13,7 +24,7 @@ public struct VideoCounters: Sendable, Equatable {
     public var bytes = 0
     /// Dropped because the previous frame was still in flight.
     public var droppedBusy = 0
-    /// Dropped before sending: not registered yet, or the clock not trusted yet.
+    /// Dropped before sending: not registered yet, the clock not trusted yet, or the node link down.
     public var droppedNotReady = 0
     public var droppedRejected = 0
     public var failed = 0
@@ -30,10 +41,13 @@ public final class VideoPublisher {
     public var onDatastreamLost: (() -> Void)?
 
     private let transport: VideoTransport
+    /// Nil: no shared link (every frame is tried).
+    private let link: NodeLink?
     private let body: ByteBuffer
 
-    public init(transport: VideoTransport, expectedFrameBytes: Int = 256 * 1024) {
+    public init(transport: VideoTransport, link: NodeLink? = nil, expectedFrameBytes: Int = 256 * 1024) {
         self.transport = transport
+        self.link = link
         body = ByteBuffer(capacity: expectedFrameBytes + VideoRecord.headerSize)
     }
 
@@ -42,7 +56,10 @@ public final class VideoPublisher {
     public func offer(monotonicTime: Double, frame: UnsafeRawBufferPointer) -> Bool {
         counters.offered += 1
         if inFlight { counters.droppedBusy += 1; return false }
-        guard let id = datastreamID, let offset = clockOffset else { counters.droppedNotReady += 1; return false }
+        guard let id = datastreamID, let offset = clockOffset, link?.isOnline ?? true else {
+            counters.droppedNotReady += 1
+            return false
+        }
         body.reset()
         do {
             // The one copy of the frame: into the body the transport sends from.
@@ -63,6 +80,7 @@ public final class VideoPublisher {
                 // A video frame is not kept: the next one replaces it.
                 counters.failed += 1
                 counters.lastError = outcome.transportError ?? "HTTP \(outcome.status)"
+                link?.requestFailed()
             case .datastreamLost:
                 counters.failed += 1
                 datastreamID = nil
