@@ -40,7 +40,8 @@ public final class BarometerInput {
     /// Samples handed to the sink, and reads that gave nothing usable (no conversion yet, implausible).
     public private(set) var samples = 0
     public private(set) var skipped = 0
-    private let sink: Sink
+    /// Where samples go: the `barometer` output's port once the runtime starts (`Hardware.start`).
+    public var sink: Sink
     private var consecutiveEmpty = 0
     /// Reads without a conversion tolerated before they count as failures (start-up takes one or two).
     static let emptyReadsTolerated = 10
@@ -49,7 +50,7 @@ public final class BarometerInput {
     /// when it is absent (`isAbsent`: do not register the output) or answers wrongly, or a
     /// `BarometerDataError` for an unknown chip name.
     public init(loop: EventLoop, bus: I2CBus, settings: BarometerSettings,
-                backoff: Backoff = Backoff(initial: 1, maximum: 30), sink: @escaping Sink) throws {
+                backoff: Backoff = Backoff(initial: 1, maximum: 30), sink: @escaping Sink = { _, _ in }) throws {
         self.settings = settings
         self.sink = sink
         let driver = try BarometerDrivers.open(bus: bus, chip: settings.chip, address: settings.address,

@@ -71,13 +71,11 @@ public final class Hardware {
     /// Where each device output goes: found by the output's kind when the runtime starts, and
     /// checked against its record then; nil when the runtime does not publish it.
     private struct Ports {
-        var barometer: OutputPort<BarometerSample>?
         var quaternion: OutputPort<QuaternionSample>?
         var euler: OutputPort<EulerSample>?
         var acceleration: OutputPort<AccelerationSample>?
         var angularRate: OutputPort<AngularRateSample>?
         var magneticField: OutputPort<MagneticFieldSample>?
-        var audio: OutputPort<AudioLevelSample>?
         var ptz: OutputPort<PTZPositionSample>?
     }
 
@@ -111,9 +109,7 @@ public final class Hardware {
             let settings = BarometerSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoBarometer : d.barometer.chip,
                                              address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
             do {
-                let b = try BarometerInput(loop: loop, bus: bus, settings: settings) { [unowned self] t, sample in
-                    self.ports.barometer?.send(sample, at: t)
-                }
+                let b = try BarometerInput(loop: loop, bus: bus, settings: settings)
                 barometer = b
                 barometerChip = b.driver.identity.name
                 sources.append(b)
@@ -157,7 +153,6 @@ public final class Hardware {
                 a = AudioInput(loop: loop, device: d.audio.device, window: d.audio.window)
             }
             if let a {
-                a.sink = { [unowned self] t, level in self.ports.audio?.send(level, at: t) }
                 audio = a
                 sources.append(a)
             }
@@ -292,10 +287,12 @@ public final class Hardware {
     /// starts the devices.
     public func start(feeding agent: AgentRuntime) throws {
         self.agent = agent
-        ports = Ports(barometer: try agent.port(BarometerSample.self), quaternion: try agent.port(QuaternionSample.self),
-                      euler: try agent.port(EulerSample.self), acceleration: try agent.port(AccelerationSample.self),
-                      angularRate: try agent.port(AngularRateSample.self), magneticField: try agent.port(MagneticFieldSample.self),
-                      audio: try agent.port(AudioLevelSample.self), ptz: try agent.port(PTZPositionSample.self))
+        ports = Ports(quaternion: try agent.port(QuaternionSample.self), euler: try agent.port(EulerSample.self),
+                      acceleration: try agent.port(AccelerationSample.self), angularRate: try agent.port(AngularRateSample.self),
+                      magneticField: try agent.port(MagneticFieldSample.self), ptz: try agent.port(PTZPositionSample.self))
+        // The barometer and the microphone send straight to their ports; the IMU's samples pass the filter here.
+        if let p = try agent.port(BarometerSample.self) { barometer?.sink = p.sink }
+        if let p = try agent.port(AudioLevelSample.self) { audio?.sink = p.sink }
         agent.onPosition = { [unowned self] lat, lon, alt, unixTime in
             if self.trueNorth.update(latitude: lat, longitude: lon, heightMeters: alt, unixTime: unixTime) {
                 Log.info("declination \((self.trueNorth.declination * 100).rounded() / 100)° at the GPS fix (WMM2025)")

@@ -85,8 +85,6 @@ public final class AgentRuntime {
     private var gpsInput: GPSInput?
     /// The camera's datastream on/off (enableOutput).
     var videoEnabled = true
-    /// The first value of each output's latest observation (the demo's table).
-    private var lastValues: [Double]
 
     public init(config: AgentConfig, loop: EventLoop) throws {
         self.loop = loop
@@ -102,7 +100,8 @@ public final class AgentRuntime {
         let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
         publisher = Publisher(ring: ring, encoders: encoders, transport: node, settings: config.publisher,
                               now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
-        gate = OutputGate(rates: specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) })
+        gate = OutputGate(rates: specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) },
+                          publisher: publisher)
         clock = ClockGate(trustHostClock: config.trustHostClock, notBefore: config.notBefore)
         if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
             videoSpec = v
@@ -114,7 +113,6 @@ public final class AgentRuntime {
         registration = RegistrationService(loop: loop, client: node, builder: builder, config: config,
                                            specs: specs + (videoSpec.map { [$0] } ?? []))
         scratch = .allocate(capacity: widest)
-        lastValues = [Double](repeating: .nan, count: specs.count)
         health = HealthProbe(diskPath: config.stateDirectory)
         startTime = Double(Clock.monotonicNanoseconds()) / 1e9
         if config.spool.enabled { openSpool() }
@@ -232,7 +230,7 @@ public final class AgentRuntime {
     /// Throws when `S`'s leaf names do not match the output's record (checked here, once).
     public func port<S: OutputSample>(_ type: S.Type) throws(OutputLayoutError) -> OutputPort<S>? {
         guard let i = specs.firstIndex(where: { $0.kind == S.kind }) else { return nil }
-        return try OutputPort<S>(runtime: self, datastream: i, spec: specs[i])
+        return try OutputPort<S>(gate: gate, datastream: i, spec: specs[i])
     }
 
     /// The datastream index of an output (for device inputs), nil when it is not published.
@@ -241,9 +239,7 @@ public final class AgentRuntime {
     /// One observation: values in the output's leaf order, time excluded (ports write them by name).
     /// `always` skips the rate thinning (a pan-tilt unit's final position must not be thinned away).
     public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>, always: Bool = false) {
-        guard gate.admits(i, at: monotonicTime, always: always) else { return }
-        publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
-        lastValues[i] = values.first ?? .nan
+        gate.record(i, monotonicTime: monotonicTime, values: values, always: always)
     }
 
     /// A timer-sampled output: the board's health, or a simulated value.
@@ -405,7 +401,7 @@ public final class AgentRuntime {
         specs.indices.map { i in
             let leaves = specs[i].leaves
             return Row(outputName: specs[i].outputName, counters: publisher.counters(i), datastreamID: publisher.datastreamID(i),
-                       lastValue: lastValues[i], lastField: leaves.count > 1 ? leaves[1].names.last ?? "" : "")
+                       lastValue: gate.lastValues[i], lastField: leaves.count > 1 ? leaves[1].names.last ?? "" : "")
         }
     }
 
