@@ -11,8 +11,6 @@ public enum Daemon {
     public static let defaultConfigPath = "/etc/osh-edge/osh-edge.conf"
     public static let defaultSecretsPath = "/etc/osh-edge/secrets"
 
-    /// The config's output keys fed by the IMU.
-    static let imuKeys = OutputKind.inertial.map(\.settingsKey)
     /// Outputs that are published only when their device answers.
     static let deviceKinds: Set<OutputKind> = Set(OutputKind.inertial + [.barometer, .audioLevel, .video])
 
@@ -49,7 +47,7 @@ public enum Daemon {
             guard let o = settings.outputs[spec.kind.settingsKey], o.enabled else { continue }
             enabled.append(spec.outputName)
             config.rates[spec.outputName] = o.rate
-            if spec.outputName == "gps_data", o.source == .hardware {
+            if spec.kind == .gps, o.source == .hardware {
                 let g = settings.gps
                 if let (host, port) = GPSSettings.parseGPSD(g.gpsd) { config.gps = .gpsd(host: host, port: port) }
                 else { config.gps = .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud) }
@@ -81,18 +79,19 @@ public enum Daemon {
         p.devices = settings.devices
         p.north = settings.north
         p.scratchDirectory = settings.stateDirectory
-        func source(_ keys: [String]) -> HardwarePlan.Source? {
-            guard let o = keys.compactMap({ settings.outputs[$0] }).first(where: { $0.enabled }) else { return nil }
+        func output(_ k: OutputKind) -> OutputSettings? { settings.outputs[k.settingsKey] }
+        func source(_ kinds: [OutputKind]) -> HardwarePlan.Source? {
+            guard let o = kinds.compactMap(output).first(where: { $0.enabled }) else { return nil }
             return o.source == .hardware ? .board : .simulated
         }
-        p.barometer = source(["barometer"])
-        p.barometerRate = settings.outputs["barometer"]?.rate ?? 1
-        p.imu = source(imuKeys)
+        p.barometer = source([.barometer])
+        p.barometerRate = output(.barometer)?.rate ?? 1
+        p.imu = source(OutputKind.inertial)
         // The filter runs at 100 Hz whatever the outputs' rates (they are thinned), faster if asked.
-        p.imuRate = max(100, imuKeys.compactMap { settings.outputs[$0] }.filter(\.enabled).map(\.rate).max() ?? 100)
-        p.audio = source(["audio_level"])
-        p.camera = source(["camera0_H264"])
-        p.cameraFPS = settings.outputs["camera0_H264"]?.rate ?? 10
+        p.imuRate = max(100, OutputKind.inertial.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 100)
+        p.audio = source([.audioLevel])
+        p.camera = source([.video])
+        p.cameraFPS = output(.video)?.rate ?? 10
         p.ptz = settings.devices.ptz.chip == "none" ? nil : .board
         return p
     }
@@ -118,7 +117,7 @@ public enum Daemon {
             config.rates[spec.outputName] = loaded.settings.outputs[spec.kind.settingsKey]?.rate
         }
         config.externalOutputs = found
-        config.video = hardware.hasVideo && wanted.contains("camera0_H264")
+        config.video = hardware.hasVideo && wantedKinds.contains(.video)
         config.extraSpecs = hardware.extraSpecs
         config.commands = true
         let agent = try AgentRuntime(config: config, loop: loop)

@@ -236,8 +236,7 @@ public enum Probe {
                 }
                 lines += ["accel_range = 4", "gyro_range = 500",
                           "mounting = \"+x,+y,+z\"   # board axes → device axes; turn it to match how the board sits"]
-                outputs += ["quat_orientation_data", "euler_orientation_data", "accelerometer", "gyroscope"]
-                if hasMag { outputs.append("magnetometer") }
+                outputs += OutputKind.inertial.filter { hasMag || $0 != .magnetometer }.map(\.settingsKey)
                 if imus.count > 1 { notes.append("\(imus.count) IMUs on /dev/i2c-\(best.number); the first (\(i.name) at \(hex(i.address))) is used") }
                 if !hasMag { notes.append("no magnetometer: orientation runs without heading (IMU-only fusion)") }
                 else if i.name != IMUDrivers.bno055.name { notes.append("run `osh-edge calibrate mag` and put its two lines in [orientation]") }
@@ -245,14 +244,14 @@ public enum Probe {
         }
         if let a = audio.first(where: { $0.name.hasPrefix("plughw:") }) ?? audio.first(where: { $0.name.hasPrefix("hw:") }) ?? audio.first {
             lines += ["", "[audio]", "device = \"\(a.name)\"", "window = 0.1"]
-            outputs.append("audio_level")
+            outputs.append(OutputKind.audioLevel.settingsKey)
         }
         if let cam = video.first(where: { $0.role == .camera }) {
             let size = cameraSize(cam)
             let hasEncoder = video.contains { $0.role == .h264Encoder }
             lines += ["", "[camera]", "device = \"\(cam.path)\"", "width = \(size.width)", "height = \(size.height)",
                       "encoder = \"\(hasEncoder ? "v4l2m2m" : "x264")\""]
-            outputs.append("camera0_H264")
+            outputs.append(OutputKind.video.settingsKey)
             let codecs = video.filter { $0.role == .m2mCodec }
             if !hasEncoder && !codecs.isEmpty {
                 notes.append("no usable H.264 encoder (" + codecs.map { "\($0.path) (\($0.card)) \($0.note)" }.joined(separator: "; ")
