@@ -137,7 +137,7 @@ sample() { # $1 = file for the per-datastream counts
   awk -v t="$t" -v c="$c" -v st="$st" -v rss="$rss" -v vol="$vol" -v inv="$inv" -v thr="$thr" -v obs="$obs" 'BEGIN {
     split(c, a, " "); split(st, s, " ")
     allocs = a[1] + a[2] + a[3] + a[5] + a[6] + a[7] + a[8] + a[9]
-    printf "%s %d %d %d %d %d %d %d %d %d\n", t, allocs, a[4], a[10], s[12] + s[13], rss, vol, inv, thr, obs }'
+    printf "%s %d %d %d %d %d %d %d %d %d %s\n", t, allocs, a[4], a[10], s[12] + s[13], rss, vol, inv, thr, obs, c }'
 }
 
 sleep_until() { local now; now=$(date +%s.%N); sleep "$(awk -v a="$t0" -v d="$1" -v n="$now" 'BEGIN { x = a + d - n; print (x > 0 ? x : 0) }')"; }
@@ -147,7 +147,7 @@ sleep_until "$T2"
 s2=$(sample "$work/obs2")
 kill -0 "$agent_pid" 2>/dev/null || { echo "alloc-rate: the agent died during the window" >&2; cat "$work/agent.log" >&2; exit 1; }
 
-echo "# osh-edge alloc-rate: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Sources Package.swift || echo '+dirty') $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
+echo "# osh-edge alloc-rate: HEAD $(git rev-parse --short HEAD), Sources as of $(git log -1 --format=%h -- Sources Package.swift)$(git diff --quiet HEAD -- Sources Package.swift || echo '+dirty') $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 echo "# run: $RUN_BIN   node: $NODE_BIN   window: t=$T1 s → t=$T2 s after 'running:'"
 echo "# outputs configured (simulated, default rates): $outputs device_health"
 awk -v s1="$s1" -v s2="$s2" -v hz="$hz" 'BEGIN {
@@ -163,6 +163,10 @@ awk -v s1="$s1" -v s2="$s2" -v hz="$hz" 'BEGIN {
   printf "threads                   %10d\n", b[9]
   printf "observations/s (node)     %10.1f   (%d in the window)\n", (b[10] - a[10]) / dt, b[10] - a[10]
   if (b[10] > a[10]) printf "allocations/observation   %10.2f\n", (b[2] - a[2]) / (b[10] - a[10])
+  split("malloc calloc realloc free posix_memalign aligned_alloc memalign valloc pvalloc", k, " ")
+  printf "by call, /s               "
+  for (i = 1; i <= 9; i++) if (b[10 + i] > a[10 + i]) printf " %s %.1f", k[i], (b[10 + i] - a[10 + i]) / dt
+  printf "\n"
 }'
 echo "# per datastream, observations the node received in the window:"
 dt=$(awk -v s1="$s1" -v s2="$s2" 'BEGIN { split(s1, a, " "); split(s2, b, " "); print b[1] - a[1] }')
