@@ -49,7 +49,7 @@ public enum DeviceCheck {
     }
 
     private static func reason(_ e: Int32) -> String {
-        strerror(e).map { String(cString: $0) } ?? "errno \(e)"
+        Errno(e).text
     }
 
     private static func missingHint(_ r: DeviceRequirement) -> String {

@@ -469,7 +469,7 @@ public final class SerialSource {
     }
 
     static func reason(_ e: Int32) -> String {
-        strerror(e).map { String(cString: $0) } ?? "errno \(e)"
+        Errno(e).text
     }
 
     static func seconds(_ d: Double) -> String { RetryLog.seconds(d) }

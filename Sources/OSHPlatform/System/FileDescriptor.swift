@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An open file descriptor and the driver its calls go through (the kernel, or a test's
+/// `RecordingSyscalls`). A value: copying it does not duplicate the descriptor, and nothing
+/// closes it but `close()`. Failures throw `SystemError` naming the call; EINTR is retried here
+/// and nowhere else.
+public struct FileDescriptor {
+    public let rawValue: Int32
+    public let system: any SyscallDriver
+
+    public init(rawValue: Int32, system: any SyscallDriver = KernelSyscalls.shared) {
+        self.rawValue = rawValue
+        self.system = system
+    }
+
+    /// open(2), close-on-exec. The error names `path`.
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0,
+                            system: any SyscallDriver = KernelSyscalls.shared) throws(SystemError) -> FileDescriptor {
+        let fd = try retryingInterrupts("open", subject: path) { system.open(path, flags, mode) }
+        return FileDescriptor(rawValue: Int32(truncatingIfNeeded: fd), system: system)
+    }
+
+    /// Closes the descriptor; a failure is not reported (the descriptor is released either way,
+    /// and there is nothing a caller could do about it).
+    public func close() { _ = system.close(rawValue) }
+
+    /// read(2): the count read, 0 at end of file. A non-blocking descriptor with nothing queued
+    /// throws EAGAIN (`Errno.wouldBlock`).
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: nil) }
+    }
+
+    /// pread(2) at `offset`.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
+        try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: offset) }
+    }
+
+    /// write(2): the count written (possibly short).
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int {
+        try Self.retryingInterrupts("write") { system.write(rawValue, bytes, socket: false) }
+    }
+
+    /// Writes every byte (short writes continued); a write that makes no progress is EIO.
+    public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        try writeAll(bytes, call: "write", socket: false)
+    }
+
+    /// send(2) of every byte with MSG_NOSIGNAL: a reset peer is EPIPE, not a SIGPIPE.
+    public func sendAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        try writeAll(bytes, call: "send", socket: true)
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer, call: String, socket: Bool) throws(SystemError) {
+        var done = 0
+        while done < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
+            let n = try Self.retryingInterrupts(call) { system.write(rawValue, rest, socket: socket) }
+            guard n > 0 else { throw SystemError(call, .ioError) }
+            done += n
+        }
+    }
+
+    /// ioctl(2) with a pointer argument (or none). Returns the request's non-negative result.
+    @discardableResult
+    public func ioctl(_ request: IoctlRequest, _ argument: UnsafeMutableRawPointer?) throws(SystemError) -> Int {
+        try Self.retryingInterrupts(request.name) { system.ioctl(rawValue, request, argument) }
+    }
+
+    /// ioctl(2) on a typed struct.
+    @discardableResult
+    public func ioctl<T>(_ request: IoctlRequest, _ value: inout T) throws(SystemError) -> Int {
+        let r = withUnsafeMutableBytes(of: &value) { p in
+            Self.retryingInterruptsRaw { system.ioctl(rawValue, request, p.baseAddress) }
+        }
+        guard r >= 0 else { throw SystemError(request.name, Errno(Int32(truncatingIfNeeded: -r))) }
+        return r
+    }
+
+    public func fsync() throws(SystemError) {
+        _ = try Self.retryingInterrupts("fsync") { system.fsync(rawValue) }
+    }
+
+    /// flock(LOCK_EX | LOCK_NB): EWOULDBLOCK when someone else holds the lock.
+    public func lockExclusive() throws(SystemError) {
+        _ = try Self.retryingInterrupts("flock") { system.lockExclusive(rawValue) }
+    }
+
+    /// A serial port made raw 8N1 without flow control at `baud` (`speedOnly`: only the speed).
+    public func setSerial(baud: Int, speedOnly: Bool = false) throws(SystemError) {
+        _ = try Self.retryingInterrupts(speedOnly ? "cfsetspeed" : "tcsetattr") {
+            system.setSerial(rawValue, baud: baud, speedOnly: speedOnly)
+        }
+    }
+
+    /// The one EINTR loop: runs `call` (≥ 0, or -errno) until a signal did not interrupt it.
+    @inline(__always)
+    static func retryingInterruptsRaw(_ call: () -> Int) -> Int {
+        while true {
+            let r = call()
+            if r != -Int(EINTR) { return r }
+        }
+    }
+
+    @inline(__always)
+    static func retryingInterrupts(_ name: String, subject: String? = nil, _ call: () -> Int) throws(SystemError) -> Int {
+        let r = retryingInterruptsRaw(call)
+        guard r >= 0 else { throw SystemError(name, Errno(Int32(truncatingIfNeeded: -r)), subject: subject) }
+        return r
+    }
+}

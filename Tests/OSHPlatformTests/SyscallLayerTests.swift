@@ -1,0 +1,109 @@
+import XCTest
+@testable import OSHPlatform
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The thin syscall layer through its recording driver: EINTR is retried once and never seen,
+/// errnos surface typed with the call's name, and devices' calls leave the expected trace.
+final class SyscallLayerTests: XCTestCase {
+    func testInterruptedReadIsRetriedAndInvisible() throws {
+        let sys = RecordingSyscalls()
+        sys.inject(.interrupted, into: "read")
+        sys.reads = [[1, 2, 3]]
+        let fd = FileDescriptor(rawValue: 7, system: sys)
+        var buf = [UInt8](repeating: 0, count: 8)
+        let n = try buf.withUnsafeMutableBytes { try fd.read(into: $0) }
+        XCTAssertEqual(n, 3)
+        XCTAssertEqual(Array(buf.prefix(3)), [1, 2, 3])
+        XCTAssertEqual(sys.trace, ["read → EINTR", "read 3"])
+    }
+
+    func testInjectedEIOSurfacesAsTypedErrnoWithTheCallsName() {
+        let sys = RecordingSyscalls()
+        sys.inject(.ioError, into: "read")
+        let fd = FileDescriptor(rawValue: 7, system: sys)
+        var buf = [UInt8](repeating: 0, count: 8)
+        do {
+            _ = try buf.withUnsafeMutableBytes { try fd.read(into: $0) }
+            XCTFail("the injected EIO was not reported")
+        } catch let e as SystemError {
+            XCTAssertEqual(e.call, "read")
+            XCTAssertEqual(e.code, .ioError)
+            XCTAssertEqual(e.code.name, "EIO")
+            XCTAssertEqual(e.on("/dev/ttyAMA0").description, "read /dev/ttyAMA0: Input/output error")
+        } catch {
+            XCTFail("unexpected \(error)")
+        }
+        XCTAssertEqual(sys.trace, ["read → EIO"])
+    }
+
+    func testOpenFailureNamesThePath() {
+        let sys = RecordingSyscalls()
+        sys.inject(Errno(ENOENT), into: "open")
+        do {
+            _ = try FileDescriptor.open("/dev/i2c-9", O_RDWR, system: sys)
+            XCTFail("the injected ENOENT was not reported")
+        } catch {
+            XCTAssertEqual(error.description, "open /dev/i2c-9: No such file or directory")
+        }
+    }
+
+    func testWriteAllContinuesAfterAnInterruption() throws {
+        let sys = RecordingSyscalls()
+        sys.inject(.interrupted, into: "write")
+        let fd = FileDescriptor(rawValue: 7, system: sys)
+        try [UInt8]("hello".utf8).withUnsafeBytes { try fd.writeAll($0) }
+        XCTAssertEqual(sys.written, [Array("hello".utf8)])
+        XCTAssertEqual(sys.trace, ["write → EINTR", "write 5"])
+    }
+
+    func testOneI2CReadIsOneCombinedTransaction() throws {
+        let sys = RecordingSyscalls()
+        let bus = try LinuxI2CBus(number: 1, system: sys)
+        sys.i2cReplies = [[0x60]]
+        XCTAssertEqual(try bus.readRegister(0x76, 0xD0), 0x60)
+        var burst = [UInt8](repeating: 0, count: 14)
+        sys.inject(.interrupted, into: "I2C_RDWR")
+        try burst.withUnsafeMutableBytes { try bus.readRegisters(0x68, 0x3B, into: $0) }
+        XCTAssertEqual(sys.trace, ["open /dev/i2c-1", "I2C_FUNCS",
+                                   "I2C_RDWR 0x76 write 1 read 1",
+                                   "I2C_RDWR 0x68 write 1 read 14 → EINTR", "I2C_RDWR 0x68 write 1 read 14"])
+    }
+
+    func testI2CBusErrorIsClassifiedFromTheErrno() throws {
+        let sys = RecordingSyscalls()
+        let bus = try LinuxI2CBus(number: 1, system: sys)
+        sys.inject(.ioError, into: "I2C_RDWR")
+        XCTAssertThrowsError(try bus.writeRegister(0x76, 0xF4, 0x27)) { e in
+            let err = e as? I2CError
+            XCTAssertEqual(err?.kind, .busFault)
+            XCTAssertEqual(err?.errno, EIO)
+            XCTAssertEqual(err?.operation, "writing 1 byte at register 0xF4")
+        }
+        sys.inject(Errno(EREMOTEIO), into: "I2C_RDWR")
+        XCTAssertThrowsError(try bus.readRegister(0x77, 0xD0)) { e in
+            XCTAssertEqual((e as? I2CError)?.kind, .noAcknowledge)
+        }
+    }
+
+    func testAnAdapterThatCannotCombineIsRefused() {
+        let sys = RecordingSyscalls()
+        sys.onIoctl = { request, arg in
+            if request == .i2cFunctions { arg?.storeBytes(of: UInt(0x8), as: UInt.self) } // SMBus quick only
+            return 0
+        }
+        XCTAssertThrowsError(try LinuxI2CBus(number: 3, system: sys)) { e in
+            XCTAssertEqual((e as? I2CError)?.kind, .unsupported)
+        }
+        XCTAssertEqual(sys.trace, ["open /dev/i2c-3", "I2C_FUNCS", "close"])
+    }
+
+    func testErrnoNamesAndTexts() {
+        XCTAssertEqual(Errno(EAGAIN), .wouldBlock)
+        XCTAssertEqual(Errno(ENODEV).name, "ENODEV")
+        XCTAssertEqual(Errno(ENODEV).text, "No such device")
+        XCTAssertEqual(Errno(4242).name, "errno 4242")
+        XCTAssertEqual(SystemError("fsync", errno: ENOSPC).description, "fsync: No space left on device")
+    }
+}
