@@ -84,8 +84,7 @@ public final class FileSpool: ObservationSpool {
         keyIndex = index
         try StateFiles.makeDirectories(options.directory)
         let cursorPath = options.directory + "/cursor"
-        cursorFD = osh_open(cursorPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard cursorFD >= 0 else { throw SystemError.last("open", subject: cursorPath) }
+        cursorFD = try FileDescriptor.open(cursorPath, O_RDWR | O_CREAT, mode: 0o600).rawValue
         recordBuf = .allocate(byteCount: SpoolRecord.size(values: SpoolRecord.maxValues), alignment: 8)
         cursorBuf = .allocate(byteCount: SpoolCursor.slotBytes, alignment: 8)
         readBuf = .allocate(byteCount: 256 << 10, alignment: 8)
@@ -203,9 +202,7 @@ public final class FileSpool: ObservationSpool {
         if readFD < 0 || readSegment != id {
             closeReader()
             let p = path(id)
-            let fd = osh_open(p, O_RDONLY | O_CLOEXEC, 0)
-            guard fd >= 0 else { throw SystemError.last("open", subject: p) }
-            readFD = fd
+            readFD = try FileDescriptor.open(p, O_RDONLY).rawValue
             readSegment = id
         }
         // `readAtMost` keeps a batch's read to what the batch can hold (never less than one record).
@@ -234,20 +231,21 @@ public final class FileSpool: ObservationSpool {
     @discardableResult
     static func scan(path p: String, from start: Int, size: Int, buffer: UnsafeMutableRawBufferPointer,
                      _ body: (ScanItem) -> Bool) throws -> Int {
-        let fd = osh_open(p, O_RDONLY | O_CLOEXEC, 0)
-        guard fd >= 0 else { throw SystemError.last("open", subject: p) }
-        defer { close(fd) }
-        return try scan(fd: fd, name: p, from: start, size: size, buffer: buffer, body)
+        let fd = try FileDescriptor.open(p, O_RDONLY)
+        defer { fd.close() }
+        return try scan(fd: fd.rawValue, name: p, from: start, size: size, buffer: buffer, body)
     }
 
     static func scan(fd: Int32, name: @autoclosure () -> String, from start: Int, size: Int,
                      buffer: UnsafeMutableRawBufferPointer, _ body: (ScanItem) -> Bool) throws -> Int {
+        let file = FileDescriptor(rawValue: fd)
         var off = start
         while off < size {
-            let got = pread(fd, buffer.baseAddress, min(buffer.count, size - off), off_t(off))
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.last("read", subject: name())
+            let got: Int
+            do {
+                got = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(buffer.count, size - off)]), at: off)
+            } catch {
+                throw error.on(name())
             }
             if got == 0 { break } // the file is shorter than we knew: nothing more to read
             let chunk = UnsafeRawBufferPointer(start: buffer.baseAddress, count: got)
@@ -291,20 +289,16 @@ public final class FileSpool: ObservationSpool {
         if writeFD < 0 || sizes[sizes.count - 1] + len > options.segmentBytes {
             guard openNextSegment() else { stats.writeErrors += 1; return false }
         }
-        var done = 0
-        while done < len {
-            let n = write(writeFD, recordBuf + done, len - done)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                let e = SystemError.last("write", subject: path(ids[ids.count - 1]))
-                // Never leave half a record: cut back to the last whole one.
-                _ = ftruncate(writeFD, off_t(sizes[sizes.count - 1]))
-                stats.writeErrors += 1
-                problem("write-\(e.errno)", "spool: \(e); observations are dropped and counted until it can write again"
-                        + (e.errno == ENOSPC ? " (the state filesystem is full: lower spool_max_mb or free space)" : ""))
-                return false
-            }
-            done += n
+        do {
+            try FileDescriptor(rawValue: writeFD).writeAll(UnsafeRawBufferPointer(start: recordBuf, count: len))
+        } catch {
+            let e = error.on(path(ids[ids.count - 1]))
+            // Never leave half a record: cut back to the last whole one.
+            _ = ftruncate(writeFD, off_t(sizes[sizes.count - 1]))
+            stats.writeErrors += 1
+            problem("write-\(e.errno)", "spool: \(e); observations are dropped and counted until it can write again"
+                    + (e.errno == ENOSPC ? " (the state filesystem is full: lower spool_max_mb or free space)" : ""))
+            return false
         }
         sizes[sizes.count - 1] += len
         stats.appended += 1
@@ -325,13 +319,12 @@ public final class FileSpool: ObservationSpool {
         }
         let id = (ids.last.map { $0 + 1 }) ?? max(cursor.segment, 1)
         let p = path(id)
-        let fd = osh_open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let e = SystemError.last("open", subject: p)
-            problem("open-\(e.errno)", "spool: \(e); observations are dropped and counted")
+        do {
+            writeFD = try FileDescriptor.open(p, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600).rawValue
+        } catch {
+            problem("open-\(error.errno)", "spool: \(error); observations are dropped and counted")
             return false
         }
-        writeFD = fd
         if ids.isEmpty {
             cursor = SpoolCursor(sequence: cursor.sequence, segment: id, offset: 0)
         }
