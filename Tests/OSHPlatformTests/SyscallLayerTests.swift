@@ -99,6 +99,59 @@ final class SyscallLayerTests: XCTestCase {
         XCTAssertEqual(sys.trace, ["open /dev/i2c-3", "I2C_FUNCS", "close"])
     }
 
+    /// A serial source on the recording driver; the descriptor it hands out is a real pipe's
+    /// read end, so the event loop can watch it (the test makes it readable by writing a byte).
+    func serialSource(_ sys: RecordingSyscalls, _ loop: EventLoop, pipe fds: [Int32],
+                      received: @escaping ([UInt8]) -> Void) -> SerialSource {
+        sys.nextDescriptor = fds[0]
+        return SerialSource(loop: loop, path: "/dev/ttyMOCK0", baud: 9600, onData: { received(Array($0)) },
+                            isConfirmed: { true }, onReset: {}, onState: { _ in }, system: sys)
+    }
+
+    func testOneSerialOpenAndReadTrace() throws {
+        Log.muted = true
+        defer { Log.muted = false }
+        let loop = try EventLoop()
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let sys = RecordingSyscalls()
+        var got: [UInt8] = []
+        let source = serialSource(sys, loop, pipe: fds) { got += $0 }
+        source.start()
+        XCTAssertEqual(sys.trace, ["open /dev/ttyMOCK0", "flock", "TIOCEXCL", "termios raw 8N1 9600 baud"])
+        XCTAssertEqual(source.state, .streaming(9600))
+
+        sys.clearTrace()
+        sys.reads = [Array("$GPGGA".utf8)]
+        sys.inject(.interrupted, into: "read")
+        XCTAssertEqual(write(fds[1], "x", 1), 1)
+        _ = try loop.runOnce(timeoutMs: 1000)
+        XCTAssertEqual(got, Array("$GPGGA".utf8))
+        XCTAssertEqual(sys.trace, ["read → EINTR", "read 6", "read → EAGAIN"])
+        source.stop()
+        XCTAssertEqual(sys.trace.last, "close")
+    }
+
+    func testSerialReadErrorClosesThePortAndSaysWhy() throws {
+        Log.muted = true
+        defer { Log.muted = false }
+        let loop = try EventLoop()
+        var fds: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let sys = RecordingSyscalls()
+        let source = serialSource(sys, loop, pipe: fds) { _ in }
+        source.start()
+        sys.clearTrace()
+        sys.inject(.ioError, into: "read")
+        XCTAssertEqual(write(fds[1], "x", 1), 1)
+        _ = try loop.runOnce(timeoutMs: 1000)
+        XCTAssertEqual(sys.trace, ["read → EIO", "close"])
+        XCTAssertEqual(source.state, .disconnected("/dev/ttyMOCK0 went away (Input/output error; unplugged?); retrying in 0.5 s"))
+        source.stop()
+    }
+
     func testErrnoNamesAndTexts() {
         XCTAssertEqual(Errno(EAGAIN), .wouldBlock)
         XCTAssertEqual(Errno(ENODEV).name, "ENODEV")

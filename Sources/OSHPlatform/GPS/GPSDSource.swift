@@ -108,6 +108,7 @@ public final class GPSDSource {
     private var phase: Phase = .idle
     private lazy var deadline = LoopDeadline(loop: loop) { [weak self] in self?.timerFired() }
     private var fd: Int32 = -1
+    private var socket: FileDescriptor { FileDescriptor(rawValue: fd) }
     private var registration: EventLoop.Registration?
     private var connected = false
     private var everConnected = false
@@ -136,7 +137,7 @@ public final class GPSDSource {
 
     deinit {
         if let r = registration { loop.remove(r) }
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { socket.close() }
         deadline.cancel()
         buffer.deallocate()
     }
@@ -227,9 +228,10 @@ public final class GPSDSource {
         line.removeAll(keepingCapacity: true)
         discarding = false
         answered = false
-        let sent = Self.watchBytes.withUnsafeBytes { osh_send_nosignal(fd, $0.baseAddress, $0.count) }
-        guard sent == Self.watchBytes.count else {
-            lost(sent < 0 ? SerialSource.reason(errno) : "short write of the WATCH command")
+        do {
+            try Self.watchBytes.withUnsafeBytes { try socket.sendAll($0) }
+        } catch {
+            lost((error as? SystemError)?.code.text ?? "\(error)")
             return
         }
         if everConnected { reconnectCount += 1 }
@@ -241,7 +243,7 @@ public final class GPSDSource {
         if e == ECONNREFUSED {
             retryLater("gpsd is not listening on \(endpoint) (is it installed and running? `sudo systemctl enable --now gpsd.socket`)")
         } else {
-            retryLater("cannot connect to gpsd at \(endpoint): \(SerialSource.reason(e))")
+            retryLater("cannot connect to gpsd at \(endpoint): \(Errno(e).text)")
         }
     }
 
@@ -249,21 +251,22 @@ public final class GPSDSource {
 
     private func readable(_ events: EventLoop.Events) {
         let gen = generation
+        let socket = self.socket
         for _ in 0..<64 {
-            let n = read(fd, buffer.baseAddress, buffer.count)
+            let n: Int
+            do {
+                n = try socket.read(into: buffer)
+            } catch {
+                if error.code == .wouldBlock { break }
+                lost(error.code.text)
+                return
+            }
             if n > 0 {
                 feed(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
                 guard running, gen == generation else { return }
                 continue
             }
-            if n == 0 {
-                lost("gpsd closed the connection")
-                return
-            }
-            let e = errno
-            if e == EINTR { continue }
-            if e == EAGAIN || e == EWOULDBLOCK { break }
-            lost(SerialSource.reason(e))
+            lost("gpsd closed the connection")
             return
         }
     }
@@ -410,7 +413,7 @@ public final class GPSDSource {
     private func closeSocket() {
         if let r = registration { loop.remove(r) }
         registration = nil
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { socket.close() }
         fd = -1
         connected = false
         generation &+= 1
@@ -444,35 +447,34 @@ public final class GPSDSource {
         var inProgress: Int32 = 0
         let fd = osh_tcp_connect_numeric(numericHost(host), port, &inProgress)
         guard fd >= 0 else { return .failure(.last("connect", subject: "to gpsd at \(endpoint)")) }
-        defer { close(fd) }
-        func wait(_ events: Int16) -> Bool {
-            while true {
-                let now = osh_monotonic_ns()
-                guard now < deadline else { return false }
-                var p = pollfd(fd: fd, events: events, revents: 0)
-                let r = poll(&p, 1, Int32((deadline - now) / 1_000_000 + 1))
-                if r < 0 && errno == EINTR { continue }
-                return r > 0
-            }
-        }
+        let socket = FileDescriptor(rawValue: fd)
+        defer { socket.close() }
+        func wait(_ events: Int16) -> Bool { (try? socket.wait(for: events, until: deadline)) ?? false }
         if inProgress != 0 {
             guard wait(Int16(POLLOUT)) else { return .failure(SystemError("connect", errno: ETIMEDOUT, subject: "to gpsd at \(endpoint)")) }
             let err = osh_socket_error(fd)
             if err != 0 { return .failure(SystemError("connect", errno: err > 0 ? err : errno, subject: "to gpsd at \(endpoint)")) }
         }
-        let ask = Array("?DEVICES;\n".utf8)
-        guard ask.withUnsafeBytes({ osh_send_nosignal(fd, $0.baseAddress, $0.count) }) == ask.count else {
-            return .failure(.last("send", subject: "to gpsd at \(endpoint)"))
+        do {
+            try Array("?DEVICES;\n".utf8).withUnsafeBytes { try socket.sendAll($0) }
+        } catch {
+            return .failure((error as? SystemError)?.on("to gpsd at \(endpoint)") ?? SystemError("send", .ioError, subject: "to gpsd at \(endpoint)"))
         }
         var result = Probe(release: nil, devices: [])
         var sawVersion = false, sawDevices = false
         var pending: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { chunk.deallocate() }
         while !sawDevices && wait(Int16(POLLIN)) {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-            if n <= 0 { break }
-            pending.append(contentsOf: chunk[0..<n])
+            let n: Int
+            do {
+                n = try socket.read(into: chunk)
+            } catch {
+                if error.code == .wouldBlock { continue }
+                break
+            }
+            if n == 0 { break }
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
             while let nl = pending.firstIndex(of: 0x0A) {
                 let lineBytes = Array(pending[..<nl])
                 pending.removeSubrange(...nl)

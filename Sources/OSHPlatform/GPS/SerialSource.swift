@@ -88,7 +88,10 @@ public final class SerialSource {
     private enum Phase { case idle, retry, probe, stale }
     private var phase: Phase = .idle
     private lazy var deadline = LoopDeadline(loop: loop) { [weak self] in self?.timerFired() }
+    private let system: any SyscallDriver
     private var fd: Int32 = -1
+    /// The open port (valid while `fd >= 0`).
+    private var port: FileDescriptor { FileDescriptor(rawValue: fd, system: system) }
     private var registration: EventLoop.Registration?
     /// Bumped whenever the port is closed, so a callback that closed it is noticed mid-loop.
     private var generation: UInt64 = 0
@@ -110,8 +113,10 @@ public final class SerialSource {
                 onData: @escaping (UnsafeRawBufferPointer) -> Void,
                 isConfirmed: @escaping () -> Bool,
                 onReset: @escaping () -> Void,
-                onState: @escaping (SerialSource.State) -> Void) {
+                onState: @escaping (SerialSource.State) -> Void,
+                system: any SyscallDriver = KernelSyscalls.shared) {
         self.loop = loop
+        self.system = system
         self.path = path
         self.configuredBaud = baud
         self.onData = onData
@@ -124,7 +129,7 @@ public final class SerialSource {
 
     deinit {
         if let r = registration { loop.remove(r) }
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { port.close() }
         deadline.cancel()
         buffer.deallocate()
     }
@@ -158,9 +163,11 @@ public final class SerialSource {
         guard running else { return }
         openAttempts += 1
         setState(.opening)
-        let newFD = osh_open(path, O_RDWR | O_NOCTTY | O_NONBLOCK, 0)
-        guard newFD >= 0 else {
-            openFailed(errno)
+        let newFD: FileDescriptor
+        do {
+            newFD = try FileDescriptor.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK, system: system)
+        } catch {
+            openFailed(error.errno)
             return
         }
         let dev = SerialPortDiagnostics.resolve(path) ?? path
@@ -169,25 +176,26 @@ public final class SerialSource {
 
         // Two agents (or gpsd and us) must not share one receiver. flock also holds for root,
         // whom TIOCEXCL does not stop.
-        if osh_flock_exclusive_nb(newFD) != 0 {
-            let e = errno
-            if e == EWOULDBLOCK || e == EAGAIN {
-                close(newFD)
-                refuseBusy(shown: shown, device: dev)
-                return
-            }
+        do {
+            try newFD.lockExclusive()
+        } catch let e where e.code == .wouldBlock {
+            newFD.close()
+            refuseBusy(shown: shown, device: dev)
+            return
+        } catch {
             // ENOLCK and the like: no lock available; TIOCEXCL below still guards non-root openers.
         }
-        _ = osh_tty_set_exclusive(newFD)
+        _ = try? newFD.ioctl(.ttyExclusive, nil)
 
         let baud = configuredBaud ?? probeBauds.first ?? 9600
-        if osh_serial_configure(newFD, Int32(truncatingIfNeeded: baud)) != 0 {
-            let e = errno
-            close(newFD)
-            if e == ENOTTY || e == EINVAL {
-                block("\(shown) is not a serial port (\(Self.reason(e)))", retry: true)
+        do {
+            try newFD.setSerial(baud: baud)
+        } catch {
+            newFD.close()
+            if error.errno == ENOTTY || error.errno == EINVAL {
+                block("\(shown) is not a serial port (\(error.code.text))", retry: true)
             } else {
-                retryLater("cannot configure \(shown): \(Self.reason(e))")
+                retryLater("cannot configure \(shown): \(error.code.text)")
             }
             return
         }
@@ -197,7 +205,7 @@ public final class SerialSource {
         let me = getpid()
         let others = SerialPortDiagnostics.holders(of: dev).filter { $0.confirmed && $0.pid != me }
         if others.contains(where: \.isGetty) {
-            close(newFD)
+            newFD.close()
             let gettys = others.filter(\.isGetty)
             let entry = SerialPortDiagnostics.readSmallFile("/proc/cmdline").flatMap {
                 SerialPortDiagnostics.kernelConsole(on: dev, configuredPath: path, cmdline: $0)
@@ -207,7 +215,7 @@ public final class SerialSource {
             return
         }
         if !others.isEmpty {
-            close(newFD)
+            newFD.close()
             block(SerialPortDiagnostics.busyMessage(display: shown, device: dev, holders: others), retry: true)
             return
         }
@@ -223,13 +231,13 @@ public final class SerialSource {
 
         let reg: EventLoop.Registration
         do {
-            reg = try loop.add(fd: newFD, events: .readable) { [weak self] events in self?.readable(events) }
+            reg = try loop.add(fd: newFD.rawValue, events: .readable) { [weak self] events in self?.readable(events) }
         } catch {
-            close(newFD)
+            newFD.close()
             retryLater("cannot watch \(shown): \(error)")
             return
         }
-        fd = newFD
+        fd = newFD.rawValue
         registration = reg
         if everOpened { reopenCount += 1 }
         everOpened = true
@@ -280,7 +288,7 @@ public final class SerialSource {
             device = dev
             refuseBusy(shown: SerialPortDiagnostics.display(path: path, device: dev), device: dev)
         default:
-            retryLater("cannot open \(path): \(Self.reason(e))")
+            retryLater("cannot open \(path): \(Errno(e).text)")
         }
     }
 
@@ -294,10 +302,18 @@ public final class SerialSource {
     private func readable(_ events: EventLoop.Events) {
         guard fd >= 0 else { return }
         let gen = generation
+        let port = self.port
         var got = 0
         // Bounded so one chatty port cannot starve the rest of the loop; epoll is level-triggered.
         for _ in 0..<64 {
-            let n = read(fd, buffer.baseAddress, buffer.count)
+            let n: Int
+            do {
+                n = try port.read(into: buffer)
+            } catch {
+                if error.code == .wouldBlock { break }
+                lost(error.code.text)
+                return
+            }
             if n > 0 {
                 got += n
                 bytesReceived &+= UInt64(n)
@@ -313,12 +329,7 @@ public final class SerialSource {
                 guard isCurrent(generationAtOpen: gen) else { return }
                 continue
             }
-            if n == 0 { break } // VMIN=0/VTIME=0: nothing queued (a hang-up shows in `events`)
-            let e = errno
-            if e == EINTR { continue }
-            if e == EAGAIN || e == EWOULDBLOCK { break }
-            lost(Self.reason(e))
-            return
+            break // 0: VMIN=0/VTIME=0, nothing queued (a hang-up shows in `events`)
         }
         if got > 0 {
             emptyWakeups = 0
@@ -349,8 +360,10 @@ public final class SerialSource {
         let gen = generation
         let baud = probeBauds[probeIndex % probeBauds.count]
         if !alreadySet || currentBaud != baud {
-            if osh_serial_set_baud(fd, Int32(truncatingIfNeeded: baud)) != 0 {
-                lost("cannot set \(baud) baud: \(Self.reason(errno))")
+            do {
+                try port.setSerial(baud: baud, speedOnly: true)
+            } catch {
+                lost("cannot set \(baud) baud: \(error.code.text)")
                 return
             }
         }
@@ -454,7 +467,7 @@ public final class SerialSource {
     private func closePort() {
         if let r = registration { loop.remove(r) }
         registration = nil
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { port.close() }
         fd = -1
         currentBaud = nil
         generation &+= 1
@@ -466,10 +479,6 @@ public final class SerialSource {
         guard s != state else { return }
         state = s
         onState(s)
-    }
-
-    static func reason(_ e: Int32) -> String {
-        Errno(e).text
     }
 
     static func seconds(_ d: Double) -> String { RetryLog.seconds(d) }

@@ -1,3 +1,4 @@
+import CShim
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -80,6 +81,19 @@ public struct FileDescriptor {
 
     public func fsync() throws(SystemError) {
         _ = try Self.retryingInterrupts("fsync") { system.fsync(rawValue) }
+    }
+
+    /// Blocks until the descriptor is ready for `events` (POLLIN, POLLOUT) or CLOCK_MONOTONIC
+    /// reaches `deadline` (ns). True when ready (or in error, which the next call reports).
+    /// For blocking one-off checks before a loop runs; the agent itself never blocks.
+    public func wait(for events: Int16, until deadline: UInt64) throws(SystemError) -> Bool {
+        // Recomputed at each attempt, so an interruption does not stretch the wait.
+        let r = try Self.retryingInterrupts("poll") {
+            let now = osh_monotonic_ns()
+            guard now < deadline else { return 0 }
+            return system.poll(rawValue, events: events, timeoutMs: Int32(clamping: (deadline - now) / 1_000_000 + 1))
+        }
+        return r != 0
     }
 
     /// flock(LOCK_EX | LOCK_NB): EWOULDBLOCK when someone else holds the lock.

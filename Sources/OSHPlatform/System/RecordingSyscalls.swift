@@ -100,6 +100,13 @@ public final class RecordingSyscalls: SyscallDriver {
         return 0
     }
 
+    /// Ready for what was asked, at once.
+    public func poll(_ fd: Int32, events: Int16, timeoutMs: Int32) -> Int {
+        if let f = failure("poll", "poll") { return f }
+        trace.append("poll")
+        return Int(events)
+    }
+
     public func lockExclusive(_ fd: Int32) -> Int {
         if let f = failure("flock", "flock") { return f }
         trace.append("flock")

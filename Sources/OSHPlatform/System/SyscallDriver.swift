@@ -39,6 +39,8 @@ public protocol SyscallDriver: AnyObject {
     func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, socket: Bool) -> Int
     func ioctl(_ fd: Int32, _ request: IoctlRequest, _ argument: UnsafeMutableRawPointer?) -> Int
     func fsync(_ fd: Int32) -> Int
+    /// poll(2) on one descriptor: its revents (0 = timed out), or -errno.
+    func poll(_ fd: Int32, events: Int16, timeoutMs: Int32) -> Int
     /// flock(LOCK_EX | LOCK_NB): EWOULDBLOCK when another open file description holds it.
     func lockExclusive(_ fd: Int32) -> Int
     /// termios: raw 8N1 without flow control at `baud` (`speedOnly`: change only the speed);
@@ -76,6 +78,12 @@ public final class KernelSyscalls: SyscallDriver, Sendable {
     }
 
     public func fsync(_ fd: Int32) -> Int { Self.result(Int(Glibc.fsync(fd))) }
+
+    public func poll(_ fd: Int32, events: Int16, timeoutMs: Int32) -> Int {
+        var p = pollfd(fd: fd, events: events, revents: 0)
+        let r = Self.result(Int(Glibc.poll(&p, 1, timeoutMs)))
+        return r > 0 ? Int(p.revents) : r
+    }
 
     public func lockExclusive(_ fd: Int32) -> Int { Self.result(Int(osh_flock_exclusive_nb(fd))) }
 
