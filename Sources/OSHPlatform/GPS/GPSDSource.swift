@@ -84,7 +84,11 @@ public final class GPSDSource {
     public let port: UInt16
 
     /// Tunables; set them before `start()`.
-    public var backoff = Backoff()
+    /// Reconnect delays: the retry policy's.
+    public var backoff: Backoff {
+        get { log.backoff }
+        set { log.backoff = newValue }
+    }
     public var connectTimeout: Double = 5
     /// Longest JSON line kept; longer ones (never seen from gpsd) are dropped whole.
     public var maxLineBytes = 16 * 1024
@@ -114,7 +118,6 @@ public final class GPSDSource {
     private var everConnected = false
     private var generation: UInt64 = 0
     private var running = false
-    private var failures = 0
     private var log = RetryLog()
     /// gpsd said something on this connection (its VERSION comes first).
     private var answered = false
@@ -147,7 +150,7 @@ public final class GPSDSource {
     public func start() {
         guard !running else { return }
         running = true
-        failures = 0
+        _ = log.recovered() // a new start is a new story: the backoff starts over
         line.reserveCapacity(min(maxLineBytes, 64 * 1024))
         connect()
     }
@@ -396,13 +399,12 @@ public final class GPSDSource {
     }
 
     private func retryLater(_ why: String) {
-        failures += 1
-        let d = backoff.delay(afterFailures: failures)
+        let step = log.nextStep
         // The state says when the next attempt is, every time; the log says it once per outage.
         let pause = state == .streaming && !log.isDown ? "positions pause, " : ""
-        setState(.disconnected("\(why); retrying in \(SerialSource.seconds(d))"))
-        log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(SerialSource.seconds(d))")
-        schedule(.retry, after: d)
+        setState(.disconnected("\(why); retrying in \(SerialSource.seconds(step))"))
+        let verdict = log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(SerialSource.seconds(step))")
+        schedule(.retry, after: verdict.delay)
     }
 
     private func block(_ why: String) {
@@ -421,7 +423,6 @@ public final class GPSDSource {
 
     private func setState(_ s: State) {
         guard s != state else { return }
-        if s == .streaming { failures = 0 }
         state = s
         onState(s)
     }

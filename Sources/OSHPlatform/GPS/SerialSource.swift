@@ -62,7 +62,11 @@ public final class SerialSource {
     public var probeBauds: [Int] = SerialSource.automaticBauds
     public var probeDwell: Double = 2.5
     public var staleAfter: Double = 10
-    public var backoff = Backoff()
+    /// Reconnect delays: the retry policy's.
+    public var backoff: Backoff {
+        get { log.backoff }
+        set { log.backoff = newValue }
+    }
 
     public private(set) var state: State = .disconnected("not started")
     /// The baud the port is set to while open, nil while closed.
@@ -97,7 +101,6 @@ public final class SerialSource {
     private var generation: UInt64 = 0
     private var running = false
     private var everOpened = false
-    private var failures = 0
     private var probeIndex = 0
     private var bytesSinceOpen: UInt64 = 0
     private var windowBytes: UInt64 = 0
@@ -138,7 +141,7 @@ public final class SerialSource {
     public func start() {
         guard !running else { return }
         running = true
-        failures = 0
+        _ = log.recovered() // a new start is a new story: the backoff starts over
         if let b = configuredBaud, osh_serial_baud_supported(Int32(truncatingIfNeeded: b)) == 0 || b <= 0 {
             block("\(b) baud is not a standard serial rate; use one of 4800, 9600, 19200, 38400, 57600, 115200, 230400, or omit the baud for automatic detection",
                   retry: false)
@@ -331,11 +334,7 @@ public final class SerialSource {
             }
             break // 0: VMIN=0/VTIME=0, nothing queued (a hang-up shows in `events`)
         }
-        if got > 0 {
-            emptyWakeups = 0
-            // A good stretch after (re)opening ends the backoff.
-            if failures > 0 && bytesSinceOpen > 0 { failures = 0 }
-        }
+        if got > 0 { emptyWakeups = 0 }
         if events.contains(.hangup) || events.contains(.error) {
             lost("the device hung up")
             return
@@ -379,7 +378,6 @@ public final class SerialSource {
     private func confirmed() {
         guard let b = currentBaud else { return }
         windowBytes = 0
-        failures = 0
         setState(.streaming(b))
         let shown = SerialPortDiagnostics.display(path: path, device: device)
         if log.recovered() && everStreamed {
@@ -449,13 +447,12 @@ public final class SerialSource {
     // MARK: - State
 
     private func retryLater(_ why: String) {
-        failures += 1
-        let d = backoff.delay(afterFailures: failures)
+        let step = log.nextStep
         // The state says when the next attempt is, every time; the log says it once per outage.
         let pause = everStreamed && !log.isDown ? "positions pause, " : ""
-        setState(.disconnected("\(why); retrying in \(Self.seconds(d))"))
-        log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(Self.seconds(d))")
-        schedule(.retry, after: d)
+        setState(.disconnected("\(why); retrying in \(Self.seconds(step))"))
+        let verdict = log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(Self.seconds(step))")
+        schedule(.retry, after: verdict.delay)
     }
 
     private func block(_ why: String, retry: Bool) {
