@@ -102,7 +102,6 @@ public final class SerialSource {
     private var running = false
     private var everOpened = false
     private var probeIndex = 0
-    private var bytesSinceOpen: UInt64 = 0
     private var windowBytes: UInt64 = 0
     private var emptyWakeups = 0
     private var warnedUnconfirmed = false
@@ -244,7 +243,6 @@ public final class SerialSource {
         registration = reg
         if everOpened { reopenCount += 1 }
         everOpened = true
-        bytesSinceOpen = 0
         emptyWakeups = 0
         warnedUnconfirmed = false
         currentBaud = baud
@@ -320,7 +318,6 @@ public final class SerialSource {
             if n > 0 {
                 got += n
                 bytesReceived &+= UInt64(n)
-                bytesSinceOpen &+= UInt64(n)
                 windowBytes &+= UInt64(n)
                 lastDataNanos = osh_monotonic_ns()
                 onData(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))

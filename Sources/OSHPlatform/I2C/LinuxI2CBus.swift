@@ -3,7 +3,8 @@ import CI2C
 import Glibc
 #endif
 
-/// /dev/i2c-N through the i2c-dev driver: every transaction is one I2C_RDWR ioctl.
+/// /dev/i2c-N through the i2c-dev driver: every transaction is one I2C_RDWR ioctl, whose errno
+/// is what the adapter driver left (ENXIO or EREMOTEIO: no ACK; EIO, ETIMEDOUT, EAGAIN: bus trouble).
 public final class LinuxI2CBus: I2CBus {
     public let number: Int
     private let fd: FileDescriptor
