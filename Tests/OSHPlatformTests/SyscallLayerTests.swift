@@ -99,57 +99,83 @@ final class SyscallLayerTests: XCTestCase {
         XCTAssertEqual(sys.trace, ["open /dev/i2c-3", "I2C_FUNCS", "close"])
     }
 
-    /// A serial source on the recording driver; the descriptor it hands out is a real pipe's
-    /// read end, so the event loop can watch it (the test makes it readable by writing a byte).
-    func serialSource(_ sys: RecordingSyscalls, _ loop: EventLoop, pipe fds: [Int32],
-                      received: @escaping ([UInt8]) -> Void) -> SerialSource {
-        sys.nextDescriptor = fds[0]
-        return SerialSource(loop: loop, path: "/dev/ttyMOCK0", baud: 9600, onData: { received(Array($0)) },
-                            isConfirmed: { true }, onReset: {}, onState: { _ in }, system: sys)
+    /// A serial source at 9600 baud on the recording driver, started; the descriptor it is handed
+    /// is a real pipe's read end, so the event loop can watch it. `readable()` makes it readable
+    /// and runs the loop once.
+    final class SerialRig {
+        let loop: EventLoop
+        let sys = RecordingSyscalls()
+        let fds: [Int32]
+        let source: SerialSource
+        private let bytes = Bytes()
+        var received: [UInt8] { bytes.all }
+        final class Bytes { var all: [UInt8] = [] }
+
+        init() throws {
+            loop = try EventLoop()
+            var p: [Int32] = [-1, -1]
+            guard pipe(&p) == 0 else { throw SystemError.last("pipe") }
+            fds = p
+            sys.nextDescriptor = p[0]
+            source = SerialSource(loop: loop, path: "/dev/ttyMOCK0", baud: 9600, onData: { [bytes] in bytes.all += $0 },
+                                  isConfirmed: { true }, onReset: {}, onState: { _ in }, system: sys)
+            source.start()
+        }
+
+        func readable() throws {
+            XCTAssertEqual(write(fds[1], "x", 1), 1)
+            _ = try loop.runOnce(timeoutMs: 1000)
+        }
+
+        deinit {
+            source.stop()
+            close(fds[0])
+            close(fds[1])
+        }
     }
 
     func testOneSerialOpenAndReadTrace() throws {
         Log.muted = true
         defer { Log.muted = false }
-        let loop = try EventLoop()
-        var fds: [Int32] = [-1, -1]
-        XCTAssertEqual(pipe(&fds), 0)
-        defer { close(fds[0]); close(fds[1]) }
-        let sys = RecordingSyscalls()
-        var got: [UInt8] = []
-        let source = serialSource(sys, loop, pipe: fds) { got += $0 }
-        source.start()
-        XCTAssertEqual(sys.trace, ["open /dev/ttyMOCK0", "flock", "TIOCEXCL", "termios raw 8N1 9600 baud"])
-        XCTAssertEqual(source.state, .streaming(9600))
+        let rig = try SerialRig()
+        XCTAssertEqual(rig.sys.trace, ["open /dev/ttyMOCK0", "flock", "TIOCEXCL", "termios raw 8N1 9600 baud"])
+        XCTAssertEqual(rig.source.state, .streaming(9600))
 
-        sys.clearTrace()
-        sys.reads = [Array("$GPGGA".utf8)]
-        sys.inject(.interrupted, into: "read")
-        XCTAssertEqual(write(fds[1], "x", 1), 1)
-        _ = try loop.runOnce(timeoutMs: 1000)
-        XCTAssertEqual(got, Array("$GPGGA".utf8))
-        XCTAssertEqual(sys.trace, ["read → EINTR", "read 6", "read → EAGAIN"])
-        source.stop()
-        XCTAssertEqual(sys.trace.last, "close")
+        rig.sys.clearTrace()
+        rig.sys.reads = [Array("$GPGGA".utf8)]
+        rig.sys.inject(.interrupted, into: "read")
+        try rig.readable()
+        XCTAssertEqual(rig.received, Array("$GPGGA".utf8))
+        XCTAssertEqual(rig.sys.trace, ["read → EINTR", "read 6", "read → EAGAIN"])
+        rig.source.stop()
+        XCTAssertEqual(rig.sys.trace.last, "close")
     }
 
     func testSerialReadErrorClosesThePortAndSaysWhy() throws {
         Log.muted = true
         defer { Log.muted = false }
-        let loop = try EventLoop()
-        var fds: [Int32] = [-1, -1]
-        XCTAssertEqual(pipe(&fds), 0)
-        defer { close(fds[0]); close(fds[1]) }
+        let rig = try SerialRig()
+        rig.sys.clearTrace()
+        rig.sys.inject(.ioError, into: "read")
+        try rig.readable()
+        XCTAssertEqual(rig.sys.trace, ["read → EIO", "close"])
+        XCTAssertEqual(rig.source.state, .disconnected("/dev/ttyMOCK0 went away (Input/output error; unplugged?); retrying in 0.5 s"))
+    }
+
+    func testV4L2IoctlsGoThroughTheLayer() throws {
         let sys = RecordingSyscalls()
-        let source = serialSource(sys, loop, pipe: fds) { _ in }
-        source.start()
-        sys.clearTrace()
-        sys.inject(.ioError, into: "read")
-        XCTAssertEqual(write(fds[1], "x", 1), 1)
-        _ = try loop.runOnce(timeoutMs: 1000)
-        XCTAssertEqual(sys.trace, ["read → EIO", "close"])
-        XCTAssertEqual(source.state, .disconnected("/dev/ttyMOCK0 went away (Input/output error; unplugged?); retrying in 0.5 s"))
-        source.stop()
+        let v4l2 = SystemV4L2(system: sys)
+        guard case .success(let fd) = v4l2.open("/dev/video0") else { return XCTFail("open failed") }
+        var arg = 0
+        func call(_ r: V4L2Request) -> Int32? {
+            withUnsafeMutableBytes(of: &arg) { p in p.baseAddress.map { v4l2.ioctl(fd, r, $0) } }
+        }
+        sys.inject(.interrupted, into: "VIDIOC_DQBUF")
+        XCTAssertEqual(call(.dqbuf), 0)
+        sys.inject(.noDevice, into: "VIDIOC_QBUF")
+        XCTAssertEqual(call(.qbuf), ENODEV)
+        v4l2.close(fd)
+        XCTAssertEqual(sys.trace, ["open /dev/video0", "VIDIOC_DQBUF → EINTR", "VIDIOC_DQBUF", "VIDIOC_QBUF → ENODEV", "close"])
     }
 
     func testErrnoNamesAndTexts() {

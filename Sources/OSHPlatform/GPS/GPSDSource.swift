@@ -256,21 +256,19 @@ public final class GPSDSource {
         let gen = generation
         let socket = self.socket
         for _ in 0..<64 {
-            let n: Int
-            do {
-                n = try socket.read(into: buffer)
-            } catch {
-                if error.code == .wouldBlock { break }
-                lost(error.code.text)
-                return
-            }
-            if n > 0 {
+            switch socket.readAvailable(into: buffer) {
+            case .bytes(let n):
                 feed(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
                 guard running, gen == generation else { return }
-                continue
+            case .empty:
+                return
+            case .end:
+                lost("gpsd closed the connection")
+                return
+            case .failed(let e):
+                lost(e.code.text)
+                return
             }
-            lost("gpsd closed the connection")
-            return
         }
     }
 
@@ -467,14 +465,9 @@ public final class GPSDSource {
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
         defer { chunk.deallocate() }
         while !sawDevices && wait(Int16(POLLIN)) {
-            let n: Int
-            do {
-                n = try socket.read(into: chunk)
-            } catch {
-                if error.code == .wouldBlock { continue }
-                break
-            }
-            if n == 0 { break }
+            let got = socket.readAvailable(into: chunk)
+            if case .empty = got { continue }
+            guard case .bytes(let n) = got else { break }
             pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
             while let nl = pending.firstIndex(of: 0x0A) {
                 let lineBytes = Array(pending[..<nl])

@@ -306,16 +306,9 @@ public final class SerialSource {
         let port = self.port
         var got = 0
         // Bounded so one chatty port cannot starve the rest of the loop; epoll is level-triggered.
-        for _ in 0..<64 {
-            let n: Int
-            do {
-                n = try port.read(into: buffer)
-            } catch {
-                if error.code == .wouldBlock { break }
-                lost(error.code.text)
-                return
-            }
-            if n > 0 {
+        drain: for _ in 0..<64 {
+            switch port.readAvailable(into: buffer) {
+            case .bytes(let n):
                 got += n
                 bytesReceived &+= UInt64(n)
                 windowBytes &+= UInt64(n)
@@ -327,9 +320,12 @@ public final class SerialSource {
                     confirmed()
                 }
                 guard isCurrent(generationAtOpen: gen) else { return }
-                continue
+            case .empty, .end:
+                break drain // VMIN=0/VTIME=0 reads 0 when nothing is queued (a hang-up shows in `events`)
+            case .failed(let e):
+                lost(e.code.text)
+                return
             }
-            break // 0: VMIN=0/VTIME=0, nothing queued (a hang-up shows in `events`)
         }
         if got > 0 { emptyWakeups = 0 }
         if events.contains(.hangup) || events.contains(.error) {

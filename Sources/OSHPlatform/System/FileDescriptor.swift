@@ -33,6 +33,27 @@ public struct FileDescriptor {
         try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: nil) }
     }
 
+    /// What a read of a non-blocking descriptor found.
+    public enum Available {
+        /// This many bytes (> 0).
+        case bytes(Int)
+        /// Nothing queued now (EAGAIN).
+        case empty
+        /// End of file: the peer closed (a socket), or nothing queued with VMIN=0 (a tty).
+        case end
+        case failed(SystemError)
+    }
+
+    /// read(2) on a non-blocking descriptor, for a loop that drains it on each readable event.
+    public func readAvailable(into buffer: UnsafeMutableRawBufferPointer) -> Available {
+        do {
+            let n = try read(into: buffer)
+            return n > 0 ? .bytes(n) : .end
+        } catch {
+            return error.code == .wouldBlock ? .empty : .failed(error)
+        }
+    }
+
     /// pread(2) at `offset`.
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
         try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: offset) }
