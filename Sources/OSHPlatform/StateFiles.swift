@@ -13,7 +13,7 @@ public enum StateFiles {
         let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
         do {
             try bytes.withUnsafeBytes { try fd.writeAll($0) }
-            try fd.fsync()
+            try fd.sync()
         } catch {
             fd.close()
             unlink(tmp)
@@ -26,10 +26,7 @@ public enum StateFiles {
             throw e
         }
         // The rename is durable only once the directory entry is on disk.
-        if let d = try? FileDescriptor.open(dir, O_RDONLY | O_DIRECTORY) {
-            try? d.fsync()
-            d.close()
-        }
+        FileDescriptor.syncDirectory(dir)
     }
 
     /// The file's bytes, or nil if it does not exist. Other errors throw.

@@ -59,26 +59,27 @@ public struct FileDescriptor {
         try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: offset) }
     }
 
-    /// write(2): the count written (possibly short).
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(SystemError) -> Int {
-        try Self.retryingInterrupts("write") { system.write(rawValue, bytes, socket: false) }
+    /// write(2), or pwrite(2) at `offset`: the count written (possibly short).
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int? = nil) throws(SystemError) -> Int {
+        try Self.retryingInterrupts("write") { system.write(rawValue, bytes, at: offset) }
     }
 
     /// Writes every byte (short writes continued); a write that makes no progress is EIO.
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
-        try writeAll(bytes, call: "write", socket: false)
+        try writeAll(bytes, call: "write") { system.write(rawValue, $0, at: nil) }
     }
 
     /// send(2) of every byte with MSG_NOSIGNAL: a reset peer is EPIPE, not a SIGPIPE.
     public func sendAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
-        try writeAll(bytes, call: "send", socket: true)
+        try writeAll(bytes, call: "send") { system.send(rawValue, $0) }
     }
 
-    private func writeAll(_ bytes: UnsafeRawBufferPointer, call: String, socket: Bool) throws(SystemError) {
+    private func writeAll(_ bytes: UnsafeRawBufferPointer, call: String,
+                          _ write: (UnsafeRawBufferPointer) -> Int) throws(SystemError) {
         var done = 0
         while done < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
-            let n = try Self.retryingInterrupts(call) { system.write(rawValue, rest, socket: socket) }
+            let n = try Self.retryingInterrupts(call) { write(rest) }
             guard n > 0 else { throw SystemError(call, .ioError) }
             done += n
         }
@@ -100,8 +101,22 @@ public struct FileDescriptor {
         return r
     }
 
-    public func fsync() throws(SystemError) {
-        _ = try Self.retryingInterrupts("fsync") { system.fsync(rawValue) }
+    /// fsync(2), or fdatasync(2) with `dataOnly` (the data and size, not the timestamps).
+    public func sync(dataOnly: Bool = false) throws(SystemError) {
+        _ = try Self.retryingInterrupts(dataOnly ? "fdatasync" : "fsync") { system.fsync(rawValue, dataOnly: dataOnly) }
+    }
+
+    /// Makes a directory's entries durable (a created or renamed file survives a power cut only
+    /// once its directory is synced). Best effort: nothing to do about a failure.
+    public static func syncDirectory(_ path: String, system: any SyscallDriver = KernelSyscalls.shared) {
+        guard let d = try? open(path, O_RDONLY | O_DIRECTORY, system: system) else { return }
+        try? d.sync()
+        d.close()
+    }
+
+    /// ftruncate(2).
+    public func truncate(to length: Int) throws(SystemError) {
+        _ = try Self.retryingInterrupts("ftruncate") { system.truncate(rawValue, to: length) }
     }
 
     /// Blocks until the descriptor is ready for `events` (POLLIN, POLLOUT) or CLOCK_MONOTONIC

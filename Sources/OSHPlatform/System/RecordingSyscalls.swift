@@ -26,8 +26,9 @@ public final class RecordingSyscalls: SyscallDriver {
 
     public init() {}
 
-    /// The next `times` calls named `call` ("open", "read", "write", "close", "fsync", "flock",
-    /// "termios", or an ioctl's name such as "I2C_RDWR") fail with `errno` before doing anything.
+    /// The next `times` calls named `call` ("open", "read", "write", "send", "close", "fsync",
+    /// "fdatasync", "ftruncate", "poll", "flock", "termios", or an ioctl's name such as
+    /// "I2C_RDWR") fail with `errno` before doing anything.
     public func inject(_ errno: Errno, into call: String, times: Int = 1) {
         for _ in 0..<max(0, times) { injected.append((call, errno)) }
     }
@@ -72,8 +73,13 @@ public final class RecordingSyscalls: SyscallDriver {
         return n
     }
 
-    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, socket: Bool) -> Int {
-        let call = socket ? "send" : "write"
+    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int?) -> Int {
+        record("write", bytes)
+    }
+
+    public func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int { record("send", bytes) }
+
+    private func record(_ call: String, _ bytes: UnsafeRawBufferPointer) -> Int {
         if let f = failure(call, call) { return f }
         trace.append("\(call) \(bytes.count)")
         written.append(Array(bytes))
@@ -94,9 +100,16 @@ public final class RecordingSyscalls: SyscallDriver {
         return r
     }
 
-    public func fsync(_ fd: Int32) -> Int {
-        if let f = failure("fsync", "fsync") { return f }
-        trace.append("fsync")
+    public func fsync(_ fd: Int32, dataOnly: Bool) -> Int {
+        let call = dataOnly ? "fdatasync" : "fsync"
+        if let f = failure(call, call) { return f }
+        trace.append(call)
+        return 0
+    }
+
+    public func truncate(_ fd: Int32, to length: Int) -> Int {
+        if let f = failure("ftruncate", "ftruncate \(length)") { return f }
+        trace.append("ftruncate \(length)")
         return 0
     }
 

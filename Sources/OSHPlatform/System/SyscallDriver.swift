@@ -35,10 +35,14 @@ public protocol SyscallDriver: AnyObject {
     func close(_ fd: Int32) -> Int
     /// read(2), or pread(2) at `offset`.
     func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int?) -> Int
-    /// write(2), or send(2) with MSG_NOSIGNAL on a socket (a reset peer is EPIPE, not SIGPIPE).
-    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, socket: Bool) -> Int
+    /// write(2), or pwrite(2) at `offset`.
+    func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int?) -> Int
+    /// send(2) with MSG_NOSIGNAL: a reset peer is EPIPE, not SIGPIPE.
+    func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int
     func ioctl(_ fd: Int32, _ request: IoctlRequest, _ argument: UnsafeMutableRawPointer?) -> Int
-    func fsync(_ fd: Int32) -> Int
+    /// fsync(2), or fdatasync(2) (`dataOnly`: the data and the size, not the timestamps).
+    func fsync(_ fd: Int32, dataOnly: Bool) -> Int
+    func truncate(_ fd: Int32, to length: Int) -> Int
     /// poll(2) on one descriptor: its revents (0 = timed out), or -errno.
     func poll(_ fd: Int32, events: Int16, timeoutMs: Int32) -> Int
     /// flock(LOCK_EX | LOCK_NB): EWOULDBLOCK when another open file description holds it.
@@ -68,16 +72,24 @@ public final class KernelSyscalls: SyscallDriver, Sendable {
         return Self.result(Glibc.read(fd, buffer.baseAddress, buffer.count))
     }
 
-    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, socket: Bool) -> Int {
-        if socket { return Self.result(osh_send_nosignal(fd, bytes.baseAddress, bytes.count)) }
+    public func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int?) -> Int {
+        if let offset { return Self.result(pwrite(fd, bytes.baseAddress, bytes.count, off_t(offset))) }
         return Self.result(Glibc.write(fd, bytes.baseAddress, bytes.count))
+    }
+
+    public func send(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int {
+        Self.result(osh_send_nosignal(fd, bytes.baseAddress, bytes.count))
     }
 
     public func ioctl(_ fd: Int32, _ request: IoctlRequest, _ argument: UnsafeMutableRawPointer?) -> Int {
         Self.result(Int(osh_ioctl_ptr(fd, request.code, argument)))
     }
 
-    public func fsync(_ fd: Int32) -> Int { Self.result(Int(Glibc.fsync(fd))) }
+    public func fsync(_ fd: Int32, dataOnly: Bool) -> Int {
+        Self.result(Int(dataOnly ? fdatasync(fd) : Glibc.fsync(fd)))
+    }
+
+    public func truncate(_ fd: Int32, to length: Int) -> Int { Self.result(Int(ftruncate(fd, off_t(length)))) }
 
     public func poll(_ fd: Int32, events: Int16, timeoutMs: Int32) -> Int {
         var p = pollfd(fd: fd, events: events, revents: 0)
