@@ -33,6 +33,11 @@ public struct FileDescriptor {
         try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: nil) }
     }
 
+    /// pread(2) at `offset`.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
+        try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: offset) }
+    }
+
     /// What a read of a non-blocking descriptor found.
     public enum Available {
         /// This many bytes (> 0).
@@ -52,11 +57,6 @@ public struct FileDescriptor {
         } catch {
             return error.code == .wouldBlock ? .empty : .failed(error)
         }
-    }
-
-    /// pread(2) at `offset`.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(SystemError) -> Int {
-        try Self.retryingInterrupts("read") { system.read(rawValue, into: buffer, at: offset) }
     }
 
     /// write(2), or pwrite(2) at `offset`: the count written (possibly short).
@@ -97,8 +97,7 @@ public struct FileDescriptor {
         let r = withUnsafeMutableBytes(of: &value) { p in
             Self.retryingInterruptsRaw { system.ioctl(rawValue, request, p.baseAddress) }
         }
-        guard r >= 0 else { throw SystemError(request.name, Errno(Int32(truncatingIfNeeded: -r))) }
-        return r
+        return try Self.checked(request.name, r)
     }
 
     /// fsync(2), or fdatasync(2) with `dataOnly` (the data and size, not the timestamps).
@@ -155,7 +154,12 @@ public struct FileDescriptor {
 
     @inline(__always)
     static func retryingInterrupts(_ name: String, subject: String? = nil, _ call: () -> Int) throws(SystemError) -> Int {
-        let r = retryingInterruptsRaw(call)
+        try checked(name, retryingInterruptsRaw(call), subject: subject)
+    }
+
+    /// A driver's answer (≥ 0, or -errno) as a result or the error naming the call.
+    @inline(__always)
+    static func checked(_ name: String, _ r: Int, subject: String? = nil) throws(SystemError) -> Int {
         guard r >= 0 else { throw SystemError(name, Errno(Int32(truncatingIfNeeded: -r)), subject: subject) }
         return r
     }
