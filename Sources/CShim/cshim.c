@@ -9,14 +9,10 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/timex.h>
-#include <linux/i2c.h>
-#include <linux/i2c-dev.h>
 
 int osh_open(const char *path, int flags, mode_t mode) { return open(path, flags | O_CLOEXEC, mode); }
 
 int osh_ioctl_ptr(int fd, unsigned long request, void *arg) { return ioctl(fd, request, arg); }
-
-int osh_ioctl_long(int fd, unsigned long request, unsigned long arg) { return ioctl(fd, request, arg); }
 
 int osh_set_nonblocking(int fd) {
     int flags = fcntl(fd, F_GETFL);
@@ -195,7 +191,6 @@ int osh_serial_set_baud(int fd, int baud) {
     return tcflush(fd, TCIFLUSH);
 }
 
-int osh_tty_set_exclusive(int fd) { return ioctl(fd, TIOCEXCL); }
 
 int osh_flock_exclusive_nb(int fd) { return flock(fd, LOCK_EX | LOCK_NB); }
 
@@ -267,22 +262,3 @@ int osh_socket_error(int fd) {
 }
 
 ssize_t osh_send_nosignal(int fd, const void *buf, size_t len) { return send(fd, buf, len, MSG_NOSIGNAL); }
-
-// ---- I²C ----
-
-int osh_i2c_transfer(int fd, uint16_t addr, const uint8_t *wbuf, uint16_t wlen, uint8_t *rbuf, uint16_t rlen) {
-    struct i2c_msg msgs[2];
-    int n = 0;
-    if (wlen > 0) {
-        msgs[n].addr = addr; msgs[n].flags = 0; msgs[n].len = wlen; msgs[n].buf = (uint8_t *)wbuf; n++;
-    }
-    if (rlen > 0) {
-        msgs[n].addr = addr; msgs[n].flags = I2C_M_RD; msgs[n].len = rlen; msgs[n].buf = rbuf; n++;
-    }
-    if (n == 0) { errno = EINVAL; return -1; }
-    struct i2c_rdwr_ioctl_data data = { .msgs = msgs, .nmsgs = (uint32_t)n };
-    // The ioctl returns the number of messages transferred.
-    return ioctl(fd, I2C_RDWR, &data) < 0 ? -1 : 0;
-}
-
-int osh_i2c_funcs(int fd, unsigned long *funcs) { return ioctl(fd, I2C_FUNCS, funcs); }

@@ -136,8 +136,3 @@ public struct BoardIdentity: Sendable, Equatable {
         return n.isEmpty ? nil : n
     }
 }
-
-/// read(2), reachable from inside BoardIdentity (whose own `read` would shadow it).
-private func sysRead(_ fd: Int32, _ buf: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(fd, buf, count)
-}

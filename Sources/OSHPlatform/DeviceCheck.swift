@@ -39,17 +39,13 @@ public enum DeviceCheck {
         if devDirectory != "/dev", path.hasPrefix("/dev/") { path = devDirectory + path.dropFirst(4) }
         if access(path, F_OK) != 0 {
             let e = errno
-            return "\(r.key) = \"\(r.path)\": \(reason(e)); " + missingHint(r)
+            return "\(r.key) = \"\(r.path)\": \(Errno(e).text); " + missingHint(r)
         }
         if access(path, R_OK | W_OK) != 0 {
             let e = errno
-            return "\(r.key) = \"\(r.path)\": \(reason(e)); " + permissionHint(r)
+            return "\(r.key) = \"\(r.path)\": \(Errno(e).text); " + permissionHint(r)
         }
         return nil
-    }
-
-    private static func reason(_ e: Int32) -> String {
-        strerror(e).map { String(cString: $0) } ?? "errno \(e)"
     }
 
     private static func missingHint(_ r: DeviceRequirement) -> String {

@@ -17,6 +17,16 @@ public struct RetryLog {
     /// In an outage: a failure was logged and no recovery yet.
     public var isDown: Bool { policy.isDown }
 
+    /// The backoff the policy schedules retries with (a device's `backoff` setting).
+    public var backoff: Backoff {
+        get { policy.backoff }
+        set { policy.backoff = newValue }
+    }
+
+    /// The step the next failure will be retried after (before jitter): what a state text says
+    /// ("retrying in 4 s") before `failed` returns the verdict whose `delay` is scheduled.
+    public var nextStep: Double { policy.backoff.delay(afterFailures: policy.failures + 1) }
+
     /// A failure that will be retried. The first of an outage is logged with `firstSuffix` (e.g.
     /// "; retrying in 1 s"); later ones only when their key was not logged in this outage yet.
     /// Returns the policy's verdict (its `delay` is the next wait for callers that use its backoff).

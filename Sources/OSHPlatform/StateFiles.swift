@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CShim
 
 /// Small state files (the per-server id cache) written so a power cut leaves either
 /// the old file or the new one, never a torn one: write a temp file beside it, fsync
@@ -11,55 +10,43 @@ public enum StateFiles {
         let dir = directory(of: path)
         try makeDirectories(dir)
         let tmp = path + ".tmp"
-        let fd = osh_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard fd >= 0 else { throw SystemError.last("open", subject: tmp) }
-        var ok = true
-        var err: SystemError?
-        bytes.withUnsafeBytes { buf in
-            var off = 0
-            while off < buf.count {
-                let n = Glibc.write(fd, buf.baseAddress! + off, buf.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    err = SystemError.last("write", subject: tmp); ok = false; return
-                }
-                off += n
-            }
-        }
-        if ok, fsync(fd) != 0 { err = SystemError.last("fsync", subject: tmp); ok = false }
-        close(fd)
-        guard ok else {
+        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        do {
+            try bytes.withUnsafeBytes { try fd.writeAll($0) }
+            try fd.sync()
+        } catch {
+            fd.close()
             unlink(tmp)
-            throw err ?? SystemError("write", errno: EIO, subject: tmp)
+            throw (error as? SystemError)?.on(tmp) ?? error
         }
+        fd.close()
         guard rename(tmp, path) == 0 else {
             let e = SystemError.last("rename", subject: path)
             unlink(tmp)
             throw e
         }
         // The rename is durable only once the directory entry is on disk.
-        let dfd = osh_open(dir, O_RDONLY | O_DIRECTORY, 0)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        FileDescriptor.syncDirectory(dir)
     }
 
     /// The file's bytes, or nil if it does not exist. Other errors throw.
     public static func read(_ path: String, limit: Int = 1 << 20) throws -> [UInt8]? {
-        let fd = osh_open(path, O_RDONLY, 0)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw SystemError.last("open", subject: path)
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, O_RDONLY)
+        } catch {
+            if error.code == .noSuchFile { return nil }
+            throw error
         }
-        defer { close(fd) }
+        defer { fd.close() }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
+        defer { chunk.deallocate() }
         var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while out.count < limit {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.last("read", subject: path)
-            }
+            let n: Int
+            do { n = try fd.read(into: chunk) } catch { throw error.on(path) }
             if n == 0 { break }
-            out.append(contentsOf: chunk[0..<n])
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
         }
         return out
     }

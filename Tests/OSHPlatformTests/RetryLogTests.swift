@@ -1,3 +1,4 @@
+import OSHCore
 import OSHPlatform
 import XCTest
 
@@ -21,6 +22,25 @@ final class RetryLogTests: XCTestCase {
         }
         XCTAssertEqual(got.map(\.1), ["w", "n"])
         XCTAssertEqual(got.map(\.0), [.warning, .notice])
+    }
+
+    /// A device's `backoff` setting is the policy's: the step a state text shows before the
+    /// failure is the one the verdict schedules, and a recovery starts the steps over.
+    func testTheNextStepIsTheVerdictsStepAndRecoveryStartsOver() {
+        Log.muted = true
+        defer { Log.muted = false }
+        var log = RetryLog()
+        log.backoff = Backoff(initial: 0.05, maximum: 0.2)
+        var shown: [Double] = []
+        var scheduled: [Double] = []
+        for _ in 0..<4 {
+            shown.append(log.nextStep)
+            scheduled.append(log.failed(.warning, "gone").delay)
+        }
+        XCTAssertEqual(shown, [0.05, 0.1, 0.2, 0.2])
+        XCTAssertEqual(scheduled, shown)
+        XCTAssertTrue(log.recovered())
+        XCTAssertEqual(log.nextStep, 0.05)
     }
 
     func testAnOutageIsItsFirstFailureWhatChangesAndTheRecovery() {

@@ -19,8 +19,6 @@
 int osh_open(const char *path, int flags, mode_t mode);
 // ioctl(2) with a pointer argument (variadic in C).
 int osh_ioctl_ptr(int fd, unsigned long request, void *arg);
-// ioctl(2) with an integer argument (e.g. I2C_SLAVE takes the address by value).
-int osh_ioctl_long(int fd, unsigned long request, unsigned long arg);
 // fcntl(2) F_GETFL / F_SETFL helpers (variadic in C).
 int osh_set_nonblocking(int fd);
 int osh_set_cloexec(int fd);
@@ -73,8 +71,6 @@ int osh_serial_configure(int fd, int baud);
 int osh_serial_set_baud(int fd, int baud);
 // 1 when `baud` is one of the standard rates termios names (B1200 … B921600).
 int osh_serial_baud_supported(int baud);
-// ioctl(TIOCEXCL): later open(2)s of the tty fail with EBUSY (except for CAP_SYS_ADMIN).
-int osh_tty_set_exclusive(int fd);
 // flock(LOCK_EX | LOCK_NB); -1 with EWOULDBLOCK when another open file description holds it.
 int osh_flock_exclusive_nb(int fd);
 // A new pseudo-terminal: posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC), grantpt, unlockpt, the master
@@ -90,14 +86,5 @@ int osh_tcp_connect_numeric(const char *host, uint16_t port, int *in_progress);
 int osh_socket_error(int fd);
 // send(2) with MSG_NOSIGNAL, so a reset peer gives EPIPE instead of SIGPIPE.
 ssize_t osh_send_nosignal(int fd, const void *buf, size_t len);
-
-// ---- I²C (/dev/i2c-N) ----
-// One I2C_RDWR transaction to a 7-bit address: `wlen` bytes written, then (with a repeated
-// start, no stop in between) `rlen` bytes read. wlen or rlen may be 0 (a write-only or
-// read-only transfer). Returns 0, or -1 with errno as the adapter driver left it (ENXIO or
-// EREMOTEIO: no ACK; EIO, ETIMEDOUT, EAGAIN: bus trouble).
-int osh_i2c_transfer(int fd, uint16_t addr, const uint8_t *wbuf, uint16_t wlen, uint8_t *rbuf, uint16_t rlen);
-// I2C_FUNCS: the adapter's functionality bits (I2C_FUNC_I2C = 0x1 means I2C_RDWR works).
-int osh_i2c_funcs(int fd, unsigned long *funcs);
 
 #endif

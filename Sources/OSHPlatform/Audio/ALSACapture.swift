@@ -46,7 +46,11 @@ public final class ALSACapture: AudioCapture {
     public let device: String
     public let request: Request
     public let configText: String?
-    public var backoff = Backoff()
+    /// Reopen delays: the retry policy's.
+    public var backoff: Backoff {
+        get { policy.backoff }
+        set { policy.backoff = newValue }
+    }
     /// How often a device whose descriptors epoll cannot watch is read (nil = once per period,
     /// which replays a `file`-plugin source in real time; tests set it shorter).
     public var pacing: Double?
@@ -76,7 +80,8 @@ public final class ALSACapture: AudioCapture {
     private var retiredBuffer: UnsafeMutableRawPointer?
     private var running = false
     private var everOpened = false
-    private var failures = 0
+    /// Counts the failures of an outage and says how long to wait; the owner logs (from `onState`).
+    private var policy = ReconnectPolicy()
     /// Bumped on every close, so a callback that stopped or reopened the device is noticed mid-read.
     private var generation: UInt64 = 0
     private lazy var retry = LoopDeadline(loop: loop) { [weak self] in self?.attemptOpen() }
@@ -97,7 +102,7 @@ public final class ALSACapture: AudioCapture {
     public func start() {
         guard !running else { return }
         running = true
-        failures = 0
+        _ = policy.succeeded() // a new start: the backoff starts over
         attemptOpen()
     }
 
@@ -118,14 +123,11 @@ public final class ALSACapture: AudioCapture {
             try openDevice()
             if everOpened { reopenCount += 1 }
             everOpened = true
-            failures = 0
+            _ = policy.succeeded()
             if let f = format { setState(.capturing(f)) }
         } catch {
             closeDevice()
-            failures += 1
-            let wait = backoff.delay(afterFailures: failures)
-            setState(.disconnected("\(error)", retryIn: wait))
-            try? retry.arm(after: wait)
+            retryLater("\(error)")
         }
     }
 
@@ -305,10 +307,13 @@ public final class ALSACapture: AudioCapture {
     private func lose(_ why: String) {
         closeDevice()
         guard running else { return }
-        failures += 1
-        let wait = backoff.delay(afterFailures: failures)
-        setState(.disconnected(why, retryIn: wait))
-        try? retry.arm(after: wait)
+        retryLater(why)
+    }
+
+    private func retryLater(_ why: String) {
+        let verdict = policy.failed(key: why)
+        setState(.disconnected(why, retryIn: verdict.step))
+        try? retry.arm(after: verdict.delay)
     }
 
     // MARK: - Reading

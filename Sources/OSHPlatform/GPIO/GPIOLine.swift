@@ -52,7 +52,7 @@ public struct GPIOError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         let what = "GPIO line \(line) of \(chip)"
-        let why = errno != 0 ? (strerror(errno).map { String(cString: $0) } ?? "errno \(errno)") : ""
+        let why = errno != 0 ? Errno(errno).text : ""
         switch kind {
         case .chipMissing:
             let chips = GPIOChips.present()

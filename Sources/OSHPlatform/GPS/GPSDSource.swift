@@ -84,7 +84,11 @@ public final class GPSDSource {
     public let port: UInt16
 
     /// Tunables; set them before `start()`.
-    public var backoff = Backoff()
+    /// Reconnect delays: the retry policy's.
+    public var backoff: Backoff {
+        get { log.backoff }
+        set { log.backoff = newValue }
+    }
     public var connectTimeout: Double = 5
     /// Longest JSON line kept; longer ones (never seen from gpsd) are dropped whole.
     public var maxLineBytes = 16 * 1024
@@ -108,12 +112,12 @@ public final class GPSDSource {
     private var phase: Phase = .idle
     private lazy var deadline = LoopDeadline(loop: loop) { [weak self] in self?.timerFired() }
     private var fd: Int32 = -1
+    private var socket: FileDescriptor { FileDescriptor(rawValue: fd) }
     private var registration: EventLoop.Registration?
     private var connected = false
     private var everConnected = false
     private var generation: UInt64 = 0
     private var running = false
-    private var failures = 0
     private var log = RetryLog()
     /// gpsd said something on this connection (its VERSION comes first).
     private var answered = false
@@ -136,7 +140,7 @@ public final class GPSDSource {
 
     deinit {
         if let r = registration { loop.remove(r) }
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { socket.close() }
         deadline.cancel()
         buffer.deallocate()
     }
@@ -146,7 +150,7 @@ public final class GPSDSource {
     public func start() {
         guard !running else { return }
         running = true
-        failures = 0
+        _ = log.recovered() // a new start is a new story: the backoff starts over
         line.reserveCapacity(min(maxLineBytes, 64 * 1024))
         connect()
     }
@@ -227,9 +231,10 @@ public final class GPSDSource {
         line.removeAll(keepingCapacity: true)
         discarding = false
         answered = false
-        let sent = Self.watchBytes.withUnsafeBytes { osh_send_nosignal(fd, $0.baseAddress, $0.count) }
-        guard sent == Self.watchBytes.count else {
-            lost(sent < 0 ? SerialSource.reason(errno) : "short write of the WATCH command")
+        do {
+            try Self.watchBytes.withUnsafeBytes { try socket.sendAll($0) }
+        } catch {
+            lost((error as? SystemError)?.code.text ?? "\(error)")
             return
         }
         if everConnected { reconnectCount += 1 }
@@ -241,7 +246,7 @@ public final class GPSDSource {
         if e == ECONNREFUSED {
             retryLater("gpsd is not listening on \(endpoint) (is it installed and running? `sudo systemctl enable --now gpsd.socket`)")
         } else {
-            retryLater("cannot connect to gpsd at \(endpoint): \(SerialSource.reason(e))")
+            retryLater("cannot connect to gpsd at \(endpoint): \(Errno(e).text)")
         }
     }
 
@@ -249,22 +254,21 @@ public final class GPSDSource {
 
     private func readable(_ events: EventLoop.Events) {
         let gen = generation
+        let socket = self.socket
         for _ in 0..<64 {
-            let n = read(fd, buffer.baseAddress, buffer.count)
-            if n > 0 {
+            switch socket.readAvailable(into: buffer) {
+            case .bytes(let n):
                 feed(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
                 guard running, gen == generation else { return }
-                continue
-            }
-            if n == 0 {
+            case .empty:
+                return
+            case .end:
                 lost("gpsd closed the connection")
                 return
+            case .failed(let e):
+                lost(e.code.text)
+                return
             }
-            let e = errno
-            if e == EINTR { continue }
-            if e == EAGAIN || e == EWOULDBLOCK { break }
-            lost(SerialSource.reason(e))
-            return
         }
     }
 
@@ -393,13 +397,12 @@ public final class GPSDSource {
     }
 
     private func retryLater(_ why: String) {
-        failures += 1
-        let d = backoff.delay(afterFailures: failures)
+        let step = log.nextStep
         // The state says when the next attempt is, every time; the log says it once per outage.
         let pause = state == .streaming && !log.isDown ? "positions pause, " : ""
-        setState(.disconnected("\(why); retrying in \(SerialSource.seconds(d))"))
-        log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(SerialSource.seconds(d))")
-        schedule(.retry, after: d)
+        setState(.disconnected("\(why); retrying in \(SerialSource.seconds(step))"))
+        let verdict = log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(SerialSource.seconds(step))")
+        schedule(.retry, after: verdict.delay)
     }
 
     private func block(_ why: String) {
@@ -410,7 +413,7 @@ public final class GPSDSource {
     private func closeSocket() {
         if let r = registration { loop.remove(r) }
         registration = nil
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { socket.close() }
         fd = -1
         connected = false
         generation &+= 1
@@ -418,7 +421,6 @@ public final class GPSDSource {
 
     private func setState(_ s: State) {
         guard s != state else { return }
-        if s == .streaming { failures = 0 }
         state = s
         onState(s)
     }
@@ -444,35 +446,29 @@ public final class GPSDSource {
         var inProgress: Int32 = 0
         let fd = osh_tcp_connect_numeric(numericHost(host), port, &inProgress)
         guard fd >= 0 else { return .failure(.last("connect", subject: "to gpsd at \(endpoint)")) }
-        defer { close(fd) }
-        func wait(_ events: Int16) -> Bool {
-            while true {
-                let now = osh_monotonic_ns()
-                guard now < deadline else { return false }
-                var p = pollfd(fd: fd, events: events, revents: 0)
-                let r = poll(&p, 1, Int32((deadline - now) / 1_000_000 + 1))
-                if r < 0 && errno == EINTR { continue }
-                return r > 0
-            }
-        }
+        let socket = FileDescriptor(rawValue: fd)
+        defer { socket.close() }
+        func wait(_ events: Int16) -> Bool { (try? socket.wait(for: events, until: deadline)) ?? false }
         if inProgress != 0 {
             guard wait(Int16(POLLOUT)) else { return .failure(SystemError("connect", errno: ETIMEDOUT, subject: "to gpsd at \(endpoint)")) }
             let err = osh_socket_error(fd)
             if err != 0 { return .failure(SystemError("connect", errno: err > 0 ? err : errno, subject: "to gpsd at \(endpoint)")) }
         }
-        let ask = Array("?DEVICES;\n".utf8)
-        guard ask.withUnsafeBytes({ osh_send_nosignal(fd, $0.baseAddress, $0.count) }) == ask.count else {
-            return .failure(.last("send", subject: "to gpsd at \(endpoint)"))
+        do {
+            try Array("?DEVICES;\n".utf8).withUnsafeBytes { try socket.sendAll($0) }
+        } catch {
+            return .failure((error as? SystemError)?.on("to gpsd at \(endpoint)") ?? SystemError("send", .ioError, subject: "to gpsd at \(endpoint)"))
         }
         var result = Probe(release: nil, devices: [])
         var sawVersion = false, sawDevices = false
         var pending: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+        defer { chunk.deallocate() }
         while !sawDevices && wait(Int16(POLLIN)) {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
-            if n <= 0 { break }
-            pending.append(contentsOf: chunk[0..<n])
+            let got = socket.readAvailable(into: chunk)
+            if case .empty = got { continue }
+            guard case .bytes(let n) = got else { break }
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
             while let nl = pending.firstIndex(of: 0x0A) {
                 let lineBytes = Array(pending[..<nl])
                 pending.removeSubrange(...nl)

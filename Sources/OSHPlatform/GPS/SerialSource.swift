@@ -62,7 +62,11 @@ public final class SerialSource {
     public var probeBauds: [Int] = SerialSource.automaticBauds
     public var probeDwell: Double = 2.5
     public var staleAfter: Double = 10
-    public var backoff = Backoff()
+    /// Reconnect delays: the retry policy's.
+    public var backoff: Backoff {
+        get { log.backoff }
+        set { log.backoff = newValue }
+    }
 
     public private(set) var state: State = .disconnected("not started")
     /// The baud the port is set to while open, nil while closed.
@@ -88,15 +92,16 @@ public final class SerialSource {
     private enum Phase { case idle, retry, probe, stale }
     private var phase: Phase = .idle
     private lazy var deadline = LoopDeadline(loop: loop) { [weak self] in self?.timerFired() }
+    private let system: any SyscallDriver
     private var fd: Int32 = -1
+    /// The open port (valid while `fd >= 0`).
+    private var port: FileDescriptor { FileDescriptor(rawValue: fd, system: system) }
     private var registration: EventLoop.Registration?
     /// Bumped whenever the port is closed, so a callback that closed it is noticed mid-loop.
     private var generation: UInt64 = 0
     private var running = false
     private var everOpened = false
-    private var failures = 0
     private var probeIndex = 0
-    private var bytesSinceOpen: UInt64 = 0
     private var windowBytes: UInt64 = 0
     private var emptyWakeups = 0
     private var warnedUnconfirmed = false
@@ -110,8 +115,10 @@ public final class SerialSource {
                 onData: @escaping (UnsafeRawBufferPointer) -> Void,
                 isConfirmed: @escaping () -> Bool,
                 onReset: @escaping () -> Void,
-                onState: @escaping (SerialSource.State) -> Void) {
+                onState: @escaping (SerialSource.State) -> Void,
+                system: any SyscallDriver = KernelSyscalls.shared) {
         self.loop = loop
+        self.system = system
         self.path = path
         self.configuredBaud = baud
         self.onData = onData
@@ -124,7 +131,7 @@ public final class SerialSource {
 
     deinit {
         if let r = registration { loop.remove(r) }
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { port.close() }
         deadline.cancel()
         buffer.deallocate()
     }
@@ -133,7 +140,7 @@ public final class SerialSource {
     public func start() {
         guard !running else { return }
         running = true
-        failures = 0
+        _ = log.recovered() // a new start is a new story: the backoff starts over
         if let b = configuredBaud, osh_serial_baud_supported(Int32(truncatingIfNeeded: b)) == 0 || b <= 0 {
             block("\(b) baud is not a standard serial rate; use one of 4800, 9600, 19200, 38400, 57600, 115200, 230400, or omit the baud for automatic detection",
                   retry: false)
@@ -158,9 +165,11 @@ public final class SerialSource {
         guard running else { return }
         openAttempts += 1
         setState(.opening)
-        let newFD = osh_open(path, O_RDWR | O_NOCTTY | O_NONBLOCK, 0)
-        guard newFD >= 0 else {
-            openFailed(errno)
+        let newFD: FileDescriptor
+        do {
+            newFD = try FileDescriptor.open(path, O_RDWR | O_NOCTTY | O_NONBLOCK, system: system)
+        } catch {
+            openFailed(error.errno)
             return
         }
         let dev = SerialPortDiagnostics.resolve(path) ?? path
@@ -169,25 +178,26 @@ public final class SerialSource {
 
         // Two agents (or gpsd and us) must not share one receiver. flock also holds for root,
         // whom TIOCEXCL does not stop.
-        if osh_flock_exclusive_nb(newFD) != 0 {
-            let e = errno
-            if e == EWOULDBLOCK || e == EAGAIN {
-                close(newFD)
-                refuseBusy(shown: shown, device: dev)
-                return
-            }
+        do {
+            try newFD.lockExclusive()
+        } catch let e where e.code == .wouldBlock {
+            newFD.close()
+            refuseBusy(shown: shown, device: dev)
+            return
+        } catch {
             // ENOLCK and the like: no lock available; TIOCEXCL below still guards non-root openers.
         }
-        _ = osh_tty_set_exclusive(newFD)
+        _ = try? newFD.ioctl(.ttyExclusive, nil)
 
         let baud = configuredBaud ?? probeBauds.first ?? 9600
-        if osh_serial_configure(newFD, Int32(truncatingIfNeeded: baud)) != 0 {
-            let e = errno
-            close(newFD)
-            if e == ENOTTY || e == EINVAL {
-                block("\(shown) is not a serial port (\(Self.reason(e)))", retry: true)
+        do {
+            try newFD.setSerial(baud: baud)
+        } catch {
+            newFD.close()
+            if error.errno == ENOTTY || error.errno == EINVAL {
+                block("\(shown) is not a serial port (\(error.code.text))", retry: true)
             } else {
-                retryLater("cannot configure \(shown): \(Self.reason(e))")
+                retryLater("cannot configure \(shown): \(error.code.text)")
             }
             return
         }
@@ -197,7 +207,7 @@ public final class SerialSource {
         let me = getpid()
         let others = SerialPortDiagnostics.holders(of: dev).filter { $0.confirmed && $0.pid != me }
         if others.contains(where: \.isGetty) {
-            close(newFD)
+            newFD.close()
             let gettys = others.filter(\.isGetty)
             let entry = SerialPortDiagnostics.readSmallFile("/proc/cmdline").flatMap {
                 SerialPortDiagnostics.kernelConsole(on: dev, configuredPath: path, cmdline: $0)
@@ -207,7 +217,7 @@ public final class SerialSource {
             return
         }
         if !others.isEmpty {
-            close(newFD)
+            newFD.close()
             block(SerialPortDiagnostics.busyMessage(display: shown, device: dev, holders: others), retry: true)
             return
         }
@@ -223,17 +233,16 @@ public final class SerialSource {
 
         let reg: EventLoop.Registration
         do {
-            reg = try loop.add(fd: newFD, events: .readable) { [weak self] events in self?.readable(events) }
+            reg = try loop.add(fd: newFD.rawValue, events: .readable) { [weak self] events in self?.readable(events) }
         } catch {
-            close(newFD)
+            newFD.close()
             retryLater("cannot watch \(shown): \(error)")
             return
         }
-        fd = newFD
+        fd = newFD.rawValue
         registration = reg
         if everOpened { reopenCount += 1 }
         everOpened = true
-        bytesSinceOpen = 0
         emptyWakeups = 0
         warnedUnconfirmed = false
         currentBaud = baud
@@ -280,7 +289,7 @@ public final class SerialSource {
             device = dev
             refuseBusy(shown: SerialPortDiagnostics.display(path: path, device: dev), device: dev)
         default:
-            retryLater("cannot open \(path): \(Self.reason(e))")
+            retryLater("cannot open \(path): \(Errno(e).text)")
         }
     }
 
@@ -294,14 +303,14 @@ public final class SerialSource {
     private func readable(_ events: EventLoop.Events) {
         guard fd >= 0 else { return }
         let gen = generation
+        let port = self.port
         var got = 0
         // Bounded so one chatty port cannot starve the rest of the loop; epoll is level-triggered.
-        for _ in 0..<64 {
-            let n = read(fd, buffer.baseAddress, buffer.count)
-            if n > 0 {
+        drain: for _ in 0..<64 {
+            switch port.readAvailable(into: buffer) {
+            case .bytes(let n):
                 got += n
                 bytesReceived &+= UInt64(n)
-                bytesSinceOpen &+= UInt64(n)
                 windowBytes &+= UInt64(n)
                 lastDataNanos = osh_monotonic_ns()
                 onData(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
@@ -311,20 +320,14 @@ public final class SerialSource {
                     confirmed()
                 }
                 guard isCurrent(generationAtOpen: gen) else { return }
-                continue
+            case .empty, .end:
+                break drain // VMIN=0/VTIME=0 reads 0 when nothing is queued (a hang-up shows in `events`)
+            case .failed(let e):
+                lost(e.code.text)
+                return
             }
-            if n == 0 { break } // VMIN=0/VTIME=0: nothing queued (a hang-up shows in `events`)
-            let e = errno
-            if e == EINTR { continue }
-            if e == EAGAIN || e == EWOULDBLOCK { break }
-            lost(Self.reason(e))
-            return
         }
-        if got > 0 {
-            emptyWakeups = 0
-            // A good stretch after (re)opening ends the backoff.
-            if failures > 0 && bytesSinceOpen > 0 { failures = 0 }
-        }
+        if got > 0 { emptyWakeups = 0 }
         if events.contains(.hangup) || events.contains(.error) {
             lost("the device hung up")
             return
@@ -349,8 +352,10 @@ public final class SerialSource {
         let gen = generation
         let baud = probeBauds[probeIndex % probeBauds.count]
         if !alreadySet || currentBaud != baud {
-            if osh_serial_set_baud(fd, Int32(truncatingIfNeeded: baud)) != 0 {
-                lost("cannot set \(baud) baud: \(Self.reason(errno))")
+            do {
+                try port.setSerial(baud: baud, speedOnly: true)
+            } catch {
+                lost("cannot set \(baud) baud: \(error.code.text)")
                 return
             }
         }
@@ -366,7 +371,6 @@ public final class SerialSource {
     private func confirmed() {
         guard let b = currentBaud else { return }
         windowBytes = 0
-        failures = 0
         setState(.streaming(b))
         let shown = SerialPortDiagnostics.display(path: path, device: device)
         if log.recovered() && everStreamed {
@@ -436,13 +440,12 @@ public final class SerialSource {
     // MARK: - State
 
     private func retryLater(_ why: String) {
-        failures += 1
-        let d = backoff.delay(afterFailures: failures)
+        let step = log.nextStep
         // The state says when the next attempt is, every time; the log says it once per outage.
         let pause = everStreamed && !log.isDown ? "positions pause, " : ""
-        setState(.disconnected("\(why); retrying in \(Self.seconds(d))"))
-        log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(Self.seconds(d))")
-        schedule(.retry, after: d)
+        setState(.disconnected("\(why); retrying in \(Self.seconds(step))"))
+        let verdict = log.failed(.warning, "gps: " + why, firstSuffix: "; \(pause)retrying in \(Self.seconds(step))")
+        schedule(.retry, after: verdict.delay)
     }
 
     private func block(_ why: String, retry: Bool) {
@@ -454,7 +457,7 @@ public final class SerialSource {
     private func closePort() {
         if let r = registration { loop.remove(r) }
         registration = nil
-        if fd >= 0 { close(fd) }
+        if fd >= 0 { port.close() }
         fd = -1
         currentBaud = nil
         generation &+= 1
@@ -466,10 +469,6 @@ public final class SerialSource {
         guard s != state else { return }
         state = s
         onState(s)
-    }
-
-    static func reason(_ e: Int32) -> String {
-        strerror(e).map { String(cString: $0) } ?? "errno \(e)"
     }
 
     static func seconds(_ d: Double) -> String { RetryLog.seconds(d) }

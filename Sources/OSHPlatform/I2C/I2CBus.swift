@@ -57,7 +57,7 @@ public struct I2CError: Error, Equatable, CustomStringConvertible {
     public var description: String {
         let at = address.map { " at 0x" + String($0, radix: 16, uppercase: true) } ?? ""
         let dev = "/dev/i2c-\(bus)"
-        let why = errno != 0 ? (strerror(errno).map { ": " + String(cString: $0) } ?? ": errno \(errno)") : ""
+        let why = errno != 0 ? ": " + Errno(errno).text : ""
         switch kind {
         case .noAcknowledge:
             return "\(dev)\(at): no chip answered while \(operation)\(why); check wiring, power and the address strap"

@@ -1,39 +1,64 @@
-import CShim
+import CI2C
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// /dev/i2c-N through the i2c-dev driver: every transaction is one I2C_RDWR ioctl.
+/// /dev/i2c-N through the i2c-dev driver: every transaction is one I2C_RDWR ioctl, whose errno
+/// is what the adapter driver left (ENXIO or EREMOTEIO: no ACK; EIO, ETIMEDOUT, EAGAIN: bus trouble).
 public final class LinuxI2CBus: I2CBus {
     public let number: Int
-    private let fd: Int32
+    private let fd: FileDescriptor
 
     public static func path(_ number: Int) -> String { "/dev/i2c-\(number)" }
 
-    public init(number: Int) throws {
+    /// `system`: the kernel, or a test's `RecordingSyscalls`.
+    public init(number: Int, system: any SyscallDriver = KernelSyscalls.shared) throws {
         self.number = number
-        let fd = osh_open(Self.path(number), O_RDWR, 0)
-        if fd < 0 {
-            let e = errno
-            throw I2CError(I2CError.kind(forErrno: e), bus: number, address: nil, errno: e, operation: "opening \(Self.path(number))")
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(Self.path(number), O_RDWR, system: system)
+        } catch {
+            throw I2CError(I2CError.kind(forErrno: error.errno), bus: number, address: nil, errno: error.errno,
+                           operation: "opening \(Self.path(number))")
         }
         var funcs: UInt = 0
-        if osh_i2c_funcs(fd, &funcs) == 0, funcs & 0x1 == 0 {
-            close(fd)
+        // An adapter that cannot say what it does is tried anyway; one that says it cannot combine is not.
+        if (try? fd.ioctl(.i2cFunctions, &funcs)) != nil, funcs & UInt(I2C_FUNC_I2C) == 0 {
+            fd.close()
             throw I2CError(.unsupported, bus: number, address: nil, operation: "checking I2C_FUNCS")
         }
         self.fd = fd
     }
 
-    deinit { close(fd) }
+    deinit { fd.close() }
 
     public func transfer(address: UInt8, write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
-        let r = osh_i2c_transfer(fd, UInt16(address), write.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt16(write.count),
-                                 read.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt16(read.count))
-        if r < 0 {
-            let e = errno
-            throw I2CError(I2CError.kind(forErrno: e), bus: number, address: address, errno: e,
-                           operation: Self.describe(write: write, readCount: read.count))
+        let operation = { Self.describe(write: write, readCount: read.count) }
+        guard write.count > 0 || read.count > 0 else {
+            throw I2CError(.busFault, bus: number, address: address, errno: EINVAL, operation: operation())
+        }
+        // One combined transaction: the write, then a repeated start (no stop) and the read.
+        let none = i2c_msg(addr: 0, flags: 0, len: 0, buf: nil)
+        var msgs = (none, none)
+        var failure: SystemError?
+        withUnsafeMutableBytes(of: &msgs) { raw in
+            let m = raw.bindMemory(to: i2c_msg.self)
+            var n = 0
+            if write.count > 0 {
+                m[n] = i2c_msg(addr: UInt16(address), flags: 0, len: UInt16(write.count),
+                               buf: UnsafeMutablePointer(mutating: write.baseAddress?.assumingMemoryBound(to: UInt8.self)))
+                n += 1
+            }
+            if read.count > 0 {
+                m[n] = i2c_msg(addr: UInt16(address), flags: UInt16(I2C_M_RD), len: UInt16(read.count),
+                               buf: read.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                n += 1
+            }
+            var data = i2c_rdwr_ioctl_data(msgs: m.baseAddress, nmsgs: UInt32(n))
+            do throws(SystemError) { try fd.ioctl(.i2cReadWrite, &data) } catch { failure = error }
+        }
+        if let e = failure {
+            throw I2CError(I2CError.kind(forErrno: e.errno), bus: number, address: address, errno: e.errno, operation: operation())
         }
     }
 

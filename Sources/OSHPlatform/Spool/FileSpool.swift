@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CShim
 import OSHCore
 
 /// `[publisher] spool*`: where and how much.
@@ -54,8 +53,9 @@ public final class FileSpool: ObservationSpool {
     private let maxValues: Int
     private var ids: [UInt64] = []
     private var sizes: [Int] = []
-    private var writeFD: Int32 = -1
-    private let cursorFD: Int32
+    /// The newest segment, open for appending (nil until the first append after opening).
+    private var writer: FileDescriptor?
+    private let cursorFile: FileDescriptor
     private var cursor: SpoolCursor
     private var dirty = false
     private var lastSync = 0.0
@@ -84,8 +84,7 @@ public final class FileSpool: ObservationSpool {
         keyIndex = index
         try StateFiles.makeDirectories(options.directory)
         let cursorPath = options.directory + "/cursor"
-        cursorFD = osh_open(cursorPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard cursorFD >= 0 else { throw SystemError.last("open", subject: cursorPath) }
+        cursorFile = try FileDescriptor.open(cursorPath, O_RDWR | O_CREAT, mode: 0o600)
         recordBuf = .allocate(byteCount: SpoolRecord.size(values: SpoolRecord.maxValues), alignment: 8)
         cursorBuf = .allocate(byteCount: SpoolCursor.slotBytes, alignment: 8)
         readBuf = .allocate(byteCount: 256 << 10, alignment: 8)
@@ -96,8 +95,8 @@ public final class FileSpool: ObservationSpool {
         do {
             try recover()
         } catch {
-            close(cursorFD)
-            if writeFD >= 0 { close(writeFD) }
+            cursorFile.close()
+            writer?.close()
             release()
             throw error
         }
@@ -106,8 +105,8 @@ public final class FileSpool: ObservationSpool {
     deinit {
         if dirty { sync(force: true) }
         closeReader()
-        if writeFD >= 0 { close(writeFD) }
-        close(cursorFD)
+        writer?.close()
+        cursorFile.close()
         release()
     }
 
@@ -132,7 +131,7 @@ public final class FileSpool: ObservationSpool {
             guard stat(path(id), &st) == 0 else { throw SystemError.last("stat", subject: path(id)) }
             sizes.append(Int(st.st_size))
         }
-        cursor = Self.readCursor(cursorFD) ?? SpoolCursor(sequence: 0, segment: ids.first ?? 1, offset: 0)
+        cursor = Self.readCursor(cursorFile) ?? SpoolCursor(sequence: 0, segment: ids.first ?? 1, offset: 0)
         // Segments wholly before the cursor were delivered; an unlink lost in a power cut comes back here.
         deleteBeforeCursor()
         if let first = ids.first, first > cursor.segment {
@@ -155,9 +154,9 @@ public final class FileSpool: ObservationSpool {
     }
 
     /// The newer intact slot of a cursor file (nil: none written yet, or both torn).
-    static func readCursor(_ fd: Int32) -> SpoolCursor? {
+    static func readCursor(_ file: FileDescriptor) -> SpoolCursor? {
         var slots = [UInt8](repeating: 0, count: 2 * SpoolCursor.slotBytes)
-        let n = slots.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        let n = try? slots.withUnsafeMutableBytes { try file.read(into: $0, at: 0) }
         guard n == slots.count else { return nil }
         return slots.withUnsafeBytes { b in
             SpoolCursor.newest(SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[0..<SpoolCursor.slotBytes])),
@@ -200,27 +199,28 @@ public final class FileSpool: ObservationSpool {
     @discardableResult
     private func scan(_ id: UInt64, from start: Int, size: Int, readAtMost: Int = Int.max,
                       _ body: (ScanItem) -> Bool) throws -> Int {
-        if readFD < 0 || readSegment != id {
+        let file: FileDescriptor
+        if let r = reader, readSegment == id {
+            file = r
+        } else {
             closeReader()
-            let p = path(id)
-            let fd = osh_open(p, O_RDONLY | O_CLOEXEC, 0)
-            guard fd >= 0 else { throw SystemError.last("open", subject: p) }
-            readFD = fd
+            file = try FileDescriptor.open(path(id), O_RDONLY)
+            reader = file
             readSegment = id
         }
         // `readAtMost` keeps a batch's read to what the batch can hold (never less than one record).
         let window = UnsafeMutableRawBufferPointer(rebasing: readBuf[0..<min(readBuf.count, max(readAtMost, SpoolRecord.size(values: SpoolRecord.maxValues)))])
-        return try Self.scan(fd: readFD, name: path(id), from: start, size: size, buffer: window, body)
+        return try Self.scan(file, name: path(id), from: start, size: size, buffer: window, body)
     }
 
     /// The segment being read stays open between batches (opening it per batch would build its
     /// path, an allocation, every time).
-    private var readFD: Int32 = -1
+    private var reader: FileDescriptor?
     private var readSegment: UInt64 = 0
 
     private func closeReader() {
-        if readFD >= 0 { close(readFD) }
-        readFD = -1
+        reader?.close()
+        reader = nil
     }
 
     /// Removes a segment file (the reader's descriptor on it first).
@@ -234,20 +234,20 @@ public final class FileSpool: ObservationSpool {
     @discardableResult
     static func scan(path p: String, from start: Int, size: Int, buffer: UnsafeMutableRawBufferPointer,
                      _ body: (ScanItem) -> Bool) throws -> Int {
-        let fd = osh_open(p, O_RDONLY | O_CLOEXEC, 0)
-        guard fd >= 0 else { throw SystemError.last("open", subject: p) }
-        defer { close(fd) }
-        return try scan(fd: fd, name: p, from: start, size: size, buffer: buffer, body)
+        let file = try FileDescriptor.open(p, O_RDONLY)
+        defer { file.close() }
+        return try scan(file, name: p, from: start, size: size, buffer: buffer, body)
     }
 
-    static func scan(fd: Int32, name: @autoclosure () -> String, from start: Int, size: Int,
+    static func scan(_ file: FileDescriptor, name: @autoclosure () -> String, from start: Int, size: Int,
                      buffer: UnsafeMutableRawBufferPointer, _ body: (ScanItem) -> Bool) throws -> Int {
         var off = start
         while off < size {
-            let got = pread(fd, buffer.baseAddress, min(buffer.count, size - off), off_t(off))
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.last("read", subject: name())
+            let got: Int
+            do {
+                got = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(buffer.count, size - off)]), at: off)
+            } catch {
+                throw error.on(name())
             }
             if got == 0 { break } // the file is shorter than we knew: nothing more to read
             let chunk = UnsafeRawBufferPointer(start: buffer.baseAddress, count: got)
@@ -288,56 +288,52 @@ public final class FileSpool: ObservationSpool {
         guard datastream >= 0, datastream < keys.count else { return false }
         let len = SpoolRecord.encode(key: keys[datastream], time: epochTime,
                                      values: UnsafeBufferPointer(rebasing: v.prefix(maxValues)), into: recordBuf)
-        if writeFD < 0 || sizes[sizes.count - 1] + len > options.segmentBytes {
+        if writer == nil || sizes[sizes.count - 1] + len > options.segmentBytes {
             guard openNextSegment() else { stats.writeErrors += 1; return false }
         }
-        var done = 0
-        while done < len {
-            let n = write(writeFD, recordBuf + done, len - done)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 {
-                let e = SystemError.last("write", subject: path(ids[ids.count - 1]))
-                // Never leave half a record: cut back to the last whole one.
-                _ = ftruncate(writeFD, off_t(sizes[sizes.count - 1]))
-                stats.writeErrors += 1
-                problem("write-\(e.errno)", "spool: \(e); observations are dropped and counted until it can write again"
-                        + (e.errno == ENOSPC ? " (the state filesystem is full: lower spool_max_mb or free space)" : ""))
-                return false
-            }
-            done += n
+        guard let w = writer else { stats.writeErrors += 1; return false }
+        do {
+            try w.writeAll(UnsafeRawBufferPointer(start: recordBuf, count: len))
+        } catch {
+            let e = error.on(path(ids[ids.count - 1]))
+            // Never leave half a record: cut back to the last whole one.
+            try? w.truncate(to: sizes[sizes.count - 1])
+            stats.writeErrors += 1
+            problem("write-\(e.errno)", "spool: \(e); observations are dropped and counted until it can write again"
+                    + (e.errno == ENOSPC ? " (the state filesystem is full: lower spool_max_mb or free space)" : ""))
+            return false
         }
         sizes[sizes.count - 1] += len
         stats.appended += 1
-        if options.sync == .record { _ = fdatasync(writeFD) } else { dirty = true }
+        if options.sync == .record { try? w.sync(dataOnly: true) } else { dirty = true }
         return true
     }
 
     /// Closes the current segment and starts the next, first dropping the oldest ones while the
     /// bound would be passed.
     private func openNextSegment() -> Bool {
-        if writeFD >= 0 {
-            if options.sync != .never { _ = fdatasync(writeFD) }
-            close(writeFD)
-            writeFD = -1
+        if let w = writer {
+            if options.sync != .never { try? w.sync(dataOnly: true) }
+            w.close()
+            writer = nil
         }
         while !ids.isEmpty, sizes.reduce(0, +) + options.segmentBytes > options.maxBytes {
             dropOldest()
         }
         let id = (ids.last.map { $0 + 1 }) ?? max(cursor.segment, 1)
         let p = path(id)
-        let fd = osh_open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            let e = SystemError.last("open", subject: p)
-            problem("open-\(e.errno)", "spool: \(e); observations are dropped and counted")
+        do {
+            writer = try FileDescriptor.open(p, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600)
+        } catch {
+            problem("open-\(error.errno)", "spool: \(error); observations are dropped and counted")
             return false
         }
-        writeFD = fd
         if ids.isEmpty {
             cursor = SpoolCursor(sequence: cursor.sequence, segment: id, offset: 0)
         }
         ids.append(id)
         sizes.append(0)
-        if options.sync != .never { syncDirectory() }
+        if options.sync != .never { FileDescriptor.syncDirectory(options.directory) }
         return true
     }
 
@@ -441,7 +437,8 @@ public final class FileSpool: ObservationSpool {
         moveCursor(to: end.segment, offset: end.offset)
         // Everything sent: remove the files, so an idle spool holds nothing on the card.
         if let k = ids.firstIndex(of: cursor.segment), k == ids.count - 1, Int(cursor.offset) >= sizes[k] {
-            if writeFD >= 0 { close(writeFD); writeFD = -1 }
+            writer?.close()
+            writer = nil
             remove(cursor.segment)
             ids.removeAll(); sizes.removeAll()
             moveCursor(to: cursor.segment + 1, offset: 0)
@@ -463,8 +460,9 @@ public final class FileSpool: ObservationSpool {
         // record waits in `recordBuf`.
         cursor.encode(into: cursorBuf)
         // Alternate slots: a write torn by a power cut leaves the previous cursor intact.
-        _ = pwrite(cursorFD, cursorBuf, SpoolCursor.slotBytes, off_t(Int(cursor.sequence % 2) * SpoolCursor.slotBytes))
-        if options.sync == .record { _ = fdatasync(cursorFD) } else { dirty = true }
+        _ = try? cursorFile.write(UnsafeRawBufferPointer(start: cursorBuf, count: SpoolCursor.slotBytes),
+                                  at: Int(cursor.sequence % 2) * SpoolCursor.slotBytes)
+        if options.sync == .record { try? cursorFile.sync(dataOnly: true) } else { dirty = true }
     }
 
     // MARK: Syncing
@@ -479,13 +477,8 @@ public final class FileSpool: ObservationSpool {
     public func sync(force: Bool) {
         guard dirty, force || options.sync != .never else { return }
         dirty = false
-        if writeFD >= 0 { _ = fdatasync(writeFD) }
-        _ = fdatasync(cursorFD)
-    }
-
-    private func syncDirectory() {
-        let fd = osh_open(options.directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
-        if fd >= 0 { _ = fsync(fd); close(fd) }
+        try? writer?.sync(dataOnly: true)
+        try? cursorFile.sync(dataOnly: true)
     }
 
     private func problem(_ kind: String, _ message: String) {
@@ -527,10 +520,9 @@ public final class FileSpool: ObservationSpool {
             throw SystemError.last("stat", subject: directory)
         }
         var ids = try segmentIDs(directory)
-        let cfd = osh_open(directory + "/cursor", O_RDONLY | O_CLOEXEC, 0)
-        if cfd >= 0 {
-            r.cursor = readCursor(cfd)
-            close(cfd)
+        if let c = try? FileDescriptor.open(directory + "/cursor", O_RDONLY) {
+            r.cursor = readCursor(c)
+            c.close()
         }
         if let c = r.cursor { ids.removeAll { $0 < c.segment } }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 8)

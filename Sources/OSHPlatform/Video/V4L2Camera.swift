@@ -53,7 +53,6 @@ public final class V4L2Camera {
     private let loop: EventLoop
     private let device: V4L2Device
     private let bufferCount: Int
-    private let backoff: Backoff
     private let now: () -> Double
     private var fd: Int32 = -1
     private var registration: EventLoop.Registration?
@@ -66,8 +65,8 @@ public final class V4L2Camera {
     /// Changes at every open, so a release for a buffer of an earlier stream is ignored.
     public private(set) var generation = 0
     private var retry: LoopDeadline?
-    private var failures = 0
-    private var log = RetryLog()
+    /// Failures, backoff and the outage's lines: one policy.
+    private var log: RetryLog
     /// Frames flowed at some point: an outage pauses them and the recovery resumes them.
     private var everStreamed = false
     /// The size the driver snapped a request to, once said.
@@ -85,7 +84,7 @@ public final class V4L2Camera {
         self.height = height
         self.fps = min(25, max(1, fps))
         self.bufferCount = max(2, min(8, bufferCount))
-        self.backoff = backoff
+        log = RetryLog(ReconnectPolicy(backoff: backoff))
         self.now = now
     }
 
@@ -124,7 +123,6 @@ public final class V4L2Camera {
         do {
             negotiated = try negotiate()
             try startStreaming()
-            failures = 0
             if let n = negotiated {
                 let what = "\(n.format.fourCC) \(n.width)x\(n.height), \(bufferCount) buffers, \(fps) fps"
                     + (n.driverFPS.map { " (driver \($0))" } ?? " (driver has no rate control; dropping)")
@@ -334,16 +332,15 @@ public final class V4L2Camera {
     /// `lost`: the camera was streaming (its loss is the news, said with when it is retried).
     private func scheduleRetry(_ e: V4L2Error, lost: Bool = false) {
         guard running else { return }
-        failures += 1
         counters.lastError = e.message
-        let wait = backoff.delay(afterFailures: failures)
         // The first failure of an outage says when the next attempt is; the retries after it
         // only what changes.
         let pause = lost && !log.isDown ? "frames pause, " : ""
-        log.failed(.warning, lost ? "camera \(path) lost (\(e))" : "\(e)",
-                   firstSuffix: "; \(pause)retrying in \(RetryLog.seconds(wait))")
+        let step = log.nextStep
+        let verdict = log.failed(.warning, lost ? "camera \(path) lost (\(e))" : "\(e)",
+                                 firstSuffix: "; \(pause)retrying in \(RetryLog.seconds(step))")
         if retry == nil { retry = LoopDeadline(loop: loop) { [weak self] in self?.retryNow() } }
-        do { try retry?.arm(after: wait) } catch { Log.error("camera \(path): cannot arm the retry timer: \(error)") }
+        do { try retry?.arm(after: verdict.delay) } catch { Log.error("camera \(path): cannot arm the retry timer: \(error)") }
     }
 
     private func retryNow() {

@@ -35,6 +35,12 @@ public enum V4L2Request: String, Sendable, CaseIterable {
         case .expbuf: return OSH_VIDIOC_EXPBUF
         }
     }
+
+    /// The request as the syscall layer names it ("VIDIOC_DQBUF"); made once per case.
+    var ioctl: IoctlRequest { Self.requests[self] ?? IoctlRequest(code, "VIDIOC_" + rawValue) }
+
+    private static let requests: [V4L2Request: IoctlRequest] = Dictionary(
+        uniqueKeysWithValues: allCases.map { ($0, IoctlRequest($0.code, "VIDIOC_" + $0.rawValue)) })
 }
 
 public protocol V4L2Device: AnyObject {
@@ -67,8 +73,12 @@ extension V4L2Device {
 /// The kernel.
 public final class SystemV4L2: V4L2Device {
     private let directory: String
+    private let system: any SyscallDriver
 
-    public init(directory: String = "/dev") { self.directory = directory }
+    public init(directory: String = "/dev", system: any SyscallDriver = KernelSyscalls.shared) {
+        self.directory = directory
+        self.system = system
+    }
 
     public func listNodes() -> [String] {
         guard let dir = opendir(directory) else { return [] }
@@ -85,17 +95,21 @@ public final class SystemV4L2: V4L2Device {
     }
 
     public func open(_ path: String) -> Result<Int32, SystemError> {
-        let fd = osh_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC, 0)
-        return fd >= 0 ? .success(fd) : .failure(.last("open", subject: path))
+        do {
+            return .success(try FileDescriptor.open(path, O_RDWR | O_NONBLOCK, system: system).rawValue)
+        } catch {
+            return .failure(error)
+        }
     }
 
-    public func close(_ fd: Int32) { _ = Glibc.close(fd) }
+    public func close(_ fd: Int32) { FileDescriptor(rawValue: fd, system: system).close() }
 
     public func ioctl(_ fd: Int32, _ request: V4L2Request, _ arg: UnsafeMutableRawPointer) -> Int32 {
-        while true {
-            if osh_ioctl_ptr(fd, request.code, arg) == 0 { return 0 }
-            let e = errno
-            if e != EINTR { return e }
+        do {
+            try FileDescriptor(rawValue: fd, system: system).ioctl(request.ioctl, arg)
+            return 0
+        } catch {
+            return error.errno
         }
     }
 
@@ -126,8 +140,7 @@ public struct V4L2Error: Error, CustomStringConvertible, Equatable {
     }
 
     static func call(_ what: V4L2Request, _ path: String, _ e: Int32, hint: String = "") -> V4L2Error {
-        let reason = strerror(e).map { String(cString: $0) } ?? "errno \(e)"
-        return V4L2Error("VIDIOC_\(what.rawValue) on \(path): \(reason)\(hint.isEmpty ? "" : "; " + hint)", errno: e)
+        return V4L2Error("VIDIOC_\(what.rawValue) on \(path): \(Errno(e).text)\(hint.isEmpty ? "" : "; " + hint)", errno: e)
     }
 }
 

@@ -80,7 +80,9 @@ public final class WebSocketClient {
     public private(set) var state: State = .idle
     public private(set) var lastError: WebSocketClientError?
     /// Consecutive failed attempts (0 once a connection opened).
-    public private(set) var failures = 0
+    public var failures: Int { policy.failures }
+    /// Counts the failures and says how long to wait (`options.backoff`); the owner logs.
+    private var policy: ReconnectPolicy
     /// Connections opened so far.
     public private(set) var opens = 0
 
@@ -128,6 +130,7 @@ public final class WebSocketClient {
         self.server = server
         self.request = request
         self.options = options
+        policy = ReconnectPolicy(backoff: options.backoff)
         self.url = origin
         self.hostHeader = authority
         self.target = path
@@ -347,7 +350,7 @@ public final class WebSocketClient {
 
     private func opened() {
         state = .open
-        failures = 0
+        _ = policy.succeeded()
         lastError = nil
         opens += 1
         lastTraffic = Clock.monotonicNanoseconds()
@@ -441,12 +444,11 @@ public final class WebSocketClient {
     }
 
     private func scheduleRetry(after e: WebSocketClientError?) {
-        failures += 1
-        let wait = options.backoff.delay(afterFailures: failures)
+        let verdict = policy.failed(key: e?.repeatKey ?? "closed")
         state = .waitingToReconnect
         if retry == nil { retry = LoopDeadline(loop: loop) { [weak self] in self?.connect() } }
-        try? retry?.arm(after: wait)
-        onDown?(e, wait)
+        try? retry?.arm(after: verdict.delay)
+        onDown?(e, verdict.step)
     }
 
     private func teardown() {
