@@ -74,27 +74,19 @@ final class TypedOutputTests: XCTestCase {
     /// A sample that writes a leaf twice (the swap's usual shape: one value assigned to both
     /// names' slot) or a name the record lacks is refused when the pipeline is built.
     func testASampleThatMisnamesOrRepeatsALeafIsRefusedAtStart() {
-        struct Repeats: OutputSample {
-            static let kind = OutputKind.barometer
-            var p = 0.0, h = 0.0
-            func write(to s: inout SlotWriter) {
-                s.set("pressure", h)
-                s.set("pressure", p)
-            }
+        enum Repeats: InertialAxes {
+            static var kind: OutputKind { .accelerometer }
+            static var leafNames: (x: StaticString, y: StaticString, z: StaticString) { ("ax", "ax", "az") }
         }
-        struct Misnames: OutputSample {
-            static let kind = OutputKind.barometer
-            var p = 0.0, h = 0.0
-            func write(to s: inout SlotWriter) {
-                s.set("pressure", p)
-                s.set("altitude", h)
-            }
+        enum Misnames: InertialAxes {
+            static var kind: OutputKind { .accelerometer }
+            static var leafNames: (x: StaticString, y: StaticString, z: StaticString) { ("ax", "ay", "a_z") }
         }
-        XCTAssertThrowsError(try SampleSlots<Repeats>(spec: OutputCatalogue.barometer(o))) { e in
-            XCTAssertTrue("\(e)".contains("writes 'pressure' twice"), "\(e)")
+        XCTAssertThrowsError(try SampleSlots<AxesSample<Repeats>>(spec: OutputCatalogue.accelerometer(o))) { e in
+            XCTAssertTrue("\(e)".contains("writes 'ax' twice"), "\(e)")
         }
-        XCTAssertThrowsError(try SampleSlots<Misnames>(spec: OutputCatalogue.barometer(o))) { e in
-            XCTAssertTrue("\(e)".contains("'altitude', which is not a leaf"), "\(e)")
+        XCTAssertThrowsError(try SampleSlots<AxesSample<Misnames>>(spec: OutputCatalogue.accelerometer(o))) { e in
+            XCTAssertTrue("\(e)".contains("'a_z', which is not a leaf"), "\(e)")
         }
     }
 }
