@@ -18,6 +18,29 @@ final class AgentControlTests: XCTestCase {
         return try AgentRuntime(config: c, loop: loop)
     }
 
+    /// A source's port is found by the output's kind and checked against its record when it is
+    /// made; what it sends passes the gate and lands under the leaf names, not by position.
+    func testPortsAreFoundByKindAndWriteByName() throws {
+        Log.muted = true
+        let node = DevNode(config: DevNodeConfig())
+        _ = try node.start()
+        defer { node.stop() }
+        let dir = NSTemporaryDirectory() + "osh-control-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let agent = try makeAgent(node, try EventLoop(), dir: dir)
+        XCTAssertNil(try agent.port(PositionSample.self), "gps_data is not published")
+        let quat = try XCTUnwrap(agent.port(QuaternionSample.self))
+        XCTAssertEqual(quat.datastream, agent.index(of: "quat_orientation_data"))
+        for k in 0..<100 { quat.send(QuaternionSample(x: 0.5, y: 0, z: 0, w: 0.5), at: 1000 + Double(k) * 0.01) }
+        XCTAssertEqual(agent.publisher.counters(quat.datastream).produced, 10, "thinned by the gate to 10 Hz")
+        let row = try XCTUnwrap(agent.rows.first { $0.outputName == "quat_orientation_data" })
+        XCTAssertEqual(row.lastField, "qx")
+        XCTAssertEqual(row.lastValue, 0.5)
+        let baro = try XCTUnwrap(agent.port(BarometerSample.self))
+        baro.send(BarometerSample(pressure: 1013.25, relativeAltitude: -2), at: 1000)
+        XCTAssertEqual(agent.rows.first { $0.outputName == "barometer" }?.lastValue, 1013.25)
+    }
+
     func testRateEnableAndThinning() throws {
         Log.muted = true
         let node = DevNode(config: DevNodeConfig())
