@@ -446,8 +446,11 @@ public final class EventLoop {
         return served
     }
 
-    /// The one place a turn starts: reports a timerfd failure.
+    /// The one place a turn starts: refuses to nest (a handler turning the loop would serve the
+    /// outer turn's events again, from the same arrays) and reports a timerfd failure.
     private func enterTurn() throws {
+        precondition(!isRunning, "EventLoop turned from inside one of its own handlers (runOnce/run/advance while serving "
+                     + "an event); the loop is not re-entrant: schedule the rest (a timer, a completion) instead of waiting here")
         if let e = pendingError {
             pendingError = nil
             throw e

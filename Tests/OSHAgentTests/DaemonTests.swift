@@ -22,10 +22,10 @@ final class DaemonTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    private func writeConfig(_ outputs: String) throws -> String {
+    private func writeConfig(_ outputs: String, server: String = "") throws -> String {
         let text = """
         [server.dev]
-        url = "\(node.apiRoot)"
+        url = "\(node.apiRoot)"\(server.isEmpty ? "" : "\n" + server)
 
         [system]
         uid = "urn:osh:rpi:10000000d43a0001"
@@ -97,6 +97,63 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(log.contains("configuration reloaded"), log)
         XCTAssertTrue(log.contains("configuration not reloaded"), log)
         XCTAssertTrue(log.contains("osh-edge.conf:2:"), "the bad reload names file:line\n" + log)
+    }
+
+    /// A reload whose file parses but whose agent cannot be built (here a TLS certificate file
+    /// that is not there: the HTTP client refuses it) is refused before the running agent is
+    /// touched: it keeps publishing. (It used to be stopped first, leaving nothing running.)
+    func testAReloadThatCannotStartKeepsTheRunningAgentPublishing() throws {
+        let barometer = """
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
+        """
+        let config = try writeConfig(barometer)
+        let (p, err) = try start(config)
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 3 }, "barometer flows")
+        _ = try writeConfig(barometer, server: """
+        tls = "trust-certificate"
+        certificate = "\(dir)/missing-node.pem"
+        """)
+        kill(p.processIdentifier, SIGHUP)
+        usleep(500_000)
+        let before = count("barometer")
+        XCTAssertTrue(wait(10) { self.count("barometer") > before + 5 }, "still publishing after a reload that could not start")
+        p.terminate()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(log.contains("configuration not reloaded, keeping the running one"), log)
+        XCTAssertTrue(log.contains("missing-node.pem"), "the refusal names the file\n" + log)
+    }
+
+    /// SIGTERM flushes what the ring holds before exiting, within the 5 s it is given: with a
+    /// 10 s flush interval nothing has gone out when the signal comes.
+    func testSIGTERMFlushesWhatTheRingHoldsWithinFiveSeconds() throws {
+        let config = try writeConfig("""
+        [publisher]
+        flush_interval = 10
+        batch_max = 500
+
+        [outputs.barometer]
+        enabled = true
+        rate = 20
+        source = "simulated"
+        """)
+        let (p, err) = try start(config)
+        XCTAssertTrue(wait(15) { self.node.stats.datastream(outputName: "barometer") != nil }, "registered")
+        usleep(1_500_000)
+        let before = count("barometer")
+        let t0 = Date()
+        p.terminate()
+        p.waitUntilExit()
+        let seconds = Date().timeIntervalSince(t0)
+        XCTAssertEqual(p.terminationStatus, 0)
+        XCTAssertLessThan(seconds, 5, "stopped within the flush's 5 s")
+        XCTAssertGreaterThanOrEqual(count("barometer") - before, 20, "the ring's observations were sent at SIGTERM (\(before) before)")
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(log.contains("stopped"), log)
     }
 
     func testABadConfigIsRefusedBeforeAnythingStarts() throws {
