@@ -62,6 +62,20 @@ final class DaemonTests: XCTestCase {
 
     private func count(_ output: String) -> Int { node.stats.datastream(outputName: output)?.observationCount ?? 0 }
 
+    /// A few more barometer observations reach the node within 10 s.
+    private func barometerKeepsFlowing() -> Bool {
+        let before = count("barometer")
+        return wait(10) { self.count("barometer") > before + 3 }
+    }
+
+    /// SIGTERM; the agent must exit 0. Returns what it logged.
+    private func terminate(_ p: Process, _ err: Pipe) -> String {
+        p.terminate()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        return String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
     func testRunsReloadsOnSIGHUPAndStopsOnSIGTERM() throws {
         let config = try writeConfig("""
         [outputs.barometer]
@@ -88,12 +102,8 @@ final class DaemonTests: XCTestCase {
         // A broken file on SIGHUP is refused; the agent keeps running with what it has.
         try "[publisher]\nformat = \"xml\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         kill(p.processIdentifier, SIGHUP)
-        let before = count("barometer")
-        XCTAssertTrue(wait(10) { self.count("barometer") > before + 3 }, "still streaming after a bad reload")
-        p.terminate()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(barometerKeepsFlowing(), "still streaming after a bad reload")
+        let log = terminate(p, err)
         XCTAssertTrue(log.contains("configuration reloaded"), log)
         XCTAssertTrue(log.contains("configuration not reloaded"), log)
         XCTAssertTrue(log.contains("osh-edge.conf:2:"), "the bad reload names file:line\n" + log)
@@ -118,12 +128,8 @@ final class DaemonTests: XCTestCase {
         """)
         kill(p.processIdentifier, SIGHUP)
         usleep(500_000)
-        let before = count("barometer")
-        XCTAssertTrue(wait(10) { self.count("barometer") > before + 5 }, "still publishing after a reload that could not start")
-        p.terminate()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(barometerKeepsFlowing(), "still publishing after a reload that could not start")
+        let log = terminate(p, err)
         XCTAssertTrue(log.contains("configuration not reloaded, keeping the running one"), log)
         XCTAssertTrue(log.contains("missing-node.pem"), "the refusal names the file\n" + log)
     }
@@ -146,13 +152,9 @@ final class DaemonTests: XCTestCase {
         usleep(1_500_000)
         let before = count("barometer")
         let t0 = Date()
-        p.terminate()
-        p.waitUntilExit()
-        let seconds = Date().timeIntervalSince(t0)
-        XCTAssertEqual(p.terminationStatus, 0)
-        XCTAssertLessThan(seconds, 5, "stopped within the flush's 5 s")
+        let log = terminate(p, err)
+        XCTAssertLessThan(Date().timeIntervalSince(t0), 5, "stopped within the flush's 5 s")
         XCTAssertGreaterThanOrEqual(count("barometer") - before, 20, "the ring's observations were sent at SIGTERM (\(before) before)")
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(log.contains("stopped"), log)
     }
 
