@@ -290,4 +290,39 @@ final class AgentLoopTests: XCTestCase {
                                                    "node unreachable, retrying in 0.1 s"])
         XCTAssertTrue(statuses.contains("registration refused (HTTP 503), retrying in 0.1 s"), "\(statuses)")
     }
+
+    /// Stopping is an asynchronous drain on the loop already turning: callable from any handler
+    /// (the daemon calls it from its signal handler), never turning the loop itself.
+    func testBeginStopFromAHandlerFlushesOnLaterTurnsThenCompletes() throws {
+        var c = config(outputs: ["barometer"], rates: ["barometer": 50])
+        // Nothing goes out on the publisher's own clock during the test: only the drain sends.
+        c.publisher.flushInterval = 10
+        c.publisher.batchMax = 500
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: c, loop: loop)
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered })
+        try loop.run(until: loop.deadline(after: 0.5))
+        XCTAssertFalse(a.publisher.isIdle, "samples wait in the ring")
+        var completions = 0
+        var completedInsideTheHandler = false
+        try loop.addTimer(firstAt: loop.now) { _ in
+            XCTAssertTrue(loop.isRunning)
+            a.beginStop(deadline: loop.deadline(after: 2)) { completions += 1 }
+            a.beginStop(deadline: loop.deadline(after: 2)) { completions += 1 }
+            completedInsideTheHandler = completions > 0
+        }
+        XCTAssertTrue(try run(loop, timeout: 5) { completions == 2 }, "both completions came")
+        XCTAssertFalse(completedInsideTheHandler, "the drain ends on a later turn")
+        XCTAssertTrue(a.publisher.isIdle, "the ring was flushed")
+        let sent = a.publisher.counters(0).sent
+        XCTAssertGreaterThan(sent, 10)
+        XCTAssertEqual(received(a)["barometer"], sent)
+        // Stopped: the sources no longer sample, and a late beginStop completes at once.
+        try loop.run(until: loop.deadline(after: 0.2))
+        XCTAssertTrue(a.publisher.isIdle)
+        XCTAssertEqual(a.publisher.counters(0).sent, sent)
+        a.beginStop(deadline: loop.now) { completions += 1 }
+        XCTAssertEqual(completions, 3)
+    }
 }

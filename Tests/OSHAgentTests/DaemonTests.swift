@@ -22,10 +22,10 @@ final class DaemonTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    private func writeConfig(_ outputs: String) throws -> String {
+    private func writeConfig(_ outputs: String, server: String = "") throws -> String {
         let text = """
         [server.dev]
-        url = "\(node.apiRoot)"
+        url = "\(node.apiRoot)"\(server.isEmpty ? "" : "\n" + server)
 
         [system]
         uid = "urn:osh:rpi:10000000d43a0001"
@@ -62,6 +62,20 @@ final class DaemonTests: XCTestCase {
 
     private func count(_ output: String) -> Int { node.stats.datastream(outputName: output)?.observationCount ?? 0 }
 
+    /// A few more barometer observations reach the node within 10 s.
+    private func barometerKeepsFlowing() -> Bool {
+        let before = count("barometer")
+        return wait(10) { self.count("barometer") > before + 3 }
+    }
+
+    /// SIGTERM; the agent must exit 0. Returns what it logged.
+    private func terminate(_ p: Process, _ err: Pipe) -> String {
+        p.terminate()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0)
+        return String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
     func testRunsReloadsOnSIGHUPAndStopsOnSIGTERM() throws {
         let config = try writeConfig("""
         [outputs.barometer]
@@ -88,15 +102,60 @@ final class DaemonTests: XCTestCase {
         // A broken file on SIGHUP is refused; the agent keeps running with what it has.
         try "[publisher]\nformat = \"xml\"\n".write(toFile: config, atomically: true, encoding: .utf8)
         kill(p.processIdentifier, SIGHUP)
-        let before = count("barometer")
-        XCTAssertTrue(wait(10) { self.count("barometer") > before + 3 }, "still streaming after a bad reload")
-        p.terminate()
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 0)
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(barometerKeepsFlowing(), "still streaming after a bad reload")
+        let log = terminate(p, err)
         XCTAssertTrue(log.contains("configuration reloaded"), log)
         XCTAssertTrue(log.contains("configuration not reloaded"), log)
         XCTAssertTrue(log.contains("osh-edge.conf:2:"), "the bad reload names file:line\n" + log)
+    }
+
+    /// A reload whose file parses but whose agent cannot be built (here a TLS certificate file
+    /// that is not there: the HTTP client refuses it) is refused before the running agent is
+    /// touched: it keeps publishing. (It used to be stopped first, leaving nothing running.)
+    func testAReloadThatCannotStartKeepsTheRunningAgentPublishing() throws {
+        let barometer = """
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
+        """
+        let config = try writeConfig(barometer)
+        let (p, err) = try start(config)
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 3 }, "barometer flows")
+        _ = try writeConfig(barometer, server: """
+        tls = "trust-certificate"
+        certificate = "\(dir)/missing-node.pem"
+        """)
+        kill(p.processIdentifier, SIGHUP)
+        usleep(500_000)
+        XCTAssertTrue(barometerKeepsFlowing(), "still publishing after a reload that could not start")
+        let log = terminate(p, err)
+        XCTAssertTrue(log.contains("configuration not reloaded, keeping the running one"), log)
+        XCTAssertTrue(log.contains("missing-node.pem"), "the refusal names the file\n" + log)
+    }
+
+    /// SIGTERM flushes what the ring holds before exiting, within the 5 s it is given: with a
+    /// 10 s flush interval nothing has gone out when the signal comes.
+    func testSIGTERMFlushesWhatTheRingHoldsWithinFiveSeconds() throws {
+        let config = try writeConfig("""
+        [publisher]
+        flush_interval = 10
+        batch_max = 500
+
+        [outputs.barometer]
+        enabled = true
+        rate = 20
+        source = "simulated"
+        """)
+        let (p, err) = try start(config)
+        XCTAssertTrue(wait(15) { self.node.stats.datastream(outputName: "barometer") != nil }, "registered")
+        usleep(1_500_000)
+        let before = count("barometer")
+        let t0 = Date()
+        let log = terminate(p, err)
+        XCTAssertLessThan(Date().timeIntervalSince(t0), 5, "stopped within the flush's 5 s")
+        XCTAssertGreaterThanOrEqual(count("barometer") - before, 20, "the ring's observations were sent at SIGTERM (\(before) before)")
+        XCTAssertTrue(log.contains("stopped"), log)
     }
 
     func testABadConfigIsRefusedBeforeAnythingStarts() throws {

@@ -53,14 +53,15 @@ final class LEDStatusTests: XCTestCase {
 
     /// A refused configuration: three blinks on the real loop, then the LED goes dark before exit.
     func testAConfigErrorBlinksThreeTimesThenGoesDark() throws {
-        let line = SimulatedGPIOLine()
-        let t0 = Clock.monotonicNanoseconds()
-        try StatusLED.showConfigError(line: line, activeLow: false, loop: try EventLoop(), seconds: 0.9)
+        let loop = try EventLoop(time: .virtual())
+        let line = SimulatedGPIOLine(now: { loop.now })
+        let t0 = loop.now
+        try StatusLED.showConfigError(line: line, activeLow: false, loop: loop, seconds: 0.9)
         XCTAssertEqual(line.transitions.map { $0.high ? 1 : 0 }, [1, 0, 1, 0, 1, 0], "three blinks, then off")
         XCTAssertFalse(line.level)
-        let ms = line.transitions.map { Double($0.time &- t0) / 1e6 }
-        XCTAssertEqual(ms[1], 150, accuracy: 60, "a 150 ms blink")
-        XCTAssertEqual(ms[2], 300, accuracy: 60)
+        let ms = line.transitions.map { ($0.time &- t0) / self.ms }
+        XCTAssertEqual(ms[1], 150, "a 150 ms blink")
+        XCTAssertEqual(ms[2], 300)
     }
 
     func testIdentifyOverridesThenReturns() {
@@ -95,17 +96,17 @@ final class LEDStatusTests: XCTestCase {
 
     /// On a real event loop: the timer ticks and edges land near their 50 ms grid.
     func testTicksOnTheEventLoop() throws {
-        let loop = try EventLoop()
-        let line = SimulatedGPIOLine()
-        let led = StatusLED(line: line, state: { .nodeUnreachable })
-        let t0 = Clock.monotonicNanoseconds()
+        // Virtual time: the LED's clock is the loop's, so the edges land exactly on the pattern.
+        let loop = try EventLoop(time: .virtual())
+        let line = SimulatedGPIOLine(now: { loop.now })
+        let led = StatusLED(line: line, now: { loop.now }, state: { .nodeUnreachable })
+        let t0 = loop.now
         try led.start(on: loop)
         try loop.run(until: t0 + 650 * ms)
         led.stop()
-        let ons = line.transitions.filter { $0.high }.map { Double($0.time - t0) / 1e6 }
-        // Fast blink: on at 0, 200, 400, 600 ms (tolerant of a loaded CI machine).
-        XCTAssertGreaterThanOrEqual(ons.count, 3, "\(ons)")
-        for (i, t) in ons.enumerated() { XCTAssertEqual(t, Double(i) * 200, accuracy: 60, "\(ons)") }
+        let ons = line.transitions.filter { $0.high }.map { ($0.time - t0) / ms }
+        // Fast blink: on at 0, 200, 400, 600 ms.
+        XCTAssertEqual(ons, [0, 200, 400, 600])
         XCTAssertFalse(line.level)
         XCTAssertEqual(loop.sourceCount, 0, "stop() removes the timer")
     }

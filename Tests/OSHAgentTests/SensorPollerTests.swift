@@ -3,11 +3,12 @@ import XCTest
 @testable import OSHAgent
 import OSHPlatform
 
+/// On a virtual loop: the poller's timers fire as the test moves time, without waiting for it.
 final class SensorPollerTests: XCTestCase {
     /// A device on the simulated bus that starts failing mid-run: polls stop, it is reopened with
     /// backoff, and polling resumes once the bus answers again.
     func testFailingDevicePausesAndComesBack() throws {
-        let loop = try EventLoop()
+        let loop = try EventLoop(time: .virtual())
         let bus = SimulatedI2CBus(recordsTrace: false)
         bus.attach(RegisterMapDevice(registers: [0x75: 0x71]), at: 0x68)
         var samples = 0
@@ -17,17 +18,17 @@ final class SensorPollerTests: XCTestCase {
                                   poll: { _ in _ = try bus.readRegister(0x68, 0x3B); samples += 1 })
         poller.onStateChange = { states.append($0) }
         try poller.start()
-        try loop.run(until: EventLoop.deadline(after: 0.1))
+        try loop.run(until: loop.deadline(after: 0.1))
         XCTAssertGreaterThan(samples, 3)
         bus.inject(.ioError, at: 0x68)
-        try loop.run(until: EventLoop.deadline(after: 0.25))
+        try loop.run(until: loop.deadline(after: 0.25))
         let during = samples
         guard case .retrying(_, _, let error)? = states.last else { return XCTFail("\(states)") }
         XCTAssertTrue(error.contains("bus error"), error)
-        try loop.run(until: EventLoop.deadline(after: 0.15))
+        try loop.run(until: loop.deadline(after: 0.15))
         XCTAssertEqual(samples, during, "no samples while the chip fails")
         bus.clearFaults(at: 0x68)
-        try loop.run(until: EventLoop.deadline(after: 0.3))
+        try loop.run(until: loop.deadline(after: 0.3))
         XCTAssertEqual(states.last, .running)
         XCTAssertGreaterThan(samples, during + 3)
         XCTAssertEqual(poller.reopens, 1)
@@ -36,14 +37,14 @@ final class SensorPollerTests: XCTestCase {
 
     /// One bad transfer in a row of good ones does not take the device down.
     func testIsolatedErrorIsTolerated() throws {
-        let loop = try EventLoop()
+        let loop = try EventLoop(time: .virtual())
         let bus = SimulatedI2CBus(recordsTrace: false)
         bus.attach(RegisterMapDevice(), at: 0x76)
         let poller = SensorPoller(loop: loop, name: "BMP280", rate: 100,
                                   reopen: {}, poll: { _ in _ = try bus.readRegister(0x76, 0xF7) })
         try poller.start()
         bus.inject(.ioError, at: 0x76, times: 1)
-        try loop.run(until: EventLoop.deadline(after: 0.1))
+        try loop.run(until: loop.deadline(after: 0.1))
         XCTAssertEqual(poller.state, .running)
         XCTAssertEqual(poller.failedPolls, 1)
         poller.stop()

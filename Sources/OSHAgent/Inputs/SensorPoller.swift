@@ -60,7 +60,7 @@ public final class SensorPoller {
 
     private func startTimer() throws {
         if let t = timer { loop.cancel(t) }
-        timer = try loop.addTimer(firstAt: EventLoop.deadline(after: Double(period) / 1e9), interval: period) { [unowned self] _ in
+        timer = try loop.addTimer(firstAt: loop.deadline(after: Double(period) / 1e9), interval: period) { [unowned self] _ in
             self.tick()
         }
     }
@@ -69,7 +69,7 @@ public final class SensorPoller {
         polls += 1
         do {
             // Missed ticks are not back-filled: a reading is taken now, once.
-            try poll(Double(Clock.monotonicNanoseconds()) / 1e9)
+            try poll(Double(loop.now) / 1e9)
             consecutiveFailures = 0
         } catch {
             failedPolls += 1

@@ -405,8 +405,61 @@ public final class AgentRuntime {
         }
     }
 
-    /// Stops the sources; gives the publisher until `deadline` (monotonic ns) to send what it holds.
+    // MARK: Stopping
+
+    private enum StopPhase { case running, draining, stopped }
+    private var stopPhase = StopPhase.running
+    private var drainTimer: EventLoop.Timer?
+    private var stopCompletions: [() -> Void] = []
+    /// How often a drain ticks the publisher: a partial batch goes out at a tick, a full one as
+    /// soon as the previous request completes.
+    private static let drainTick: UInt64 = 10_000_000
+
+    /// Stops the sources now, then lets the publisher send what it holds on the loop's own turns
+    /// (it never turns the loop itself, so any handler may call it) until it is idle, the node is
+    /// not online or `deadline` (the loop's monotonic ns, `loop.deadline(after:)`) passes; then
+    /// cancels what is in flight, keeps the ring in the spool during an outage, closes the spool
+    /// and calls `completion` on a later turn. Called again while draining, it adds `completion`;
+    /// after the stop, it calls it at once.
+    public func beginStop(deadline: UInt64, completion: @escaping () -> Void) {
+        stopCompletions.append(completion)
+        switch stopPhase {
+        case .draining: return
+        case .stopped: return finishStop()
+        case .running: break
+        }
+        stopPhase = .draining
+        stopSources()
+        publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+        do {
+            drainTimer = try loop.addTimer(firstAt: loop.now, interval: Self.drainTick) { [unowned self] _ in
+                self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+                if self.publisher.isIdle || self.publisher.connectivity != .online || self.loop.now >= deadline {
+                    self.finishStop()
+                }
+            }
+        } catch {
+            Log.warning("stopping without flushing: the loop cannot time the flush (\(error))")
+            finishStop()
+        }
+    }
+
+    /// Stops at once without flushing (a runtime whose start failed, whose ring is empty).
+    public func stopNow() {
+        if stopPhase == .running { stopSources() }
+        finishStop()
+    }
+
+    /// `beginStop`, waiting for it here by turning the loop: for tools and tests at top level
+    /// only — inside a handler the loop cannot be turned (it is not re-entrant); use `beginStop`.
     public func stop(flushUntil deadline: UInt64) throws {
+        var done = false
+        beginStop(deadline: deadline) { done = true }
+        let seconds = Double(deadline > loop.now ? deadline - loop.now : 0) / 1e9
+        try loop.run(for: seconds + 1) { done }
+    }
+
+    private func stopSources() {
         commands.stop()
         gpsInput?.stop()
         gpsInput = nil
@@ -415,18 +468,25 @@ public final class AgentRuntime {
         timers.removeAll()
         for t in sampleTimers.values { loop.cancel(t) }
         sampleTimers.removeAll()
-        publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
-        while !publisher.isIdle, publisher.connectivity == .online, Clock.monotonicNanoseconds() < deadline {
-            try loop.runOnce(timeoutMs: 50)
-            publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+    }
+
+    private func finishStop() {
+        if let t = drainTimer { loop.cancel(t) }
+        drainTimer = nil
+        if stopPhase != .stopped {
+            stopPhase = .stopped
+            http.cancelAll()
+            // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
+            let kept = publisher.spillRingToSpool()
+            if kept > 0 { Log.notice("spool: kept the ring's \(kept) unsent observations for the next start") }
+            // Closed here, not whenever this runtime is released: a SIGHUP reload opens the same
+            // directory for the next runtime while this one still exists.
+            publisher.spool = nil
+            fileSpool = nil
         }
-        http.cancelAll()
-        // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
-        let kept = publisher.spillRingToSpool()
-        if kept > 0 { Log.notice("spool: kept the ring's \(kept) unsent observations for the next start") }
-        // Closed here, not whenever this runtime is released: a SIGHUP reload opens the same
-        // directory for the next runtime while this one still exists.
-        publisher.spool = nil
-        fileSpool = nil
+        let done = stopCompletions
+        stopCompletions.removeAll()
+        // Last: a completion may release this runtime.
+        for c in done { c() }
     }
 }

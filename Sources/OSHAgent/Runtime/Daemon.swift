@@ -120,9 +120,36 @@ public enum Daemon {
         config.video = hardware.hasVideo && wantedKinds.contains(.video)
         config.extraSpecs = hardware.extraSpecs
         config.commands = true
-        let agent = try AgentRuntime(config: config, loop: loop)
+        let agent: AgentRuntime
+        do { agent = try AgentRuntime(config: config, loop: loop) } catch {
+            hardware.stop()
+            throw error
+        }
         agent.extraControls = hardware.extraControls(systemLabel: config.identity.label)
         return (agent, hardware)
+    }
+
+    /// Configured device files that are not there: each said with its fix (the agent still
+    /// starts — the GPS source retries, a USB receiver may be plugged in later). Returns the
+    /// fatal ones: a board device the config names that is not there is a configuration error,
+    /// refused before anything starts (systemd retries).
+    static func checkDevices(_ settings: AgentSettings) -> [String] {
+        let findings = DeviceCheck.run(DeviceRequirement.list(settings, led: settings.devices.led))
+        for f in findings where !f.fatal { Log.warning(f.message) }
+        return findings.filter(\.fatal).map(\.message)
+    }
+
+    /// Builds what a configuration needs that takes no device — the node's HTTP client (URL,
+    /// TLS certificate, pinned key) and an encoder per configured output — so that a reload that
+    /// cannot work is refused while the running agent still runs. The runtime itself cannot be
+    /// built ahead: it needs the devices found and the spool directory the running agent holds.
+    static func preflight(_ loaded: Loaded, loop: EventLoop) throws {
+        _ = try HTTPClient(loop: loop, server: loaded.config.server)
+        let wanted = loaded.config.outputs.map(Set.init)
+        for spec in OutputCatalogue.all(loaded.config.options)
+        where spec.binaryEncoding == nil && wanted?.contains(spec.outputName) ?? true {
+            _ = try ObservationEncoder(spec: spec, format: loaded.config.publisher.format)
+        }
     }
 
     /// Secrets from the systemd credential (`$CREDENTIALS_DIRECTORY/osh-edge-secrets`) or the root-only
@@ -149,7 +176,7 @@ public enum Daemon {
     public static func run(configPath: String, secretsPath: String?) -> Int32 {
         // Before the devices start library threads (they inherit the mask).
         EventLoop.blockSignals([SIGTERM, SIGINT, SIGHUP])
-        var loaded: Loaded
+        let loaded: Loaded
         do {
             loaded = try load(configPath: configPath, secretsPath: secretsPath)
         } catch {
@@ -159,15 +186,9 @@ public enum Daemon {
             return 2
         }
         Log.threshold = logLevel(loaded.settings.logLevel)
-        // Configured device files that are not there: said once at start, with the fix. The agent
-        // still starts — the GPS source retries, a USB receiver may be plugged in later.
-        let findings = DeviceCheck.run(DeviceRequirement.list(loaded.settings, led: loaded.settings.devices.led))
-        for f in findings where !f.fatal { Log.warning(f.message) }
-        // A board device the config names that is not there is a configuration error: refused
-        // before anything starts (systemd retries; a USB receiver is only warned about).
-        let fatal = findings.filter(\.fatal)
+        let fatal = checkDevices(loaded.settings)
         if !fatal.isEmpty {
-            for f in fatal { Log.error(f.message) }
+            for m in fatal { Log.error(m) }
             StatusLED.showConfigError(loaded.settings.devices.led)
             return 2
         }
@@ -175,79 +196,95 @@ public enum Daemon {
             let loop = try EventLoop()
             let notify = SDNotify()
             var announcedReady = false
-            func attach(_ a: AgentRuntime) {
-                a.onStatus = { notify.status($0) }
-                a.onRegistered = {
-                    if !announcedReady { announcedReady = true; notify.ready(status: a.streamingStatus) }
-                }
-            }
-            var (agent, hardware) = try startAgent(loaded, loop: loop)
             // The LED follows whichever runtime is current (SIGHUP replaces it).
-            var current = agent
-            var currentHardware = hardware
+            var current: Running?
             let led = StatusLED.open(loaded.settings.devices.led, loop: loop) {
-                LEDState.derive(registered: current.registered, nodeReachable: current.publisher.connectivity == .online,
-                                clockSynchronized: current.clockState.isSynchronized, sensorFault: currentHardware.sensorFault)
+                LEDState.derive(registered: current?.agent.registered ?? false,
+                                nodeReachable: current?.agent.publisher.connectivity == .online,
+                                clockSynchronized: current?.agent.clockState.isSynchronized ?? false,
+                                sensorFault: current?.hardware.sensorFault ?? false)
             }
             if let led {
                 // A short blip per request the node took (streaming pattern).
                 var lastRequests = 0
-                try loop.addTimer(firstAt: EventLoop.deadline(after: 0.25), interval: 250_000_000) { _ in
-                    let n = current.specs.indices.reduce(0) { $0 + current.publisher.counters($1).requests }
+                try loop.addTimer(firstAt: loop.deadline(after: 0.25), interval: 250_000_000) { _ in
+                    guard let a = current?.agent else { return }
+                    let n = a.specs.indices.reduce(0) { $0 + a.publisher.counters($1).requests }
                     if n != lastRequests { lastRequests = n; led.activity() }
                 }
             }
-            func wireLED(_ a: AgentRuntime) {
-                current = a
-                a.onIdentify = led.map { led in { seconds in led.identify(seconds: seconds); return "blinking the status LED for \(Int(seconds)) s" } }
+            /// Opens the devices and starts an agent on them; on failure releases what it took.
+            func startRunning(_ l: Loaded) throws -> Running {
+                Log.threshold = logLevel(l.settings.logLevel)
+                let (agent, hardware) = try startAgent(l, loop: loop)
+                agent.onStatus = { notify.status($0) }
+                agent.onRegistered = { [unowned agent] in
+                    if !announcedReady { announcedReady = true; notify.ready(status: agent.streamingStatus) }
+                }
+                agent.onIdentify = led.map { led in { seconds in led.identify(seconds: seconds); return "blinking the status LED for \(Int(seconds)) s" } }
+                do {
+                    try agent.start()
+                    try hardware.start(feeding: agent)
+                } catch {
+                    hardware.stop()
+                    agent.stopNow()
+                    throw error
+                }
+                let outputs = agent.specs.map(\.outputName) + (agent.videoSpec.map { [$0.outputName] } ?? [])
+                Log.notice("osh-edge \(Agent.version) running: \(l.config.identity.uid) → \(l.config.server.apiRoot), "
+                           + "outputs \(outputs.joined(separator: ", "))")
+                let r = Running(agent: agent, hardware: hardware)
+                current = r
+                return r
             }
-            wireLED(agent)
-            attach(agent)
             notify.status("starting: registering with \(loaded.config.server.apiRoot)")
-            // The watchdog is fed from the loop itself: if the loop stops turning, systemd restarts us.
+            // The watchdog is fed from the loop itself: if the loop stops turning, systemd restarts
+            // us; when nothing can run, the loop stops and the process exits non-zero.
             if let period = SDNotify.watchdogInterval() {
                 let every = UInt64(period / 2 * 1e9)
-                try loop.addTimer(firstAt: EventLoop.deadline(after: period / 2), interval: every) { _ in notify.watchdog() }
+                try loop.addTimer(firstAt: loop.deadline(after: period / 2), interval: every) { _ in notify.watchdog() }
             }
-            try agent.start()
-            try hardware.start(feeding: agent)
-            Log.notice("osh-edge \(Agent.version) running: \(loaded.config.identity.uid) → \(loaded.config.server.apiRoot), "
-                       + "outputs \((agent.specs.map(\.outputName) + (agent.videoSpec.map { [$0.outputName] } ?? [])).joined(separator: ", "))")
-            var stopping = false
+            var exitCode: Int32?
+            let supervisor = AgentSupervisor<Loaded, Running>(
+                config: loaded, running: try startRunning(loaded), source: configPath,
+                start: startRunning,
+                stop: { r, seconds, done in
+                    r.hardware.stop()
+                    r.agent.beginStop(deadline: loop.deadline(after: seconds), completion: done)
+                },
+                exit: { code in
+                    if code != 0 { notify.status("exiting: no configuration starts; see the journal") }
+                    exitCode = code
+                    loop.stop()
+                })
             try loop.onSignals([SIGTERM, SIGINT, SIGHUP]) { sig in
                 if sig == SIGHUP {
-                    do {
+                    supervisor.reload {
                         let fresh = try load(configPath: configPath, secretsPath: secretsPath)
-                        hardware.stop()
-                        try agent.stop(flushUntil: EventLoop.deadline(after: 2))
-                        loaded = fresh
-                        Log.threshold = logLevel(fresh.settings.logLevel)
-                        (agent, hardware) = try startAgent(fresh, loop: loop)
-                        currentHardware = hardware
-                        wireLED(agent)
-                        attach(agent)
-                        try agent.start()
-                        try hardware.start(feeding: agent)
-                        Log.notice("configuration reloaded from \(configPath)")
-                    } catch {
-                        Log.error("configuration not reloaded, keeping the running one: \(error)")
+                        let fatal = checkDevices(fresh.settings)
+                        if !fatal.isEmpty { throw DaemonError.message(fatal.joined(separator: "; ")) }
+                        try preflight(fresh, loop: loop)
+                        return fresh
                     }
                 } else {
-                    stopping = true
-                    loop.stop()
+                    if supervisor.phase != .stopping { notify.stopping() }
+                    supervisor.terminate()
                 }
             }
-            while !stopping { try loop.run() }
-            notify.stopping()
+            while exitCode == nil { try loop.run() }
             led?.stop()
-            hardware.stop()
-            try agent.stop(flushUntil: EventLoop.deadline(after: 5))
-            Log.notice("stopped")
-            return 0
+            if exitCode == 0 { Log.notice("stopped") }
+            return exitCode ?? 1
         } catch {
             Log.error("\(error)")
             return 1
         }
+    }
+
+    /// What runs for one configuration.
+    struct Running {
+        let agent: AgentRuntime
+        let hardware: Hardware
     }
 
     static func logLevel(_ s: String) -> Log.Level {
@@ -264,4 +301,101 @@ public enum Daemon {
 public enum DaemonError: Error, CustomStringConvertible {
     case message(String)
     public var description: String { if case .message(let m) = self { return m }; return "" }
+}
+
+/// One agent at a time for `osh-edge run`: replaced on SIGHUP, stopped on SIGTERM, both from a
+/// signal handler, so nothing here waits — stopping is an asynchronous drain and the next step
+/// runs in its completion. A reload's configuration is loaded and checked (as far as it can be
+/// without the devices) before the running agent is touched; if the new agent still fails to
+/// start, the previous configuration starts again; if that fails too, `exit(1)` — systemd
+/// restarts the service — rather than a process feeding the watchdog with nothing running.
+final class AgentSupervisor<Config, Running> {
+    enum Phase: Equatable {
+        case running, replacing, stopping
+        case exited(Int32)
+    }
+
+    /// Seconds the running agent gets to flush: before a reload, and at SIGTERM.
+    static var reloadFlushSeconds: Double { 2 }
+    static var stopFlushSeconds: Double { 5 }
+
+    private(set) var phase = Phase.running
+    /// The configuration of the running agent (or of the last one that ran).
+    private(set) var config: Config
+    private(set) var running: Running?
+    /// Names the configuration in the log (the file's path).
+    private let source: String
+    private let start: (Config) throws -> Running
+    private let stop: (Running, Double, @escaping () -> Void) -> Void
+    private let exit: (Int32) -> Void
+
+    /// `stop(running, seconds, completion)` stops the devices and drains the agent for at most
+    /// `seconds`, then calls `completion`; `exit(code)` is called once, when nothing runs.
+    init(config: Config, running: Running, source: String, start: @escaping (Config) throws -> Running,
+         stop: @escaping (Running, Double, @escaping () -> Void) -> Void, exit: @escaping (Int32) -> Void) {
+        self.config = config
+        self.running = running
+        self.source = source
+        self.start = start
+        self.stop = stop
+        self.exit = exit
+    }
+
+    /// SIGHUP: `load` reads and checks the new configuration; if it throws, nothing changes.
+    func reload(_ load: () throws -> Config) {
+        guard phase == .running, let old = running else {
+            Log.warning("SIGHUP ignored: the agent is \(phase == .replacing ? "already being replaced" : "stopping")")
+            return
+        }
+        let fresh: Config
+        do { fresh = try load() } catch {
+            Log.error("configuration not reloaded, keeping the running one: \(error)")
+            return
+        }
+        phase = .replacing
+        stop(old, Self.reloadFlushSeconds) { [self] in
+            running = nil
+            // SIGTERM during the drain: stop there.
+            guard phase == .replacing else { return finish(0) }
+            do {
+                running = try start(fresh)
+                config = fresh
+                phase = .running
+                Log.notice("configuration reloaded from \(source)")
+            } catch {
+                Log.error("the configuration reloaded from \(source) did not start: \(error); starting the previous one again")
+                do {
+                    running = try start(config)
+                    phase = .running
+                    Log.notice("running with the previous configuration; fix \(source) and send SIGHUP again")
+                } catch {
+                    Log.error("the previous configuration did not start again either: \(error); "
+                              + "exiting so that systemd restarts osh-edge")
+                    finish(1)
+                }
+            }
+        }
+    }
+
+    /// SIGTERM/SIGINT: drains the running agent (or lets a reload's drain end there), then exits 0.
+    func terminate() {
+        switch phase {
+        case .running:
+            phase = .stopping
+            guard let r = running else { return finish(0) }
+            stop(r, Self.stopFlushSeconds) { [self] in
+                running = nil
+                finish(0)
+            }
+        case .replacing:
+            phase = .stopping
+        case .stopping, .exited:
+            break
+        }
+    }
+
+    private func finish(_ code: Int32) {
+        phase = .exited(code)
+        exit(code)
+    }
 }

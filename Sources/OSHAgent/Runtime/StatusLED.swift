@@ -148,10 +148,10 @@ extension StatusLED {
     }
 
     static func showConfigError(line: GPIOLine, activeLow: Bool, loop: EventLoop, seconds: Double) throws {
-        let led = StatusLED(line: line, activeLow: activeLow, state: { .configError })
+        let led = StatusLED(line: line, activeLow: activeLow, now: { loop.now }, state: { .configError })
         try led.start(on: loop)
         let signals = try loop.onSignals([SIGTERM, SIGINT]) { _ in loop.stop() }
-        try loop.run(until: EventLoop.deadline(after: seconds))
+        try loop.run(until: loop.deadline(after: seconds))
         loop.remove(signals)
         led.stop()
     }
