@@ -35,6 +35,33 @@ final class SensorPollerTests: XCTestCase {
         poller.stop()
     }
 
+    /// An outage is logged by the reconnect policy: its first failure with the retry, a
+    /// different reason once, the same reason again not at all, the return once.
+    func testAnOutageIsLoggedOncePerReason() throws {
+        let loop = try EventLoop(time: .virtual())
+        var reason = "bus error"
+        var failing = true
+        let log = LogCapture()
+        defer { log.stop() }
+        let poller = SensorPoller(loop: loop, name: "BMP280", rate: 100, backoff: Backoff(initial: 0.05, maximum: 0.05),
+                                  failuresBeforeReopen: 1,
+                                  reopen: { if failing { throw I2CError(.unexpectedResponse, bus: 1, address: 0x76, operation: reason) } },
+                                  poll: { _ in if failing { throw I2CError(.unexpectedResponse, bus: 1, address: 0x76, operation: reason) } })
+        try poller.start()
+        try loop.run(until: loop.deadline(after: 0.3))
+        reason = "no conversion"
+        try loop.run(until: loop.deadline(after: 0.3))
+        failing = false
+        try loop.run(until: loop.deadline(after: 0.2))
+        XCTAssertEqual(poller.state, .running)
+        let lines = log.lines.filter { $0.hasPrefix("BMP280") }
+        XCTAssertEqual(lines.count, 3, "\(lines)")
+        XCTAssertTrue(lines[0].contains("bus error") && lines[0].contains("retrying in"), lines[0])
+        XCTAssertTrue(lines[1].contains("no conversion"), lines[1])
+        XCTAssertTrue(lines[2].contains("back"), lines[2])
+        poller.stop()
+    }
+
     /// One bad transfer in a row of good ones does not take the device down.
     func testIsolatedErrorIsTolerated() throws {
         let loop = try EventLoop(time: .virtual())
