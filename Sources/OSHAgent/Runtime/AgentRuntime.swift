@@ -51,8 +51,8 @@ public struct AgentConfig: Sendable {
 ///
 /// beside the chain: the ClockGate (when observations get wall-clock times), the
 /// RegistrationService (the ids the publisher posts to) and the CommandService (the node's
-/// commands, applied to the gate). This type only builds and wires them, and samples the
-/// outputs no device paces (device_health, simulated values) on timers.
+/// commands, applied to the gate), and the TimedSampler for the outputs no device paces.
+/// This type only builds and wires them.
 public final class AgentRuntime {
     public let loop: EventLoop
     public let config: AgentConfig
@@ -70,16 +70,10 @@ public final class AgentRuntime {
     private let clock: ClockGate
     private let registration: RegistrationService
     private lazy var commands = CommandService(runtime: self, http: http, builder: node.builder)
-    private let sim = SimulatedSensors()
-    private let health: HealthProbe
     private var timers: [EventLoop.Timer] = []
-    /// Outputs sampled on a timer (simulated values, device_health), by datastream index.
-    private var sampleTimers: [Int: EventLoop.Timer] = [:]
-    /// Values of the timer-sampled outputs, sized once from the widest record.
-    private let scratch: UnsafeMutableBufferPointer<Double>
-    private var healthPort: OutputPort<DeviceHealthSample>?
+    /// device_health and simulated outputs, once started.
+    private var sampler: TimedSampler?
     private var gpsPort: OutputPort<PositionSample>?
-    private let startTime: Double
     /// The publisher's outage: logged when it starts and when it ends, not at every probe.
     private var nodeOutage = RetryLog()
     private var gpsInput: GPSInput?
@@ -112,14 +106,9 @@ public final class AgentRuntime {
         }
         registration = RegistrationService(loop: loop, client: node, builder: builder, config: config,
                                            specs: specs + (videoSpec.map { [$0] } ?? []))
-        scratch = .allocate(capacity: widest)
-        health = HealthProbe(diskPath: config.stateDirectory)
-        startTime = Double(Clock.monotonicNanoseconds()) / 1e9
         if config.spool.enabled { openSpool() }
         wire()
     }
-
-    deinit { scratch.deallocate() }
 
     /// Store-and-forward in `stateDirectory/spool`; without it the agent still streams, and only
     /// what a long outage overflows is lost.
@@ -199,7 +188,10 @@ public final class AgentRuntime {
         timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { [unowned self] _ in
             self.checkClock()
         })
-        healthPort = try port(DeviceHealthSample.self)
+        let sampler = TimedSampler(loop: loop, specs: specs, gate: gate, publisher: publisher, clock: clock,
+                                   healthPort: try port(DeviceHealthSample.self), diskPath: config.stateDirectory)
+        sampler.onPosition = { [unowned self] in self.onPosition?($0, $1, $2, $3) }
+        self.sampler = sampler
         gpsPort = try port(PositionSample.self)
         if let gps = config.gps, gpsPort != nil {
             let input = try GPSInput(loop: loop, config: gps, notBefore: config.notBefore) { [unowned self] p in
@@ -211,16 +203,7 @@ public final class AgentRuntime {
         for (i, spec) in specs.enumerated() {
             if spec.kind == .gps && gpsInput != nil { continue } // the receiver paces it
             if config.externalOutputs.contains(spec.outputName) { continue } // its device input paces it
-            try armSampleTimer(i)
-        }
-    }
-
-    private func armSampleTimer(_ i: Int) throws {
-        if let t = sampleTimers[i] { loop.cancel(t) }
-        let period = UInt64(1e9 / max(rate(i), 0.001))
-        sampleTimers[i] = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
-            // Missed ticks are not back-filled: a sensor reading is taken now, once.
-            self.sample(i)
+            try sampler.arm(i, rate: rate(i))
         }
     }
 
@@ -240,39 +223,6 @@ public final class AgentRuntime {
     /// `always` skips the rate thinning (a pan-tilt unit's final position must not be thinned away).
     public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>, always: Bool = false) {
         gate.record(i, monotonicTime: monotonicTime, values: values, always: always)
-    }
-
-    /// A timer-sampled output: the board's health, or a simulated value.
-    private func sample(_ i: Int) {
-        guard gate.enabled[i] else { return }
-        let now = Double(Clock.monotonicNanoseconds()) / 1e9
-        if let p = healthPort, p.datastream == i {
-            p.send(healthSample(), at: now, always: true)
-            return
-        }
-        let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<(specs[i].leaves.count - 1)])
-        sim.fill(specs[i].outputName, at: now - startTime, into: out)
-        if specs[i].kind == .gps, out.count >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
-        record(i, monotonicTime: now, values: UnsafeBufferPointer(out), always: true)
-    }
-
-    private func healthSample() -> DeviceHealthSample {
-        let r = health.read()
-        var h = DeviceHealthSample()
-        h.cpuTemperature = r.cpuTemperature
-        h.underVoltage = r.underVoltage
-        h.throttled = r.throttled
-        h.throttleFlags = Double(r.throttleFlags)
-        h.loadAverage = r.loadAverage
-        h.memoryAvailable = r.memoryAvailableMB
-        h.diskFree = r.diskFreePercent
-        h.queueDepth = Double(publisher.ring.occupied)
-        var dropped = 0
-        for i in specs.indices { dropped += publisher.counters(i).dropped }
-        h.droppedCount = Double(dropped)
-        h.uptime = r.uptimeSeconds
-        h.clockSynchronized = clock.state.isSynchronized
-        return h
     }
 
     /// One encoded camera access unit; dropped (and counted) while the previous one is in flight.
@@ -330,8 +280,8 @@ public final class AgentRuntime {
             throw ControlError(description: "gps_data follows the receiver's own rate; change it on the receiver")
         }
         gate.setRate(i, hz)
-        if sampleTimers[i] != nil {
-            do { try armSampleTimer(i) } catch { throw ControlError(description: "cannot re-arm \(outputName)'s timer: \(error)") }
+        if let sampler, sampler.isSampling(i) {
+            do { try sampler.arm(i, rate: hz) } catch { throw ControlError(description: "cannot re-arm \(outputName)'s timer: \(error)") }
         }
         Log.notice("\(outputName): rate set to \(hz) Hz")
     }
@@ -466,8 +416,7 @@ public final class AgentRuntime {
         registration.cancel()
         for t in timers { loop.cancel(t) }
         timers.removeAll()
-        for t in sampleTimers.values { loop.cancel(t) }
-        sampleTimers.removeAll()
+        sampler?.stop()
     }
 
     private func finishStop() {

@@ -1,0 +1,85 @@
+import OSHCore
+import OSHPlatform
+
+/// The outputs no device paces, each sampled on its own timer at its rate: the board's health
+/// (`device_health`) and, for a simulated source, generated values. Missed ticks are not
+/// back-filled: a reading is taken now, once.
+final class TimedSampler {
+    /// Each simulated GPS position (lat, lon, height, epoch seconds): true north needs it.
+    var onPosition: ((Double, Double, Double, Double) -> Void)?
+
+    private let loop: EventLoop
+    private let specs: [OutputSpec]
+    private let gate: OutputGate
+    private let publisher: Publisher
+    private let clock: ClockGate
+    private let healthPort: OutputPort<DeviceHealthSample>?
+    private let health: HealthProbe
+    private let sim = SimulatedSensors()
+    private var timers: [Int: EventLoop.Timer] = [:]
+    /// Simulated values, sized once from the widest record.
+    private let scratch: UnsafeMutableBufferPointer<Double>
+    private let startTime = Double(Clock.monotonicNanoseconds()) / 1e9
+
+    init(loop: EventLoop, specs: [OutputSpec], gate: OutputGate, publisher: Publisher, clock: ClockGate,
+         healthPort: OutputPort<DeviceHealthSample>?, diskPath: String) {
+        self.loop = loop
+        self.specs = specs
+        self.gate = gate
+        self.publisher = publisher
+        self.clock = clock
+        self.healthPort = healthPort
+        health = HealthProbe(diskPath: diskPath)
+        scratch = .allocate(capacity: specs.map { $0.leaves.count }.max() ?? 1)
+    }
+
+    deinit { scratch.deallocate() }
+
+    func isSampling(_ i: Int) -> Bool { timers[i] != nil }
+
+    /// Samples output `i` at `rate` Hz from now on (again, after a rate change).
+    func arm(_ i: Int, rate: Double) throws {
+        if let t = timers[i] { loop.cancel(t) }
+        let period = UInt64(1e9 / max(rate, 0.001))
+        timers[i] = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
+            self.sample(i)
+        }
+    }
+
+    func stop() {
+        for t in timers.values { loop.cancel(t) }
+        timers.removeAll()
+    }
+
+    private func sample(_ i: Int) {
+        guard gate.enabled[i] else { return }
+        let now = Double(Clock.monotonicNanoseconds()) / 1e9
+        if let p = healthPort, p.datastream == i {
+            p.send(healthSample(), at: now, always: true)
+            return
+        }
+        let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<(specs[i].leaves.count - 1)])
+        sim.fill(specs[i].outputName, at: now - startTime, into: out)
+        if specs[i].kind == .gps, out.count >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
+        gate.record(i, monotonicTime: now, values: UnsafeBufferPointer(out), always: true)
+    }
+
+    private func healthSample() -> DeviceHealthSample {
+        let r = health.read()
+        var h = DeviceHealthSample()
+        h.cpuTemperature = r.cpuTemperature
+        h.underVoltage = r.underVoltage
+        h.throttled = r.throttled
+        h.throttleFlags = Double(r.throttleFlags)
+        h.loadAverage = r.loadAverage
+        h.memoryAvailable = r.memoryAvailableMB
+        h.diskFree = r.diskFreePercent
+        h.queueDepth = Double(publisher.ring.occupied)
+        var dropped = 0
+        for i in specs.indices { dropped += publisher.counters(i).dropped }
+        h.droppedCount = Double(dropped)
+        h.uptime = r.uptimeSeconds
+        h.clockSynchronized = clock.state.isSynchronized
+        return h
+    }
+}
