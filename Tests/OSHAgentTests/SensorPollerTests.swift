@@ -2,6 +2,7 @@ import OSHCore
 import XCTest
 @testable import OSHAgent
 import OSHPlatform
+import OSHSimulation
 
 final class SensorPollerTests: XCTestCase {
     /// A device on the simulated bus that starts failing mid-run: polls stop, it is reopened with
