@@ -1,6 +1,8 @@
 import Foundation
 import OSHAgent
 import OSHCore
+import OSHDevNode
+import OSHPlatform
 import XCTest
 
 /// The binary the .deb ships (osh-edge) links no development code; the development commands
@@ -86,5 +88,36 @@ final class TargetHygieneTests: XCTestCase {
         XCTAssertEqual(rates["device_health"], 1.0 / 60)
         XCTAssertEqual(rates["audio_level"], 10)
         XCTAssertEqual(rates["quat_orientation_data"], 10)
+    }
+
+    /// Without a simulation an output no device feeds is registered but nothing is invented for
+    /// it (the old silent fallback): said once in the log; device_health still flows.
+    func testAnOutputWithoutADeviceIsNotPublishedWithoutASimulation() throws {
+        let saved = SimulationHooks.provider
+        SimulationHooks.provider = nil
+        defer { SimulationHooks.provider = saved }
+        let node = DevNode(config: DevNodeConfig())
+        _ = try node.start()
+        defer { node.stop() }
+        let state = NSTemporaryDirectory() + "osh-nosim-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000feed0015", label: "Test Pi [no sim]", serial: "10000000feed0015")
+        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+                            options: OutputOptions(uid: identity.uid), stateDirectory: state)
+        c.outputs = ["gps_data", "device_health"]
+        c.rates = ["gps_data": 20, "device_health": 20]
+        c.trustHostClock = true
+        let log = LogCapture()
+        defer { log.stop() }
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: c, loop: loop)
+        try a.start()
+        func count(_ name: String) -> Int { node.stats.datastream(outputName: name)?.observationCount ?? 0 }
+        _ = try loop.run(for: 10) { count("device_health") >= 3 }
+        _ = try loop.run(for: 0.3) { false }
+        try a.stop(flushUntil: EventLoop.deadline(after: 1))
+        XCTAssertGreaterThanOrEqual(count("device_health"), 3)
+        XCTAssertEqual(count("gps_data"), 0)
+        XCTAssertEqual(log.count("gps_data: no device feeds it and no simulation is linked; it is not published"), 1)
     }
 }
