@@ -1,7 +1,7 @@
 import OSHCore
 import OSHPlatform
 
-/// Everything `osh-edge run` and `osh-edge demo` need to know.
+/// Everything `osh-edge run` and `osh-edge-dev demo` need to know.
 public struct AgentConfig: Sendable {
     public var server: HTTPServer
     public var identity: SystemIdentity

@@ -6,7 +6,7 @@ import Glibc
 import OSHAgent
 import OSHSimulation
 
-/// `osh-edge bench audio`: the CPU the `audio_level` meter costs per second of audio.
+/// `osh-edge-dev bench audio`: the CPU the `audio_level` meter costs per second of audio.
 ///
 /// - `meter`: `LevelMeter.feed` alone over period-sized buffers of a synthetic 48 kHz signal
 ///   (one 1 s buffer made up front, walked period by period) — the arithmetic's cost.

@@ -3,11 +3,11 @@ import OSHPlatform
 import OSHAgent
 import OSHSimulation
 
-/// `osh-edge bench baro`: the cost of one barometer sample — the compensation alone (OSHCore), and
+/// `osh-edge-dev bench baro`: the cost of one barometer sample — the compensation alone (OSHCore), and
 /// a whole driver read (burst into the reused buffer + compensation) against a plain register
 /// file, so that only the driver's own work is timed (the simulated chips allocate to model
 /// conversions; a real bus does not). Allocations are counted from outside, as for `bench encode`:
-/// `valgrind osh-edge bench baro --count N` at N and 2N (see the report in the commit).
+/// `valgrind osh-edge-dev bench baro --count N` at N and 2N (see the report in the commit).
 public enum BarometerBench {
     public struct Result: Sendable {
         public var chip: String

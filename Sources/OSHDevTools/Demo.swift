@@ -210,7 +210,7 @@ extension Agent {
 }
 
 extension Agent {
-    /// `osh-edge node`: the development node alone, until killed; with `journal`, its resources
+    /// `osh-edge-dev node`: the development node alone, until killed; with `journal`, its resources
     /// and their ids survive restarts (DevNodeConfig.journalPath).
     public static func runDevelopmentNode(port: UInt16, users: [(String, String)], journal: String? = nil,
                                           output: @escaping (String) -> Void) throws -> Never {

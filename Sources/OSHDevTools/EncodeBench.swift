@@ -3,7 +3,7 @@ import OSHPlatform
 import OSHAgent
 import OSHSimulation
 
-/// `osh-edge bench encode`: how fast, and how compactly, each scalar output encodes.
+/// `osh-edge-dev bench encode`: how fast, and how compactly, each scalar output encodes.
 /// Heap allocations are not counted here (that needs an outside observer): run
 /// `scripts/bench-allocs.sh`, which compares valgrind's totals at two counts.
 public enum EncodeBench {

@@ -1,4 +1,4 @@
-// `osh-edge bench fusion`: orientation-filter updates per second, and (measured from
+// `osh-edge-dev bench fusion`: orientation-filter updates per second, and (measured from
 // outside with valgrind at two counts, scripts/bench-fusion-allocs.sh) heap allocations
 // per update. The samples are generated once up front, so the timed loop is the filter.
 import OSHCore

@@ -3,7 +3,7 @@ import OSHPlatform
 import OSHAgent
 import OSHSimulation
 
-/// `osh-edge bench imu`: the cost of one IMU sample through the real driver on the simulated
+/// `osh-edge-dev bench imu`: the cost of one IMU sample through the real driver on the simulated
 /// bus (driver + convert + simulator on this host; on a Pi the ioctl and the wire add to it),
 /// and the bytes and wire time one sample takes on a real bus at 100 and 400 kHz.
 /// Allocations: run the command under valgrind at N and 2N reads (scripts/bench-allocs.sh style);

@@ -3,7 +3,7 @@ import OSHPlatform
 import OSHAgent
 import OSHSimulation
 
-/// `osh-edge bench publish`: the whole scalar path — ring → encoder → libcurl → node —
+/// `osh-edge-dev bench publish`: the whole scalar path — ring → encoder → libcurl → node —
 /// against a node (the development node on loopback, normally in another process
 /// pinned to another core). Reports observations/s, body bytes and requests per
 /// observation, and the time to drain a backlog.

@@ -3,7 +3,7 @@ import OSHPlatform
 import OSHAgent
 import OSHSimulation
 
-/// `osh-edge bench spool`: the store-and-forward path during an outage — ring overflow →
+/// `osh-edge-dev bench spool`: the store-and-forward path during an outage — ring overflow →
 /// spool record → write(2) — and the drain after it (read, parse, CRC, encode, post), on real
 /// files in a scratch directory. Reports observations/s each way and bytes per observation.
 public enum SpoolBench {

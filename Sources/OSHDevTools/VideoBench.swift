@@ -1,4 +1,4 @@
-// `osh-edge bench video`: libx264 as the agent runs it (ultrafast, zerolatency, baseline,
+// `osh-edge-dev bench video`: libx264 as the agent runs it (ultrafast, zerolatency, baseline,
 // IDR every frame by default) on the moving test pattern, one thread and x264's automatic
 // thread count, at 640×480 and 1280×720. Only the encode call is timed (the pattern is
 // rendered outside the clock). Also the YUYV→I420 pass a UVC camera's frames need.

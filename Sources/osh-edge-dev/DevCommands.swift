@@ -158,7 +158,7 @@ func bench(_ a: inout Arguments) {
 
 func benchPublish(_ a: inout Arguments) {
     guard let url = a.value("--node") else {
-        fail("bench publish needs --node URL (start one with: osh-edge node --port 18181), or --node none for the publisher alone")
+        fail("bench publish needs --node URL (start one with: osh-edge-dev node --port 18181), or --node none for the publisher alone")
     }
     let count = Int(a.value("--count") ?? "20000") ?? 0
     let backlog = Int(a.value("--backlog") ?? "1000") ?? 1000

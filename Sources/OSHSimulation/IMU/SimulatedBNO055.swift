@@ -83,7 +83,7 @@ public final class SimulatedBNO055: SimulatedIMUChip {
     }
 }
 
-/// A board with one IMU (and its magnetometer) on a simulated bus: what `osh-edge demo` and
+/// A board with one IMU (and its magnetometer) on a simulated bus: what `osh-edge-dev demo` and
 /// the tests attach. Chip names as `IMUDrivers.identities` spell them.
 public final class SimulatedIMUBoard {
     public let chip: String

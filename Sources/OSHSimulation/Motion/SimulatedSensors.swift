@@ -5,7 +5,7 @@ import Musl
 #endif
 import OSHCore
 
-// Simulated sensors for `osh-edge demo` and tests: physically plausible values in
+// Simulated sensors for `osh-edge-dev demo` and tests: physically plausible values in
 // each output's leaf order, a pure function of time so runs are reproducible.
 // They stand in for the drivers until the sensor issues land.
 
