@@ -1,7 +1,7 @@
 import OSHCore
 import OSHPlatform
 
-/// Everything `osh-edge run` and `osh-edge demo` need to know.
+/// Everything `osh-edge run` and `osh-edge-dev demo` need to know.
 public struct AgentConfig: Sendable {
     public var server: HTTPServer
     public var identity: SystemIdentity
@@ -61,7 +61,6 @@ public final class AgentRuntime {
 
     private let http: HTTPClient
     private let node: HTTPNodeClient
-    private let sim = SimulatedSensors()
     private let health: HealthProbe
     private var timers: [EventLoop.Timer] = []
     private var scratch: UnsafeMutableBufferPointer<Double>
@@ -182,6 +181,11 @@ public final class AgentRuntime {
         for (i, spec) in specs.enumerated() {
             if spec.outputName == "gps_data" && gpsInput != nil { continue } // the receiver paces it
             if config.externalOutputs.contains(spec.outputName) { continue } // its device input paces it
+            if spec.outputName != "device_health" && SimulationHooks.provider == nil {
+                // No device and no simulation: registered, but nothing is invented for it.
+                Log.warning("\(spec.outputName): no device feeds it and no simulation is linked; it is not published")
+                continue
+            }
             try armSampleTimer(i)
         }
     }
@@ -203,7 +207,7 @@ public final class AgentRuntime {
     /// Per output: published at all, and at most how often (device inputs may sample faster —
     /// the IMU runs its filter at 100 Hz — and are thinned here to the output's rate).
     private lazy var enabled = [Bool](repeating: true, count: specs.count)
-    private lazy var rates: [Double] = specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) }
+    private lazy var rates: [Double] = specs.map { config.rates[$0.outputName] ?? $0.defaultRate }
     private lazy var nextDue = [Double](repeating: 0, count: specs.count)
 
     public func rate(_ i: Int) -> Double { rates[i] }
@@ -365,7 +369,7 @@ public final class AgentRuntime {
                           r.uptimeSeconds, clockState.isSynchronized ? 1 : 0]
             for k in 0..<min(n, values.count) { out[k] = values[k] }
         } else {
-            sim.fill(spec.outputName, at: now - startTime, into: out)
+            guard SimulationHooks.provider?.fill(spec.outputName, at: now - startTime, into: out) == true else { return }
             if spec.outputName == "gps_data", n >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
         }
         publisher.record(datastream: i, monotonicTime: now, values: UnsafeBufferPointer(out))
@@ -667,6 +671,11 @@ public final class AgentRuntime {
                        lastValue: lastValues[i], lastField: leaves.count > 1 ? leaves[1].names.last ?? "" : "")
         }
     }
+}
+
+/// The CS API over libcurl, as registration and the publisher see it (the publish bench too).
+public func nodeTransport(http: HTTPClient, builder: CSRequestBuilder) -> NodeClient & PublisherTransport {
+    HTTPNodeClient(http: http, builder: builder)
 }
 
 /// The CS API over libcurl, as registration and the publisher see it.

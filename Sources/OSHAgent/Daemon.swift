@@ -28,6 +28,7 @@ public enum Daemon {
             throw DaemonError.message("\(configPath): no such file; start from deploy/osh-edge.conf.example")
         }
         let settings = try AgentSettings.parse(bytes: bytes, path: configPath)
+        try SimulationHooks.check(settings, path: configPath)
         let server = settings.activeServer
         let secrets = try loadSecrets(path: secretsPath)
         let credentials = server.credentials(from: secrets)
