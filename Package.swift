@@ -2,8 +2,12 @@
 // osh-edge — an OpenSensorHub sensor agent for Raspberry Pi and other ARM Linux boards.
 //
 // Layers (arrows point down only):
-//   osh-edge (executable, CLI) → OSHAgent (composition root) → OSHDevNode / OSHPlatform → OSHCore
+//   osh-edge (executable, CLI; what the .deb ships) → OSHCLI → OSHAgent (composition root) → OSHPlatform → OSHCore
+//   osh-edge-dev (development executable) → OSHDevTools (demo, benches) → OSHAgent, OSHDevNode, OSHSimulation
+//   OSHSimulation (simulated chips, mock V4L2, simulated values) → OSHPlatform; OSHDevNode (libmicrohttpd) → OSHPlatform
 //   OSHPlatform → CShim + system-library targets (Debian -dev packages)
+// Only osh-edge-dev and the tests link OSHSimulation and OSHDevNode: the service binary has no
+// simulator and no libmicrohttpd; `source = "simulated"` reaches OSHSimulation through OSHAgent's SimulationHooks.
 // OSHCore is pure Swift with no I/O and no dependencies: it builds and tests on any Linux.
 import PackageDescription
 
@@ -13,6 +17,7 @@ let package = Package(
     name: "osh-edge",
     products: [
         .executable(name: "osh-edge", targets: ["osh-edge"]),
+        .executable(name: "osh-edge-dev", targets: ["osh-edge-dev"]),
         .library(name: "OSHCore", targets: ["OSHCore"]),
     ],
     targets: [
@@ -42,26 +47,43 @@ let package = Package(
                 dependencies: ["OSHCore", "CShim", "CCurl", "CGPIOD", "CI2C", "CALSA", "CV4L2", "CX264"],
                 swiftSettings: swift6),
 
+        // MARK: Simulators and replays: datasheet-modelled chips on a simulated I²C bus, a mock V4L2,
+        // simulated motion and sensor values. Only the development executable and the tests link it.
+        .target(name: "OSHSimulation", dependencies: ["OSHCore", "OSHPlatform", "CShim", "CV4L2"],
+                swiftSettings: swift6),
+
         // MARK: The development node (libmicrohttpd), strict like OSH.
         .target(name: "OSHDevNode", dependencies: ["OSHCore", "OSHPlatform", "CMicroHTTPD"],
                 swiftSettings: swift6),
 
         // MARK: Agent — the one composition root.
-        .target(name: "OSHAgent", dependencies: ["OSHCore", "OSHPlatform", "OSHDevNode"],
+        .target(name: "OSHAgent", dependencies: ["OSHCore", "OSHPlatform"],
                 swiftSettings: swift6),
 
-        // MARK: The executable: CLI parsing and printing only.
-        .executableTarget(name: "osh-edge", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform"],
+        // MARK: What both executables' command lines share (option reading, run, config check, calibrate).
+        .target(name: "OSHCLI", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform"], swiftSettings: swift6),
+
+        // MARK: The executable the .deb ships: CLI parsing and printing only.
+        .executableTarget(name: "osh-edge", dependencies: ["OSHCLI", "OSHAgent", "OSHCore", "OSHPlatform"],
+                          swiftSettings: swift6),
+
+        // MARK: Development: the demo, the benches, the development node, the agent with simulation.
+        .target(name: "OSHDevTools", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode", "OSHSimulation"],
+                swiftSettings: swift6),
+        .executableTarget(name: "osh-edge-dev",
+                          dependencies: ["OSHDevTools", "OSHCLI", "OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode"],
                           swiftSettings: swift6),
 
         // MARK: Tests mirror the layers.
         // Fixtures are read from the source tree (#filePath), so they are excluded from the build.
-        .testTarget(name: "OSHCoreTests", dependencies: ["OSHCore"],
+        .testTarget(name: "OSHCoreTests", dependencies: ["OSHCore", "OSHSimulation"],
                     exclude: ["Fixtures"], swiftSettings: swift6),
-        .testTarget(name: "OSHPlatformTests", dependencies: ["OSHPlatform", "OSHCore", "CShim"],
+        .testTarget(name: "OSHPlatformTests", dependencies: ["OSHPlatform", "OSHCore", "OSHSimulation", "CShim"],
                     exclude: ["Fixtures"], swiftSettings: swift6),
-        // Depends on the executable so the CLI tests can run the binary that was just built.
-        .testTarget(name: "OSHAgentTests", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "osh-edge"],
+        // Depends on the executables so the CLI tests can run the binaries that were just built.
+        .testTarget(name: "OSHAgentTests",
+                    dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHSimulation", "OSHDevTools", "OSHDevNode",
+                                   "osh-edge", "osh-edge-dev"],
                     swiftSettings: swift6),
         .testTarget(name: "OSHDevNodeTests", dependencies: ["OSHDevNode", "OSHCore"], swiftSettings: swift6),
     ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Heap allocations per observation in steady state, measured from outside:
-# valgrind counts every malloc of `osh-edge bench encode` at N and at 2N
+# valgrind counts every malloc of `osh-edge-dev bench encode` at N and at 2N
 # observations; the difference divided by N is what each extra observation
 # costs (start-up allocations cancel out). Target: 0.
 #
@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-20000}
-swift build -c release --product osh-edge >/dev/null
-bin=$(swift build -c release --show-bin-path)/osh-edge
+swift build -c release --product osh-edge-dev >/dev/null
+bin=$(swift build -c release --show-bin-path)/osh-edge-dev
 
 allocs() { # output format batch count
   valgrind --tool=memcheck "$bin" bench encode --quiet --output "$1" --format "$2" --batch "$3" --count "$4" 2>&1 \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Heap allocations per level window in steady state, measured from outside: valgrind
-# counts every malloc of `osh-edge bench audio` at N and at 2N seconds of 48 kHz audio;
+# counts every malloc of `osh-edge-dev bench audio` at N and at 2N seconds of 48 kHz audio;
 # the difference divided by the extra windows (10 per second) is what each window costs
 # (start-up allocations cancel out). Target: 0. Both paths: the meter alone, and ALSA
 # capture through the file plugin + event loop + meter.
@@ -9,8 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-30}
-swift build -c release --product osh-edge >/dev/null
-bin=$(swift build -c release --show-bin-path)/osh-edge
+swift build -c release --product osh-edge-dev >/dev/null
+bin=$(swift build -c release --show-bin-path)/osh-edge-dev
 
 allocs() { # path format seconds
   valgrind --tool=memcheck "$bin" bench audio --quiet --path "$1" --format "$2" --seconds "$3" 2>&1 \

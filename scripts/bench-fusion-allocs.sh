@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Heap allocations per fusion update in steady state, measured from outside: valgrind
-# counts every malloc of `osh-edge bench fusion` at N and 2N updates; the difference
+# counts every malloc of `osh-edge-dev bench fusion` at N and 2N updates; the difference
 # divided by N (per case: 2 inputs per algorithm) is what each extra update costs. Target: 0.
 #
 #   scripts/bench-fusion-allocs.sh [N]        (default N=20000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-20000}
-swift build -c release --product osh-edge >/dev/null
-bin=$(swift build -c release --show-bin-path)/osh-edge
+swift build -c release --product osh-edge-dev >/dev/null
+bin=$(swift build -c release --show-bin-path)/osh-edge-dev
 
 allocs() { # algorithm count
   valgrind --tool=memcheck "$bin" bench fusion --quiet --algorithm "$1" --count "$2" 2>&1 \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Heap allocations per observation on the store-and-forward path, measured from outside:
-# valgrind counts every malloc of `osh-edge bench spool` (an outage's ring overflow into the
+# valgrind counts every malloc of `osh-edge-dev bench spool` (an outage's ring overflow into the
 # spool, then the drain: read, CRC, encode, post) at N and 2N observations; the difference
 # divided by N is what each observation costs (start-up allocations cancel out). Target: 0.
 #
@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-20000}
-swift build -c release --product osh-edge >/dev/null
-bin=$(swift build -c release --show-bin-path)/osh-edge
+swift build -c release --product osh-edge-dev >/dev/null
+bin=$(swift build -c release --show-bin-path)/osh-edge-dev
 
 allocs() { # count
   valgrind --tool=memcheck "$bin" bench spool --quiet --sync never --count "$1" 2>&1 \

@@ -2,8 +2,9 @@
 # ci-aarch64.sh: the CI checks of what goes onto a Pi (issue 7). .ci/run calls it after
 # toolchain/swift60-check.sh has made the builder chroot; it also works on its own (as root).
 #   1. the unit: `systemd-analyze security --offline=true` scores <= 2.0;
-#   2. the aarch64 SDK (make-sdk.sh trixie) and the release binary (cross-build.sh trixie);
-#      `osh-edge --version` and `osh-edge demo --duration 5` under qemu-aarch64-static;
+#   2. the aarch64 SDK (make-sdk.sh trixie) and the release binaries (cross-build.sh trixie --dev);
+#      osh-edge links no libmicrohttpd and no simulator (check-hygiene.sh); `osh-edge --version`
+#      and `osh-edge-dev demo --duration 5` under qemu-aarch64-static;
 #   3. `systemd-analyze verify` of the unit where it is really installed, in two staged roots:
 #      deploy.sh --stage (what install.sh puts on a Pi) and the unpacked .deb;
 #   4. the .deb (deploy/build-deb.sh): dpkg-deb --info/--contents checked, and lintian.
@@ -12,7 +13,8 @@
 # Exit: 0 all passed; 1 a genuine failure (build error, a qemu run fails, a lintian error or
 # warning, verify complains, score > 2.0); 2 the environment could not run the checks (not
 # root, the Debian mirror unreachable): .ci/run then warns and goes on.
-# Usage: toolchain/ci-aarch64.sh [--binary FILE]   (as root; --binary: check FILE, skip the cross build)
+# Usage: toolchain/ci-aarch64.sh [--binary FILE]   (as root; --binary: check FILE, skip the cross build;
+#   the demo runs FILE's sibling osh-edge-dev when there is one)
 # Environment: OSH_SWIFT60_ROOT, OSH_DEBIAN_MIRROR (as the other toolchain scripts);
 #   OSH_DEB_MAINTAINER (default: a CI placeholder with a reserved mail domain).
 set -uo pipefail
@@ -24,7 +26,7 @@ GIVEN_BIN=
 while (($#)); do
   case $1 in
     --binary) GIVEN_BIN=$(realpath -e -- "${2:?--binary needs a file}") || exit 1; shift ;;
-    -h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
     *) printf 'ci-aarch64.sh: unknown argument %s (see --help)\n' "$1" >&2; exit 1 ;;
   esac
   shift
@@ -35,6 +37,7 @@ REPO=$(cd -- "$TOOLCHAIN_DIR/.." && pwd)
 UNIT=$REPO/deploy/osh-edge.service
 OUT=$REPO/.build/ci-aarch64
 BIN=$REPO/.build/cross/$REL/osh-edge
+DEV_BIN=$REPO/.build/cross/$REL/osh-edge-dev
 SYSROOT=$ROOT$SDK_DIR/$NAME.artifactbundle/$NAME/sysroot
 # The SDK's apt cache: the trixie arm64 .debs, which map the binary's libraries to packages.
 DEBCACHE=$ROOT/var/cache/osh-edge-sdk-apt/$REL/cache/archives
@@ -131,15 +134,24 @@ note "SDK" "$(mmss $((SECONDS - t))) ($(grep -o 'SDK ready: .*' "$OUT/make-sdk.l
 
 if [[ -n $GIVEN_BIN ]]; then
   BIN=$GIVEN_BIN
+  DEV_BIN=$(dirname -- "$BIN")/osh-edge-dev
   note "cross build" "skipped: --binary $BIN"
 else
   say "cross-build.sh $REL (log: $OUT/cross-build.log)"
   t=$SECONDS
-  run_step "cross-build.sh $REL" "$OUT/cross-build.log" "$TOOLCHAIN_DIR/cross-build.sh" "$REL" --out "$BIN" || finish
+  run_step "cross-build.sh $REL" "$OUT/cross-build.log" "$TOOLCHAIN_DIR/cross-build.sh" "$REL" --dev --out "$BIN" || finish
   note "cross build" "$(mmss $((SECONDS - t)))"
 fi
 size=$(stat -c %s -- "$BIN")
 note "binary" "$size bytes = $(awk -v b="$size" 'BEGIN { printf "%.2f MB (%.2f MiB)", b / 1e6, b / 1048576 }'); $(file -b "$BIN" | cut -d, -f1-2), $(file -b "$BIN" | grep -o 'not stripped\|stripped')"
+
+# What the .deb ships links no development code (cross-build.sh checks it too; --binary skips that).
+if hygiene=$("$TOOLCHAIN_DIR/check-hygiene.sh" "$BIN" 2>"$OUT/hygiene.err"); then
+  note "hygiene" "$hygiene"
+else
+  fail_step "osh-edge links development code: $hygiene"
+  tail_of "$OUT/hygiene.err"
+fi
 
 # --- 4. the binary under qemu-user (no binfmt registration: qemu runs it directly)
 note "qemu" "$(qemu-aarch64-static --version | head -1)"
@@ -150,14 +162,20 @@ else
   fail_step "osh-edge --version under qemu"
   tail_of "$OUT/qemu-version.log"
 fi
-# The demo: its own development node on 127.0.0.1 (a free port), the simulated board, the
-# fixtures by relative path (hence the cd). A state dir of its own: as root the default is
-# /var/lib/osh-edge. The camera's libx264 encoder is the slowest part under emulation: 1 fps.
-say "osh-edge demo --duration 5 under qemu (log: $OUT/demo.log)"
+# The demo (osh-edge-dev: the .deb's binary has none): its own development node on 127.0.0.1
+# (a free port), the simulated board, generated pink noise. A state dir of its own: as root
+# the default is /var/lib/osh-edge. The camera's libx264 encoder is the slowest part under
+# emulation: 1 fps.
+say "osh-edge-dev demo --duration 5 under qemu (log: $OUT/demo.log)"
 t=$SECONDS
-(cd "$REPO" && exec timeout -k 10 300 qemu-aarch64-static -L "$SYSROOT" "$BIN" demo --duration 5 \
-  --camera-fps 1 --state-dir "$OUT/demo-state") >"$OUT/demo.log" 2>"$OUT/demo.err"
-rc=$?
+rc=127
+if [[ -x $DEV_BIN ]]; then
+  (cd "$REPO" && exec timeout -k 10 300 qemu-aarch64-static -L "$SYSROOT" "$DEV_BIN" demo --duration 5 \
+    --camera-fps 1 --state-dir "$OUT/demo-state") >"$OUT/demo.log" 2>"$OUT/demo.err"
+  rc=$?
+else
+  printf 'no osh-edge-dev at %s (cross-build.sh --dev builds it)\n' "$DEV_BIN" >"$OUT/demo.err"
+fi
 # The last table: from its last header line to the end.
 last_table=$(awk '/^datastream / { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$OUT/demo.log")
 sent=$(printf '%s\n' "$last_table" | awk 'NR > 1 && $2 ~ /^[0-9]+$/ { s += $2 } END { print s + 0 }')
@@ -165,7 +183,7 @@ if ((rc == 0)) && ((sent > 0)); then
   note "demo" "exit 0 in $(mmss $((SECONDS - t))), $sent observations sent; the last table:"
   while IFS= read -r line; do SUMMARY+=("    $line"); done <<<"$last_table"
 else
-  fail_step "osh-edge demo under qemu (exit $rc, $sent observations sent)"
+  fail_step "osh-edge-dev demo under qemu (exit $rc, $sent observations sent)"
   tail_of "$OUT/demo.log"
   tail_of "$OUT/demo.err"
 fi
@@ -181,11 +199,13 @@ if run_step "build-deb.sh arm64" "$OUT/build-deb.log" "$REPO/deploy/build-deb.sh
   bad=()
   # Trixie's names: libgpiod3, the t64 renames, glibc 2.38.
   for want in 'Package: osh-edge' 'Architecture: arm64' 'Depends: libc6 (>= 2.38)' 'libgpiod3' \
-    'libcurl4t64' 'libasound2t64' 'libmicrohttpd12t64' 'adduser' 'Maintainer: '"$OSH_DEB_MAINTAINER" \
+    'libcurl4t64' 'libasound2t64' 'adduser' 'Maintainer: '"$OSH_DEB_MAINTAINER" \
     ' postinst' ' prerm' ' postrm' ' conffiles' ' md5sums'; do
     grep -qF -- "$want" "$OUT/deb-info.log" || bad+=("info lacks '$want'")
   done
   grep -q 'libgpiod2' "$OUT/deb-info.log" && bad+=("Depends names bookworm's libgpiod2")
+  grep -q 'libmicrohttpd' "$OUT/deb-info.log" && bad+=("Depends names libmicrohttpd (the development node is osh-edge-dev's)")
+  grep -q 'osh-edge-dev' "$OUT/deb-contents.log" && bad+=("the package carries osh-edge-dev")
   for want in ./usr/bin/osh-edge ./lib/systemd/system/osh-edge.service ./etc/osh-edge/osh-edge.conf \
     ./usr/share/doc/osh-edge/examples/osh-edge.conf.example ./lib/udev/rules.d/99-osh-edge.rules \
     ./usr/share/man/man1/osh-edge.1.gz ./usr/share/doc/osh-edge/README.md ./usr/share/doc/osh-edge/copyright ./usr/share/lintian/overrides/osh-edge; do

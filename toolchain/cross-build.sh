@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # cross-build.sh: build the `osh-edge` release binary for aarch64 Raspberry Pi OS with the
-# SDK from make-sdk.sh (made first if missing), in the trixie builder chroot.
+# SDK from make-sdk.sh (made first if missing), in the trixie builder chroot; with --dev also
+# `osh-edge-dev` (the demo, the development node, the simulators; never in the .deb).
 # Static Swift stdlib (Pi OS has no Swift runtime), stripped at link time (the builder
 # has no llvm-strip). The binary still links the C libraries dynamically: libcurl4,
 # libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164,
-# libmicrohttpd12, libstdc++6.
+# libstdc++6 (osh-edge-dev also libmicrohttpd12). toolchain/check-hygiene.sh then checks that
+# osh-edge links neither libmicrohttpd nor any simulator.
 #
-# Usage: toolchain/cross-build.sh [trixie|bookworm] [--out FILE] [--check]   (as root)
+# Usage: toolchain/cross-build.sh [trixie|bookworm] [--out FILE] [--dev] [--check]   (as root)
 #   --out FILE  where to put the binary (default: .build/cross/<release>/osh-edge)
+#   --dev       also build osh-edge-dev, put beside it (DIR-of-FILE/osh-edge-dev)
 #   --check     run `osh-edge version` under qemu-aarch64-static with the SDK's sysroot
-# Prints the binary's path.
+# Prints the binary's path (with --dev, then osh-edge-dev's).
 set -euo pipefail
 LOG_TAG=cross-build
 # shellcheck source=toolchain/lib-chroot.sh
@@ -18,12 +21,14 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/lib-chroot.sh"
 REL=trixie
 OUT=
 CHECK=0
+DEV=0
 while (($#)); do
   case $1 in
     trixie | bookworm) REL=$1 ;;
     --out) OUT=${2:?--out needs a file}; shift ;;
     --check) CHECK=1 ;;
-    -h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+    --dev) DEV=1 ;;
+    -h | --help) sed -n '2,17p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
   shift
@@ -57,22 +62,36 @@ SCRATCH=/var/tmp/osh-cross-build/$REL-$(printf '%s' "$PKG" | sha256sum | cut -c1
 mkdir -p "$ROOT$SCRATCH"
 # -gnone: the binary is stripped anyway, and Debian's 6.0.3 asserts in its debug-info IRGen
 # on V4L2M2MEncoder.submitImported (-O -g, "piece covers entire var").
-log "swift build -c release for aarch64 ($NAME), scratch $ROOT$SCRATCH"
-start=$(date +%s)
-in_builder /usr/bin/env \
-  PKG_CONFIG_SYSROOT_DIR="$SYSROOT_IN" \
-  PKG_CONFIG_PATH="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
-  PKG_CONFIG_LIBDIR="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
-  sh -c 'cd "$1" && shift && exec /usr/bin/swift build "$@"' sh "$PKG" \
-  --scratch-path "$SCRATCH" --swift-sdks-path "$SDK_DIR" --swift-sdk "$NAME" \
-  -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker --strip-all --product osh-edge
-log "built in $(($(date +%s) - start)) s"
+# One product per build (the second reuses the first's modules in the same scratch path).
+build_product() {
+  log "swift build -c release --product $1 for aarch64 ($NAME), scratch $ROOT$SCRATCH"
+  local start
+  start=$(date +%s)
+  in_builder /usr/bin/env \
+    PKG_CONFIG_SYSROOT_DIR="$SYSROOT_IN" \
+    PKG_CONFIG_PATH="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
+    PKG_CONFIG_LIBDIR="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
+    sh -c 'cd "$1" && shift && exec /usr/bin/swift build "$@"' sh "$PKG" \
+    --scratch-path "$SCRATCH" --swift-sdks-path "$SDK_DIR" --swift-sdk "$NAME" \
+    -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker --strip-all --product "$1"
+  log "built in $(($(date +%s) - start)) s"
+}
+build_product osh-edge
 
 mkdir -p "$(dirname -- "$OUT")"
 install -m 755 "$ROOT$SCRATCH/aarch64-unknown-linux-gnu/release/osh-edge" "$OUT"
 log "$OUT: $(stat -c %s "$OUT") bytes; $(file -b "$OUT" | cut -d, -f1-2)"
+# The binary the .deb ships: no libmicrohttpd, no simulator.
+if hygiene=$("$TOOLCHAIN_DIR/check-hygiene.sh" "$OUT"); then log "$hygiene"; else log "error: $hygiene"; exit 1; fi
+DEV_OUT=$(dirname -- "$OUT")/osh-edge-dev
+if ((DEV)); then
+  build_product osh-edge-dev
+  install -m 755 "$ROOT$SCRATCH/aarch64-unknown-linux-gnu/release/osh-edge-dev" "$DEV_OUT"
+  log "$DEV_OUT: $(stat -c %s "$DEV_OUT") bytes; $(file -b "$DEV_OUT" | cut -d, -f1-2)"
+fi
 if ((CHECK)); then
   command -v qemu-aarch64-static >/dev/null || die "--check needs qemu-aarch64-static (apt-get install qemu-user-static)"
   qemu-aarch64-static -L "$ROOT$SYSROOT_IN" "$OUT" version
 fi
 printf '%s\n' "$OUT"
+if ((DEV)); then printf '%s\n' "$DEV_OUT"; fi

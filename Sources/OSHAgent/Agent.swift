@@ -1,5 +1,4 @@
 import OSHCore
-import OSHDevNode
 import OSHPlatform
 
 /// The composition root. CLI commands call into here; nothing below knows about the CLI.
@@ -11,7 +10,7 @@ public enum Agent {
     public static func peakRSSKiB() -> Int { ProcessStats.maxRSSKiB() }
 
     public static func linkedLibraries() -> [(name: String, version: String)] {
-        LinkedLibraries.versions() + [("libmicrohttpd", DevNode.libraryVersion)]
+        LinkedLibraries.versions()
     }
 }
 

@@ -3,6 +3,7 @@
 import Glibc
 #endif
 import OSHAgent
+import OSHCLI
 import OSHCore
 import OSHPlatform
 

@@ -4,6 +4,7 @@
 import Glibc
 #endif
 import OSHAgent
+import OSHCLI
 import OSHCore
 
 func runFuseCommand(_ args: [String]) {
@@ -44,26 +45,4 @@ func runFuseCommand(_ args: [String]) {
     } catch {
         fail("\(error)", code: 1)
     }
-}
-
-/// `osh-edge bench fusion [--count N] [--algorithm madgwick|mahony] [--quiet]`.
-func runFusionBench(_ a: inout Arguments) {
-    let count = Int(a.value("--count") ?? "1000000") ?? 0
-    guard count > 0 else { fail("--count must be a positive integer") }
-    var algorithms = FusionAlgorithm.allCases
-    if let name = a.value("--algorithm") {
-        guard let alg = FusionAlgorithm(rawValue: name) else { fail("--algorithm must be madgwick or mahony, not '\(name)'") }
-        algorithms = [alg]
-    }
-    let quiet = a.flag("--quiet")
-    a.finish()
-    let results = FusionBench.run(count: count, algorithms: algorithms)
-    if quiet { return }
-    print("algorithm  input      updates/s   ns/update")
-    for r in results {
-        print(r.algorithm.rawValue.padding(11) + (r.magnetometer ? "MARG" : "IMU-only").padding(9)
-              + String(Int(r.updatesPerSecond)).leftPadding(11) + format1(r.nanosPerUpdate).leftPadding(12))
-    }
-    let wmm = FusionBench.runWMM(count: max(count / 100, 1000))
-    print("WMM2025 evaluations/s: \(Int(wmm)); updates per case: \(count)")
 }

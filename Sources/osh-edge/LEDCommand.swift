@@ -1,4 +1,5 @@
 import OSHAgent
+import OSHCLI
 import OSHCore
 
 /// `osh-edge led [--chip C] [--line N] [--active-low] [--show STATE] [--seconds S]`

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import OSHAgent
+import OSHCLI
 import OSHCore
 import OSHPlatform
 
@@ -71,45 +72,4 @@ private func fixed(_ v: Double, _ digits: Int) -> String {
     var frac = String(fp)
     while frac.count < digits { frac = "0" + frac }
     return (v < 0 && n != 0 ? "-" : "") + "\(ip)" + (digits > 0 ? "." + frac : "")
-}
-
-/// `osh-edge bench audio [--seconds N] [--path meter|alsa] [--format S16_LE|S32_LE] [--channels N] [--quiet]`.
-func benchAudio(_ a: inout Arguments) {
-    let seconds = a.value("--seconds").map { Double($0) ?? 0 }
-    if let s = seconds, !(s > 0) { fail("--seconds must be a positive number") }
-    let paths: [AudioBench.Path]
-    switch a.value("--path") {
-    case nil: paths = [.meter, .alsa]
-    case let p?:
-        guard let v = AudioBench.Path(rawValue: p) else { fail("--path must be meter or alsa, not '\(p)'") }
-        paths = [v]
-    }
-    var format = PCMSampleFormat.s16
-    if let f = a.value("--format") {
-        guard let v = PCMSampleFormat(rawValue: f.uppercased()) else { fail("--format must be S16_LE or S32_LE, not '\(f)'") }
-        format = v
-    }
-    let channels = Int(a.value("--channels") ?? "1") ?? 0
-    guard (1...8).contains(channels) else { fail("--channels must be 1 to 8") }
-    let quiet = a.flag("--quiet")
-    a.finish()
-    Log.muted = true
-    var template = Array("/tmp/osh-edge-bench-XXXXXX".utf8CString)
-    guard let dirp = mkdtemp(&template) else { fail("cannot create a temporary directory in /tmp", code: 1) }
-    let dir = String(cString: dirp)
-    defer { rmdir(dir) }
-    do {
-        for p in paths {
-            let r = p == .meter
-                ? AudioBench.runMeter(seconds: seconds ?? 3600, format: format, channels: channels)
-                : try AudioBench.runALSA(seconds: seconds ?? 600, format: format, channels: channels, directory: dir)
-            if quiet { continue }
-            print("audio \(p.rawValue) \(format.rawValue) \(channels) ch, period \(r.periodFrames): "
-                  + "\(fixed(r.audioSeconds, 0)) s of 48 kHz audio in \(fixed(r.cpuSeconds * 1000, 1)) ms CPU "
-                  + "= \(fixed(r.cpuMicrosPerAudioSecond, 1)) µs CPU per audio second (\(fixed(r.coreShare * 100, 4)) % of a core), "
-                  + "\(fixed(r.framesPerCPUSecond / 1e6, 1)) M frames/CPU-s; \(r.windows) windows")
-        }
-    } catch {
-        fail("\(error)", code: 1)
-    }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import OSHAgent
+import OSHCLI
 import OSHCore
 import OSHPlatform
 
@@ -107,38 +108,4 @@ private struct SpoolNames {
         byKey[SpoolRecord.key(outputName: "ptz_position")] = "ptz_position"
     }
     func name(_ key: UInt32) -> String { byKey[key] ?? "output#" + String(key, radix: 16) }
-}
-
-/// `osh-edge bench spool [--count N] [--sync record|second|never] [--dir DIR] [--quiet]`
-func benchSpool(_ a: inout Arguments) {
-    let count = Int(a.value("--count") ?? "100000") ?? 0
-    guard count > 100 else { fail("--count must be more than 100 (the ring holds the first 100)") }
-    let modes: [SpoolSync]
-    if let s = a.value("--sync") {
-        guard let m = SpoolSync(rawValue: s) else { fail("--sync must be record, second or never") }
-        modes = [m]
-    } else {
-        modes = [.never, .second]
-    }
-    let base = a.value("--dir") ?? "/tmp/osh-edge-bench-spool-\(getpid())"
-    let quiet = a.flag("--quiet")
-    a.finish()
-    Log.muted = true
-    for mode in modes {
-        let dir = base + "/" + mode.rawValue
-        do {
-            let r = try SpoolBench.run(directory: dir, count: count, sync: mode)
-            if !quiet {
-                print("spool_fsync=\(mode.rawValue): \(r.observations) obs spooled at \(Int(r.spooledPerSecond)) obs/s, "
-                      + "drained at \(Int(r.drainedPerSecond)) obs/s; \(format1(r.bytesPerObservation)) B/obs on disk")
-            }
-        } catch {
-            fail("\(error)", code: 1)
-        }
-        // The drained spool left only its cursor behind.
-        unlink(dir + "/cursor")
-        rmdir(dir)
-    }
-    rmdir(base)
-    if !quiet { print("peak RSS: \(Agent.peakRSSKiB()) KiB (\(base) on the filesystem measured)") }
 }

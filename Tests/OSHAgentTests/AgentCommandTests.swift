@@ -4,10 +4,14 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHDevTools
 
 /// The node drives the board end to end: the agent registers device_control, listens on the
 /// node's WebSocket, and an operator's commands change what it publishes.
 final class AgentCommandTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     func testOperatorCommandsChangeTheAgentAndTheNodeHoldsTheOutcome() throws {
         Log.muted = true
         var nc = DevNodeConfig()

@@ -4,9 +4,13 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHDevTools
 
 /// The runtime's controls (what the node's commands call): rate, on/off, thinning of fast inputs.
 final class AgentControlTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     private func makeAgent(_ node: DevNode, _ loop: EventLoop, dir: String) throws -> AgentRuntime {
         let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0002", label: "Control Pi", serial: "10000000cafe0002")
         var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,

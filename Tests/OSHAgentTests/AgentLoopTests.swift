@@ -4,9 +4,13 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHDevTools
 
 /// The whole agent against the development node over loopback.
 final class AgentLoopTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     private var node: DevNode!
     private var stateDir = ""
     private let identity = SystemIdentity(uid: "urn:osh:rpi:10000000feedbeef", label: "Test Pi [loop]", serial: "10000000feedbeef")

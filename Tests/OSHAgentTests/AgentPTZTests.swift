@@ -4,11 +4,16 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHSimulation
+import OSHDevTools
 
 /// A pan-tilt unit driven by the node: ptz_control registered beside device_control, an
 /// operator's `rpan` moves the simulated PCA9685's channel by the calibrated pulse, and
 /// ptz_position reports where it went; a move past the limits is clamped and says so.
 final class AgentPTZTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     func testRelativePanMovesTheServoAndIsReported() throws {
         Log.muted = true
         var nc = DevNodeConfig()
@@ -45,7 +50,7 @@ final class AgentPTZTests: XCTestCase {
         }
         XCTAssertTrue(try run(10) { agent.commandReceivers[PTZSchema.inputName]?.channel.state == .open })
         let csID = try XCTUnwrap(agent.commandReceivers[PTZSchema.inputName]?.controlStreamID)
-        let chip = try XCTUnwrap(hardware.simulatedI2C?.device(at: 0x40) as? SimulatedPCA9685)
+        let chip = try XCTUnwrap((hardware.simulatedI2C as? SimulatedI2CBus)?.device(at: 0x40) as? SimulatedPCA9685)
         let before = try XCTUnwrap(chip.pulseMicros(channel: 0))
         let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
         let builder = CSRequestBuilder(credentials: .none)

@@ -4,10 +4,14 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHDevTools
 
 /// The camera datastream through the agent: registered as swe+binary beside the scalar outputs,
 /// frames sent one at a time, frames offered while one is in flight dropped and counted.
 final class AgentVideoTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     func testVideoRegistersAndSendsFramesBesideScalars() throws {
         Log.muted = true
         let node = DevNode(config: DevNodeConfig())

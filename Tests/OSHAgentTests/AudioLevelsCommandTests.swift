@@ -2,6 +2,7 @@ import Foundation
 import OSHAgent
 import OSHCore
 import XCTest
+import OSHDevTools
 
 /// `osh-edge levels` through the real binary, and the file metering it calls.
 final class AudioLevelsCommandTests: XCTestCase {

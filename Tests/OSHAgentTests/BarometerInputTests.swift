@@ -2,6 +2,7 @@ import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// The `barometer` output's input: simulated chips through the real drivers on the loop.
 final class BarometerInputTests: XCTestCase {

@@ -3,6 +3,8 @@ import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHSimulation
+import OSHDevTools
 
 /// `osh-edge calibrate mag`: the session on readings, the driver-fed session on the simulated
 /// MPU-9250 with a known hard-iron offset, the loop runner, and the binary.
@@ -91,7 +93,7 @@ final class CalibrateMagTests: XCTestCase {
     }
 
     func testCLISimulatedPrintsLinesThatParse() throws {
-        let r = try runBinary(["calibrate", "mag", "--simulated", "--json", "--seconds", "30"])
+        let r = try runOSHEdge(["calibrate", "mag", "--simulated", "--json", "--seconds", "30"], binary: "osh-edge-dev")
         XCTAssertEqual(r.status, 0, r.err + r.out)
         let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         XCTAssertEqual(obj["ok"] as? Bool, true)
@@ -101,7 +103,7 @@ final class CalibrateMagTests: XCTestCase {
         XCTAssertEqual(cal.offset.x, truth.x, accuracy: 1)
         XCTAssertEqual(cal.offset.y, truth.y, accuracy: 1)
         XCTAssertEqual(cal.offset.z, truth.z, accuracy: 1)
-        let table = try runBinary(["calibrate", "mag", "--simulated", "--seconds", "30"])
+        let table = try runOSHEdge(["calibrate", "mag", "--simulated", "--seconds", "30"], binary: "osh-edge-dev")
         XCTAssertEqual(table.status, 0, table.err)
         XCTAssertTrue(table.out.contains("field strength") && table.out.contains("mag_offset = ["), table.out)
         let noBus = try runBinary(["calibrate", "mag", "--bus", "7", "--config", "/nonexistent"])

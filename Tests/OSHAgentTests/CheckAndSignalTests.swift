@@ -4,8 +4,12 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHDevTools
 
 final class CheckAndSignalTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     private let identity = SystemIdentity(uid: "urn:osh:rpi:10000000c0ffee00", label: "Check Pi", serial: "10000000c0ffee00")
 
     func testCheckSaysWhatIsWrongInPlainWords() throws {
@@ -49,7 +53,7 @@ final class CheckAndSignalTests: XCTestCase {
         defer { node.stop() }
         let state = NSTemporaryDirectory() + "osh-sigterm-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let exe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        let exe = builtBinary("osh-edge-dev")
         let p = Process()
         p.executableURL = exe
         p.arguments = ["demo", "--node", node.apiRoot, "--state-dir", state, "--uid", identity.uid]
@@ -78,6 +82,9 @@ final class CheckAndSignalTests: XCTestCase {
 
 /// TLS end to end: our libcurl client against the development node over HTTPS.
 final class TLSAgentTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     private func selfSigned() throws -> (cert: String, key: String, certPath: String) {
         let dir = NSTemporaryDirectory() + "osh-tls-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -4,9 +4,13 @@ import OSHAgent
 import OSHCore
 import OSHDevNode
 import XCTest
+import OSHDevTools
 
 /// `osh-edge run`: the binary with a config file, against the development node.
 final class DaemonTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     private var dir = ""
     private var node: DevNode!
 
@@ -45,7 +49,7 @@ final class DaemonTests: XCTestCase {
 
     private func start(_ config: String) throws -> (Process, Pipe) {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
         let err = Pipe()
         p.standardError = err
@@ -287,7 +291,7 @@ final class DaemonTests: XCTestCase {
         source = "simulated"
         """)
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = sockPath
@@ -374,7 +378,8 @@ final class ConfiguredOutputsTests: XCTestCase {
         """.write(toFile: path, atomically: true, encoding: .utf8)
         let secrets = dir + "/no-secrets"
 
-        let configCheck = try runOSHEdge(["config", "check", path])
+        // Simulated sources need the simulation linked: osh-edge-dev runs and validates this file.
+        let configCheck = try runOSHEdge(["config", "check", path], binary: "osh-edge-dev")
         XCTAssertEqual(configCheck.status, 0, configCheck.err)
         XCTAssertTrue(configCheck.out.contains("AK8963_Magnetometer_data"), configCheck.out)
         let schema = try runOSHEdge(["schema", "--list"])
@@ -382,7 +387,7 @@ final class ConfiguredOutputsTests: XCTestCase {
         XCTAssertFalse(schema.out.contains("MPU9250_Magnetometer_data"), schema.out)
 
         let run = Process()
-        run.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        run.executableURL = builtBinary("osh-edge-dev")
         run.arguments = ["run", "--config", path, "--secrets", secrets]
         run.standardError = FileHandle.nullDevice
         run.standardOutput = FileHandle.nullDevice

@@ -3,10 +3,14 @@ import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHDevTools
 
-/// `osh-edge demo` end to end: the simulated board through the real drivers (I²C chips, ALSA's
+/// `osh-edge-dev demo` end to end: the simulated board through the real drivers (I²C chips, ALSA's
 /// file plugin, libx264), the built-in node, and a command round trip through its WebSocket.
 final class DemoTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     func testDemoRunsEveryOutputThroughTheDriversAndACommandRoundTrip() throws {
         Log.muted = true
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
@@ -14,7 +18,7 @@ final class DemoTests: XCTestCase {
         o.duration = 9
         o.stateDirectory = NSTemporaryDirectory() + "osh-demo-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: o.stateDirectory ?? "") }
-        o.gpsLog = root + "/" + DemoOptions.defaultGPSLog
+        o.gpsLog = root + "/Tests/OSHCoreTests/Fixtures/nmea/gpsd-3.22/ublox-neo-m9n-nmea.log"
         o.audioWAV = root + "/Tests/OSHCoreTests/Fixtures/audio/pinknoise_vol-20dB.wav"
         var text = ""
         let rows = try Demo.run(o) { text += $0 + "\n" }

@@ -5,9 +5,13 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHDevTools
 
 /// gps_data end to end: NMEA through a pseudo-terminal → parser → ring → node.
 final class GPSAgentTests: XCTestCase {
+    // The simulated chips and values these agents run on come from OSHSimulation.
+    override class func setUp() { super.setUp(); DemoSimulation.install() }
+
     private var node: DevNode!
     private var stateDir = ""
     private let identity = SystemIdentity(uid: "urn:osh:rpi:10000000a0b0c0d0", label: "GPS Pi", serial: "10000000a0b0c0d0")

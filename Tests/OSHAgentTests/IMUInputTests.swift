@@ -2,6 +2,7 @@ import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// IMUInput on a real event loop with simulated chips: samples flow at the configured rate,
 /// a chip failing mid-run pauses and is reopened with backoff, and the mounting map turns

@@ -3,6 +3,7 @@ import XCTest
 @testable import OSHAgent
 import OSHCore
 import OSHPlatform
+import OSHSimulation
 
 final class LEDStatusTests: XCTestCase {
     private let ms: UInt64 = 1_000_000

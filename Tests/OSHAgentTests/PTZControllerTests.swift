@@ -3,6 +3,7 @@ import OSHCore
 import OSHDevNode
 import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// The pan-tilt controller end to end on the simulated PCA9685.
 final class PTZControllerTests: XCTestCase {

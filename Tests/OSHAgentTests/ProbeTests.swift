@@ -3,6 +3,7 @@ import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// `osh-edge probe` on a simulated bus and V4L2, and the real binary on this machine.
 final class ProbeTests: XCTestCase {

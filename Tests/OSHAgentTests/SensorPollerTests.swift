@@ -2,6 +2,7 @@ import OSHCore
 import XCTest
 @testable import OSHAgent
 import OSHPlatform
+import OSHSimulation
 
 /// On a virtual loop: the poller's timers fire as the test moves time, without waiting for it.
 final class SensorPollerTests: XCTestCase {

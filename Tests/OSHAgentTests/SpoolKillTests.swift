@@ -68,7 +68,7 @@ final class SpoolKillTests: XCTestCase {
 
     private func startAgent(_ config: String) throws {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("osh-edge")
+        p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
         let log = dir + "/agent-\(logs.count).log"
         FileManager.default.createFile(atPath: log, contents: nil)

@@ -2,6 +2,7 @@ import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHSimulation
 
 final class VideoInputTests: XCTestCase {
     override func setUp() { Log.muted = true }

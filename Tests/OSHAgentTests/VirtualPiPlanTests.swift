@@ -3,6 +3,7 @@ import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// The virtual Pi's register plan (board/virtual-pi/i2c/registers.py plan) on memory-only chips,
 /// as i2c-stub holds them, through the agent's own probe, drivers, inputs and orientation filter.

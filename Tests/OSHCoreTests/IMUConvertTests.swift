@@ -1,5 +1,6 @@
 import OSHCore
 import XCTest
+import OSHSimulation
 
 final class IMUConvertTests: XCTestCase {
     private func bytes(_ b: [UInt8], _ body: (UnsafeRawBufferPointer) -> Void) { b.withUnsafeBytes(body) }

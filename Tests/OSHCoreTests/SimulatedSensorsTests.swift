@@ -1,5 +1,6 @@
 import OSHCore
 import XCTest
+import OSHSimulation
 
 final class SimulatedSensorsTests: XCTestCase {
     func testEveryScalarOutputGetsPlausibleValuesInLeafOrder() throws {

@@ -2,6 +2,7 @@ import Foundation
 import OSHCore
 @testable import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// The reference vectors (Tests/OSHCoreTests/Fixtures/baro) through the real drivers: each row's
 /// register bytes are loaded into a datasheet-modelled chip on the simulated bus, the driver

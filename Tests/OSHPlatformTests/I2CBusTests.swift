@@ -2,6 +2,7 @@ import XCTest
 @testable import OSHPlatform
 #if canImport(Glibc)
 import Glibc
+import OSHSimulation
 #endif
 
 final class I2CBusTests: XCTestCase {

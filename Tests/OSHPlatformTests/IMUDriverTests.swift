@@ -1,6 +1,7 @@
 import OSHCore
 @testable import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// Simulated time the chips see; tests move it by hand.
 private final class SimTime { var t = 0.0 }

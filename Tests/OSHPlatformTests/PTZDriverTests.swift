@@ -1,6 +1,7 @@
 import OSHCore
 import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// The PCA9685 driver against the simulated chip (the I²C mocking seam).
 final class PTZDriverTests: XCTestCase {

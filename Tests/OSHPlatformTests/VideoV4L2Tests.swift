@@ -2,6 +2,7 @@ import CV4L2
 import OSHCore
 @testable import OSHPlatform
 import XCTest
+import OSHSimulation
 
 /// V4L2 capture and the M2M encoder through the simulated device (no camera exists here).
 final class VideoV4L2Tests: XCTestCase {

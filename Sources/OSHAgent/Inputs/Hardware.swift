@@ -54,7 +54,7 @@ public final class Hardware {
     public var sensorFault: Bool { sources.contains { $0.isFaulted } }
 
     private let loop: EventLoop
-    private var simulatedBus: SimulatedI2CBus?
+    private var simulatedBus: I2CBus?
     private var boardBus: I2CBus?
     private var barometer: BarometerInput?
     private var imu: IMUInput?
@@ -101,10 +101,8 @@ public final class Hardware {
         let d = plan.devices
         if plan.barometer != nil || plan.imu != nil { openBus() }
         if let source = plan.barometer, let bus = bus(for: source) {
-            if source == .simulated {
-                note(try SimulatedBarometerBoard.attach(to: simulated(), chip: HardwarePlan.demoBarometer) {
-                    SimulatedBarometerBoard.demoWeather(Double(Clock.monotonicNanoseconds()) / 1e9)
-                }, "simulated barometer")
+            if source == .simulated, let sim = simulation(bus) {
+                note(try sim.attachBarometer(chip: HardwarePlan.demoBarometer, to: bus), "simulated barometer")
             }
             let settings = BarometerSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoBarometer : d.barometer.chip,
                                              address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
@@ -118,8 +116,8 @@ public final class Hardware {
             }
         }
         if let source = plan.imu, let bus = bus(for: source) {
-            if source == .simulated {
-                note(try SimulatedIMUBoard.attach(to: simulated(), chip: HardwarePlan.demoIMU), "simulated IMU")
+            if source == .simulated, let sim = simulation(bus) {
+                note(try sim.attachIMU(chip: HardwarePlan.demoIMU, to: bus), "simulated IMU")
             }
             var settings = IMUSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoIMU : d.imu.chip,
                                        address: source == .simulated ? nil : d.imu.address,
@@ -205,8 +203,8 @@ public final class Hardware {
         let p = plan.devices.ptz
         let bus: I2CBus?
         if source == .simulated {
-            let b = simulated()
-            b.attach(SimulatedPCA9685(), at: p.address)
+            guard let b = simulated(), let sim = simulation(b) else { return }
+            do { try sim.attachPTZ(address: p.address, to: b) } catch { notes.append("simulated pan-tilt: \(error)") }
             bus = b
         } else {
             if boardBus == nil { openBus(force: true) }
@@ -312,7 +310,7 @@ public final class Hardware {
     }
 
     /// The simulated bus (tests reach the chips through it to inject faults).
-    public var simulatedI2C: SimulatedI2CBus? { simulatedBus }
+    public var simulatedI2C: I2CBus? { simulatedBus }
     public var videoInput: VideoInput? { video }
     public var imuInput: IMUInput? { imu }
     public var barometerInput: BarometerInput? { barometer }
@@ -352,11 +350,22 @@ public final class Hardware {
         }
     }
 
-    private func simulated() -> SimulatedI2CBus {
+    /// The simulated bus, from the linked simulation; nil (and a note) when none is linked.
+    private func simulated() -> I2CBus? {
         if let b = simulatedBus { return b }
-        let b = SimulatedI2CBus(number: plan.devices.i2c.bus, recordsTrace: false)
+        guard let sim = SimulationHooks.provider else {
+            let line = "simulated devices: \(SimulationHooks.unavailable)"
+            if !notes.contains(line) { notes.append(line) }
+            return nil
+        }
+        let b = sim.makeI2CBus(number: plan.devices.i2c.bus)
         simulatedBus = b
         return b
+    }
+
+    /// The provider that made `bus` (only a simulated bus has one).
+    private func simulation(_ bus: I2CBus) -> SimulationProvider? {
+        bus === simulatedBus ? SimulationHooks.provider : nil
     }
 
     private func bus(for source: HardwarePlan.Source) -> I2CBus? {

@@ -2,7 +2,7 @@ import OSHCore
 import OSHPlatform
 
 /// The outputs no device paces, each sampled on its own timer at its rate: the board's health
-/// (`device_health`) and, for a simulated source, generated values. Missed ticks are not
+/// (`device_health`) and, for a simulated source, the linked simulation's values (`SimulationHooks`). Missed ticks are not
 /// back-filled: a reading is taken now, once.
 final class TimedSampler {
     /// Each simulated GPS position (lat, lon, height, epoch seconds): true north needs it.
@@ -15,7 +15,6 @@ final class TimedSampler {
     private let clock: ClockGate
     private let healthPort: OutputPort<DeviceHealthSample>?
     private let health: HealthProbe
-    private let sim = SimulatedSensors()
     private var timers: [Int: EventLoop.Timer] = [:]
     /// Simulated values, sized once from the widest record.
     private let scratch: UnsafeMutableBufferPointer<Double>
@@ -59,7 +58,7 @@ final class TimedSampler {
             return
         }
         let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<(specs[i].leaves.count - 1)])
-        sim.fill(specs[i].outputName, at: now - startTime, into: out)
+        guard SimulationHooks.provider?.fill(specs[i].outputName, at: now - startTime, into: out) == true else { return }
         if specs[i].kind == .gps, out.count >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
         gate.record(i, monotonicTime: now, values: UnsafeBufferPointer(out), always: true)
     }

@@ -1,7 +1,7 @@
 import OSHCore
 import OSHPlatform
 
-/// Everything `osh-edge run` and `osh-edge demo` need to know.
+/// Everything `osh-edge run` and `osh-edge-dev demo` need to know.
 public struct AgentConfig: Sendable {
     public var server: HTTPServer
     public var identity: SystemIdentity
@@ -94,7 +94,7 @@ public final class AgentRuntime {
         let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
         publisher = Publisher(ring: ring, encoders: encoders, transport: node, settings: config.publisher,
                               now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
-        gate = OutputGate(rates: specs.map { config.rates[$0.outputName] ?? SimulatedSensors.defaultRate($0.outputName) },
+        gate = OutputGate(rates: specs.map { config.rates[$0.outputName] ?? $0.defaultRate },
                           publisher: publisher)
         clock = ClockGate(trustHostClock: config.trustHostClock, notBefore: config.notBefore)
         if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
@@ -203,6 +203,11 @@ public final class AgentRuntime {
         for (i, spec) in specs.enumerated() {
             if spec.kind == .gps && gpsInput != nil { continue } // the receiver paces it
             if config.externalOutputs.contains(spec.outputName) { continue } // its device input paces it
+            if spec.kind != .deviceHealth && SimulationHooks.provider == nil {
+                // No device and no simulation: registered, but nothing is invented for it.
+                Log.warning("\(spec.outputName): no device feeds it and no simulation is linked; it is not published")
+                continue
+            }
             try sampler.arm(i, rate: rate(i))
         }
     }

@@ -22,11 +22,14 @@ public enum Daemon {
     }
 
     /// Reads and validates everything `run` needs; the error text names file, line and key.
-    public static func load(configPath: String, secretsPath: String?) throws -> Loaded {
+    /// `forRunning: false` (`check`) reads what is configured even when this binary could not
+    /// run it (simulated sources without a linked simulation).
+    public static func load(configPath: String, secretsPath: String?, forRunning: Bool = true) throws -> Loaded {
         guard let bytes = try StateFiles.read(configPath) else {
             throw DaemonError.message("\(configPath): no such file; start from deploy/osh-edge.conf.example")
         }
         let settings = try AgentSettings.parse(bytes: bytes, path: configPath)
+        if forRunning { try SimulationHooks.check(settings, path: configPath) }
         let server = try configuredServer(settings, secretsPath: secretsPath)
         let identity = try Agent.localIdentity(uid: settings.system.uid.isEmpty ? nil : settings.system.uid,
                                                uidExtension: settings.system.uidExtension,

@@ -63,5 +63,5 @@ public enum AudioLevels {
 
 public struct AudioLevelsError: Error, CustomStringConvertible {
     public let description: String
-    init(_ s: String) { description = s }
+    public init(_ s: String) { description = s }
 }

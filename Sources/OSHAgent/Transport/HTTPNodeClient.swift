@@ -1,6 +1,11 @@
 import OSHCore
 import OSHPlatform
 
+/// The CS API over libcurl, as registration and the publisher see it (the publish bench too).
+public func nodeTransport(http: HTTPClient, builder: CSRequestBuilder) -> NodeClient & PublisherTransport {
+    HTTPNodeClient(http: http, builder: builder)
+}
+
 /// The CS API over libcurl, as registration and the publisher see it.
 final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
     let http: HTTPClient

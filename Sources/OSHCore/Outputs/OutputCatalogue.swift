@@ -49,10 +49,13 @@ public struct OutputSpec: Sendable, Equatable {
     public var sweJSONTime: SweJSONTimeField
     /// The sensor behind the output, listed in the system's `components`.
     public var source: SystemComponentInfo
+    /// Hz until the config or a `setRate` command says otherwise (SPEC §2's defaults).
+    public var defaultRate: Double
 
     public init(kind: OutputKind = .other, outputName: String, record: DataComponent, binaryEncoding: BinaryEncoding? = nil,
-                sweJSONTime: SweJSONTimeField, source: SystemComponentInfo) {
+                sweJSONTime: SweJSONTimeField, source: SystemComponentInfo, defaultRate: Double = 10) {
         self.kind = kind
+        self.defaultRate = defaultRate
         self.outputName = outputName
         self.record = record
         self.leaves = SchemaWalker.leaves(of: record)
@@ -136,7 +139,7 @@ public enum OutputCatalogue {
             ])), name: "location", definition: SWE.property("LocationVector"), label: "Location")
         return OutputSpec(kind: .gps, outputName: "gps_data",
                           record: record("gps_data", def: SWE.property("Location"), [location]),
-                          sweJSONTime: .phenomenon, source: SystemComponentInfo(id: "LOC_GPS", label: "gps"))
+                          sweJSONTime: .phenomenon, source: SystemComponentInfo(id: "LOC_GPS", label: "gps"), defaultRate: 1)
     }
 
     // MARK: quat_orientation_data (§1.2)
@@ -193,7 +196,7 @@ public enum OutputCatalogue {
                        quantity("relativeAltitude", def: SWE.property("AltitudeAboveEllipsoid"), label: "Relative Altitude", uom: "m"),
                    ]),
                    sweJSONTime: .sampling,
-                   source: SystemComponentInfo(id: "SENSOR_PRESSURE", label: o.barometerChip + " Pressure Sensor"))
+                   source: SystemComponentInfo(id: "SENSOR_PRESSURE", label: o.barometerChip + " Pressure Sensor"), defaultRate: 1)
     }
 
     // MARK: audio_level (§1.5, iOS schema)
@@ -321,7 +324,7 @@ public enum OutputCatalogue {
                                       description: "The system clock is synchronised (NTP or GPS); false while observations are held"),
                           ]),
                           sweJSONTime: .sampling,
-                          source: SystemComponentInfo(id: "SENSOR_BOARD", label: "Board Health"))
+                          source: SystemComponentInfo(id: "SENSOR_BOARD", label: "Board Health"), defaultRate: 1.0 / 60)
     }
 
     // MARK: All outputs

@@ -52,7 +52,7 @@ public protocol PublisherTransport: AnyObject {
     func probe(completion: @escaping (TransportOutcome) -> Void)
 }
 
-/// Per-datastream counters (SPEC §3, shown by `osh-edge demo` and device_health).
+/// Per-datastream counters (SPEC §3, shown by `osh-edge-dev demo` and device_health).
 public struct StreamCounters: Sendable, Equatable {
     public var produced = 0
     public var sent = 0

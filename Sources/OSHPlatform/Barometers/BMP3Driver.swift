@@ -69,7 +69,7 @@ public final class BMP3Driver: BarometerDriver {
     }
 
     /// Conversion time (µs) with both sensors on (datasheet §3.9.2).
-    static func conversionMicroseconds(p: UInt8, t: UInt8) -> Double {
+    public static func conversionMicroseconds(p: UInt8, t: UInt8) -> Double {
         234 + 392 + Double(1 << Int(p)) * 2020 + 163 + Double(1 << Int(t)) * 2020
     }
 

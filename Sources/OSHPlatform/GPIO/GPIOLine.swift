@@ -4,7 +4,7 @@ import Glibc
 
 // The GPIO seam. The status LED drives a `GPIOLine`; on a board it is `LibgpiodLine`
 // (the character device through libgpiod 1.x or 2.x — never sysfs, which kernel 6.6
-// renumbered), in tests `SimulatedGPIOLine`, which records every level it was given.
+// renumbered), in tests OSHSimulation's `SimulatedGPIOLine`, which records every level it was given.
 
 /// One output line, already requested. Values are physical levels (true = high).
 public protocol GPIOLine: AnyObject {

@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 // The I²C seam. Drivers talk to an `I2CBus`; on a board it is `LinuxI2CBus` (/dev/i2c-N,
-// I2C_RDWR), in tests and the demo it is `SimulatedI2CBus` with datasheet-modelled chips.
+// I2C_RDWR), in tests and the demo it is OSHSimulation's `SimulatedI2CBus` with datasheet-modelled chips.
 // A driver's fetch half issues transactions; its convert half (in OSHCore) never sees the bus.
 
 /// What went wrong on the bus, classified the way a driver must react to it.

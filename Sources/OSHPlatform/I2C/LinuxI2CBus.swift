@@ -63,7 +63,7 @@ public final class LinuxI2CBus: I2CBus {
     }
 
     /// "reading 6 bytes at register 0xF7" — for error messages only (the failure path).
-    static func describe(write: UnsafeRawBufferPointer, readCount: Int) -> String {
+    public static func describe(write: UnsafeRawBufferPointer, readCount: Int) -> String {
         let reg = write.first.map { "0x" + String($0, radix: 16, uppercase: true) } ?? "?"
         if readCount > 0 { return "reading \(readCount) byte\(readCount == 1 ? "" : "s") at register \(reg)" }
         return "writing \(max(0, write.count - 1)) byte\(write.count == 2 ? "" : "s") at register \(reg)"

@@ -70,7 +70,7 @@ public final class LSM6DSOXDriver: IMUDriver {
     }
 
     /// ODR codes (CTRL1_XL/CTRL2_G bits 7:4), high-performance mode.
-    static let odr: [(code: UInt8, hz: Double)] = [(1, 12.5), (2, 26), (3, 52), (4, 104), (5, 208), (6, 416), (7, 833), (8, 1666)]
+    public static let odr: [(code: UInt8, hz: Double)] = [(1, 12.5), (2, 26), (3, 52), (4, 104), (5, 208), (6, 416), (7, 833), (8, 1666)]
 
     /// The lowest ODR at or above `rate` (the chip then never runs slower than we read).
     static func odrCode(for rate: Double) -> UInt8 {

@@ -146,14 +146,14 @@ public struct V4L2Error: Error, CustomStringConvertible, Equatable {
 
 // MARK: - Small helpers over the C structs
 
-enum V4L2Text {
+public enum V4L2Text {
     /// A NUL-terminated fixed-size C char array (a tuple in Swift) as a String.
     static func string<T>(_ tuple: T) -> String {
         withUnsafeBytes(of: tuple) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
     }
 
     /// Writes `s` into a fixed-size C char array, NUL-terminated and truncated to fit.
-    static func set<T>(_ tuple: inout T, _ s: String) {
+    public static func set<T>(_ tuple: inout T, _ s: String) {
         withUnsafeMutableBytes(of: &tuple) { raw in
             for i in 0..<raw.count { raw[i] = 0 }
             for (i, b) in s.utf8.prefix(raw.count - 1).enumerated() { raw[i] = b }

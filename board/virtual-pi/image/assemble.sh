@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# assemble.sh BASE_DIR DEB OUT_DIR: the virtual Pi's disk, as a Pi owner would set it up:
+# assemble.sh BASE_DIR DEB OUT_DIR DEV_BIN: the virtual Pi's disk, as a Pi owner would set it up:
 # the base root filesystem, the stand-in kernel modules (modules/build-modules.sh), then
 # `apt install ./osh-edge_*.deb` and the owner's /etc/osh-edge/osh-edge.conf — and the
-# virtual board's own parts (guest/: the stand-ins' setup, the node, the observer).
+# virtual board's own parts (guest/: the stand-ins' setup, the node, the observer), among them
+# DEV_BIN, the arm64 osh-edge-dev whose development node the agent streams to
+# (/usr/local/bin: not the package's, which ships only osh-edge).
 # Writes OUT_DIR/{rootfs.img,vmlinuz,initrd.img,deb.txt}. Called by `vpi build`.
 set -euo pipefail
 # shellcheck source=board/virtual-pi/image/lib.sh
@@ -10,6 +12,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 BASE=${1:?base dir}
 DEB=$(realpath -e -- "${2:?deb}")
 OUT=${3:?out dir}
+DEV_BIN=$(realpath -e -- "${4:?arm64 osh-edge-dev (toolchain/cross-build.sh --dev)}")
 KVER=$(cat "$BASE/kver")
 
 WORK=$OUT.tmp
@@ -52,6 +55,7 @@ install -d "$R/opt/vpi"
 install -m 0755 "$VPI_DIR/guest/vpi-board.sh" "$VPI_DIR/guest/vpi-scenario.sh" "$VPI_DIR/guest/vpi-led.sh" \
   "$VPI_DIR/i2c/i2c-load.sh" "$VPI_DIR/i2c/i2c-steps.sh" "$R/opt/vpi/"
 install -m 0644 "$VPI_DIR"/guest/*.service "$R/etc/systemd/system/"
+install -D -m 0755 "$DEV_BIN" "$R/usr/local/bin/osh-edge-dev"
 systemctl --root="$R" enable vpi-board.service vpi-audio.service vpi-node.service vpi-led.service vpi-scenario.service >/dev/null 2>&1
 [[ -L $R/etc/systemd/system/multi-user.target.wants/osh-edge.service ]] ||
   vlog "warning: the package did not enable osh-edge.service (multi-user.target.wants has no link)"

@@ -1,0 +1,96 @@
+import OSHCore
+import OSHPlatform
+
+/// MPU-6050 / MPU-6500 / MPU-9250 register map. The MPU-9250's AK8963 is a separate simulated
+/// chip at 0x0C that answers only while this chip is in bypass mode (INT_PIN_CFG.BYPASS_EN = 1
+/// and the I²C master off), as on the real part.
+public final class SimulatedMPU: SimulatedIMUChip {
+    public let variant: MPUDriver.Variant
+    public private(set) var ak8963: SimulatedAKMagnetometer?
+    /// DEVICE_RESET pulses seen (a test asserts the driver resets the chip).
+    public private(set) var resets = 0
+    private var dataReadyLatched = false
+
+    public init(variant: MPUDriver.Variant, truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
+        self.variant = variant
+        super.init(registers: [:], truth: truth, clock: clock, mounting: mounting)
+        if variant == .mpu9250 {
+            let ak = SimulatedAKMagnetometer(model: .ak8963, truth: truth, clock: clock, mounting: mounting)
+            ak.reachable = { [unowned self] in
+                self.registers[Int(MPUDriver.Reg.intPinCfg)] & MPUDriver.Reg.bypassEnable != 0
+                    && self.registers[Int(MPUDriver.Reg.userCtrl)] & MPUDriver.Reg.i2cMasterEnable == 0
+            }
+            ak8963 = ak
+        }
+        powerOnReset()
+    }
+
+    public var whoAmI: UInt8 {
+        switch variant { case .mpu6050: return 0x68; case .mpu6500: return 0x70; case .mpu9250: return 0x71 }
+    }
+
+    /// Register defaults: all zero but PWR_MGMT_1 (0x40 asleep on the 6050; 0x01 on the 6500/9250) and WHO_AM_I.
+    public func powerOnReset() {
+        for i in registers.indices { registers[i] = 0 }
+        registers[Int(MPUDriver.Reg.pwrMgmt1)] = variant == .mpu6050 ? 0x40 : 0x01
+        registers[Int(MPUDriver.Reg.whoAmI)] = whoAmI
+        dataReadyLatched = false
+        forgetSamples()
+    }
+
+    var asleep: Bool { registers[Int(MPUDriver.Reg.pwrMgmt1)] & MPUDriver.Reg.sleep != 0 }
+
+    /// The sample rate the configuration gives: 1 kHz (DLPF on) or 8 kHz, over 1 + SMPLRT_DIV.
+    public var sampleRate: Double {
+        let dlpf = registers[Int(MPUDriver.Reg.config)] & 0x07
+        let base = (dlpf == 0 || dlpf == 7) ? 8000.0 : 1000.0
+        return base / (1 + Double(registers[Int(MPUDriver.Reg.smplrtDiv)]))
+    }
+
+    public var accelRange: AccelRange {
+        AccelRange.allCases[Int(registers[Int(MPUDriver.Reg.accelConfig)] >> 3 & 3)]
+    }
+
+    public var gyroRange: GyroRange {
+        GyroRange.allCases[Int(registers[Int(MPUDriver.Reg.gyroConfig)] >> 3 & 3)]
+    }
+
+    public override func writeRegister(_ register: UInt8, _ value: UInt8) {
+        if register == MPUDriver.Reg.pwrMgmt1, value & MPUDriver.Reg.deviceReset != 0 {
+            resets += 1
+            powerOnReset() // the reset bit clears itself
+            return
+        }
+        switch register {
+        case MPUDriver.Reg.whoAmI, MPUDriver.Reg.intStatus, 0x3B...0x48: return // read-only
+        case MPUDriver.Reg.accelConfig2 where variant == .mpu6050: return    // not on the 6050
+        default: super.writeRegister(register, value)
+        }
+    }
+
+    public override func readRegister(_ register: UInt8) -> UInt8 {
+        if register == MPUDriver.Reg.intStatus {
+            // Cleared by reading.
+            let v: UInt8 = dataReadyLatched ? MPUDriver.Reg.dataReady : 0
+            dataReadyLatched = false
+            return v
+        }
+        return super.readRegister(register)
+    }
+
+    public override func transfer(write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
+        if read.count > 0, let start = write.first, (MPUDriver.Reg.intStatus...0x48).contains(start) { latch() }
+        try super.transfer(write: write, read: read)
+    }
+
+    /// A new sample, if the configured rate says one is due and the chip is awake.
+    func latch() {
+        guard !asleep, takeNewSample(rate: sampleRate) else { return }
+        let t = chipTruth()
+        store(t.accel, perCount: IMUConvert.invensenseAccelScale(accelRange), at: 0x3B, bigEndian: true)
+        let tempRaw = variant == .mpu6050 ? (temperature - 36.53) * 340 : (temperature - 21) * 333.87
+        store(Int16(max(-32768, min(32767, tempRaw.rounded()))), at: 0x41, bigEndian: true)
+        store(t.gyro, perCount: IMUConvert.invensenseGyroScale(gyroRange), at: 0x43, bigEndian: true)
+        dataReadyLatched = true
+    }
+}
