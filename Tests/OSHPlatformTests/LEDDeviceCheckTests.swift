@@ -29,7 +29,7 @@ final class LEDDeviceCheckTests: XCTestCase {
         var s = AgentSettings(server: ServerSettings(name: "main", url: "http://127.0.0.1:8181/sensorhub/api"))
         s.outputs["gps_data"]?.enabled = gps
         s.gps.device = device
-        s.gps.gpsd = gpsd
+        s.gps.gpsd = GPSDAddress(gpsd)
         return s
     }
 

@@ -52,7 +52,7 @@ public enum Daemon {
             config.rates[spec.outputName] = o.rate
             if spec.kind == .gps, o.source == .hardware {
                 let g = settings.gps
-                if let (host, port) = GPSSettings.parseGPSD(g.gpsd) { config.gps = .gpsd(host: host, port: port) }
+                if let a = g.gpsd { config.gps = .gpsd(host: a.host, port: a.port) }
                 else { config.gps = .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud) }
             }
         }

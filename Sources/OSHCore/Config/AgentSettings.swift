@@ -205,15 +205,23 @@ public struct GPSSettings: Sendable, Equatable {
     public var device = "/dev/serial0"
     /// 0 = try 9600, 38400, 115200, 4800, 57600, 230400 until valid NMEA arrives.
     public var baud = 0
-    /// "HOST:PORT" of a gpsd to read instead of the device ("" = read the device).
-    public var gpsd = ""
+    /// A gpsd to read instead of the device (nil = read the device), parsed once by the reader.
+    public var gpsd: GPSDAddress?
     public init() {}
+}
 
-    public static func parseGPSD(_ s: String) -> (host: String, port: UInt16)? {
-        guard let colon = s.lastIndex(of: ":"), let port = UInt16(s[s.index(after: colon)...]), port > 0 else { return nil }
-        var host = String(s[..<colon])
+/// `[gps] gpsd = "HOST:PORT"` with a numeric address (or localhost), as the reader checked it.
+public struct GPSDAddress: Sendable, Equatable {
+    public var host: String
+    public var port: UInt16
+
+    /// nil when `text` is not HOST:PORT with a numeric host ("[::1]:2947" and "localhost:2947" are).
+    public init?(_ text: String) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]), port > 0 else { return nil }
+        var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard host == "localhost" || host.allSatisfy({ $0.isHexDigit || $0 == "." || $0 == ":" }), !host.isEmpty else { return nil }
-        return (host == "localhost" ? "127.0.0.1" : host, port)
+        self.host = host == "localhost" ? "127.0.0.1" : host
+        self.port = port
     }
 }

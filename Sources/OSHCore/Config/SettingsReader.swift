@@ -132,7 +132,8 @@ struct SettingsReader {
                     }
                 }
                 if let (g, line) = string(s, "gpsd") {
-                    if g.isEmpty || GPSSettings.parseGPSD(g) != nil { gps.gpsd = g }
+                    if g.isEmpty { gps.gpsd = nil }
+                    else if let a = GPSDAddress(g) { gps.gpsd = a }
                     else { fail(line, "gpsd in [gps] must be HOST:PORT with a numeric address, e.g. \"127.0.0.1:2947\", or \"\" to read the device") }
                 }
             case "log":

@@ -31,7 +31,7 @@ public struct DeviceRequirement: Sendable, Equatable {
     /// read from hardware counts (a simulated output or a gpsd source opens no device).
     public static func list(_ settings: AgentSettings, led: LEDSettings? = nil) -> [DeviceRequirement] {
         var out: [DeviceRequirement] = []
-        if let g = settings.outputs["gps_data"], g.enabled, g.source == .hardware, settings.gps.gpsd.isEmpty {
+        if let g = settings.outputs["gps_data"], g.enabled, g.source == .hardware, settings.gps.gpsd == nil {
             let d = settings.gps.device
             let usb = d.hasPrefix("/dev/ttyUSB") || d.hasPrefix("/dev/ttyACM") || d.hasPrefix("/dev/serial/by-id/")
                 || d.hasPrefix("/dev/serial/by-path/") || d.hasPrefix("/dev/gps")
