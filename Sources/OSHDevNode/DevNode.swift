@@ -214,17 +214,23 @@ public final class DevNode: @unchecked Sendable {
 
     /// A node restart without a database: every system, datastream, feature, control stream and
     /// observation is gone; ids minted afterwards never equal old ones. Statistics of requests are kept.
-    public func forgetEverything() {
-        lock.withLock {
+    /// Returns what the node held at that instant (taken under the same lock as the forgetting, so
+    /// an observation accepted just before is counted and one just after is not).
+    @discardableResult
+    public func forgetEverything() -> DevNodeStats {
+        let held = lock.withLock {
+            let held = store.stats()
             store.forget()
             do {
                 try store.journal?.append(JournalText.line(.forget(counter: store.minter.counter)))
             } catch {
                 log("\(error)")
             }
+            return held
         }
         commandHub.forget()
         log("forgot everything")
+        return held
     }
 
     // MARK: Observability

@@ -45,9 +45,11 @@ final class AgentLoopTests: XCTestCase {
         try loop.run(for: timeout, until: condition)
     }
 
-    private func received(_ a: AgentRuntime) -> [String: Int] {
+    private func received(_ a: AgentRuntime) -> [String: Int] { counts(node.stats) }
+
+    private func counts(_ stats: DevNodeStats) -> [String: Int] {
         var out: [String: Int] = [:]
-        for ds in node.stats.datastreams { out[ds.outputName, default: 0] += ds.observationCount }
+        for ds in stats.datastreams { out[ds.outputName, default: 0] += ds.observationCount }
         return out
     }
 
@@ -88,8 +90,9 @@ final class AgentLoopTests: XCTestCase {
         let a = try AgentRuntime(config: config(outputs: ["barometer", "quat_orientation_data"]), loop: loop)
         try a.start()
         XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent >= 5 } })
-        let before = received(a)
-        node.forgetEverything()
+        // Counted as the node forgets (a POST accepted between a separate count and the forgetting
+        // would be in neither incarnation's count).
+        let before = counts(node.forgetEverything())
         // Keep producing: the next POSTs get 404, the agent re-registers and resends what it held.
         XCTAssertTrue(try run(loop, timeout: 15) { a.registered && self.received(a).values.reduce(0, +) >= 20 })
         try a.stop(flushUntil: EventLoop.deadline(after: 3))
