@@ -199,23 +199,11 @@ public enum Daemon {
             let loop = try EventLoop()
             let notify = SDNotify()
             var announcedReady = false
-            // The LED follows whichever runtime is current (SIGHUP replaces it).
+            // The LED follows whichever runtime is current (SIGHUP replaces it). It is opened once the
+            // first agent runs: opening the devices blocks the loop (a second or two on a slow
+            // board), and a pattern started before would show a stretched first blink.
             var current: Running?
-            let led = StatusLED.open(loaded.settings.devices.led, loop: loop) {
-                LEDState.derive(registered: current?.agent.registered ?? false,
-                                nodeReachable: current?.agent.publisher.connectivity == .online,
-                                clockSynchronized: current?.agent.clockState.isSynchronized ?? false,
-                                sensorFault: current?.hardware.sensorFault ?? false)
-            }
-            if let led {
-                // A short blip per request the node took (streaming pattern).
-                var lastRequests = 0
-                try loop.addTimer(firstAt: loop.deadline(after: 0.25), interval: 250_000_000) { _ in
-                    guard let a = current?.agent else { return }
-                    let n = a.specs.indices.reduce(0) { $0 + a.publisher.counters($1).requests }
-                    if n != lastRequests { lastRequests = n; led.activity() }
-                }
-            }
+            var led: StatusLED?
             /// Opens the devices and starts an agent on them; on failure releases what it took.
             func startRunning(_ l: Loaded) throws -> Running {
                 Log.threshold = logLevel(l.settings.logLevel)
@@ -224,7 +212,11 @@ public enum Daemon {
                 agent.onRegistered = { [unowned agent] in
                     if !announcedReady { announcedReady = true; notify.ready(status: agent.streamingStatus) }
                 }
-                agent.onIdentify = led.map { led in { seconds in led.identify(seconds: seconds); return "blinking the status LED for \(Int(seconds)) s" } }
+                agent.onIdentify = { seconds in
+                    guard let led else { return nil }
+                    led.identify(seconds: seconds)
+                    return "blinking the status LED for \(Int(seconds)) s"
+                }
                 do {
                     try agent.start()
                     try hardware.start(feeding: agent)
@@ -260,6 +252,20 @@ public enum Daemon {
                     exitCode = code
                     loop.stop()
                 })
+            led = StatusLED.open(loaded.settings.devices.led, loop: loop) {
+                guard let r = current else { return .starting }
+                return LEDState.derive(registered: r.agent.registered, nodeReachable: r.agent.publisher.connectivity == .online,
+                                       clockSynchronized: r.agent.clockState.isSynchronized, sensorFault: r.hardware.sensorFault)
+            }
+            if let led {
+                // A short blip per request the node took (streaming pattern).
+                var lastRequests = 0
+                try loop.addTimer(firstAt: loop.deadline(after: 0.25), interval: 250_000_000) { _ in
+                    guard let a = current?.agent else { return }
+                    let n = a.specs.indices.reduce(0) { $0 + a.publisher.counters($1).requests }
+                    if n != lastRequests { lastRequests = n; led.activity() }
+                }
+            }
             try loop.onSignals([SIGTERM, SIGINT, SIGHUP]) { sig in
                 if sig == SIGHUP {
                     supervisor.reload {

@@ -456,7 +456,9 @@ def analyse(share, used, boots, host_events, image_dir):
     t_meas_end = event_time(ev1, "snapshot measured")
     if led and t_measure and t_meas_end:
         ledres["streaming"] = led_pattern(led, t_measure + 20, t_meas_end)
-    t_ns, t_ne = event_time(ev1, "fault node-stopped start"), event_time(ev1, "fault node-stopped end")
+    # From when the node is really down (after the dump that precedes it) to its restart.
+    t_ns = event_time(ev1, "fault node-stopped node down") or event_time(ev1, "fault node-stopped start")
+    t_ne = event_time(ev1, "fault node-stopped end")
     if led and t_ns and t_ne:
         ledres["node_stopped"] = led_pattern(led, t_ns + 8, t_ne)
     # The agent's first pattern: "starting" (0.5 s on, 0.5 s off) until it is registered, which
