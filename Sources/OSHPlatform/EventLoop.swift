@@ -1,3 +1,5 @@
+// Size (~570 lines): epoll, the timer heap, signals, wake-ups and virtual time are one loop's
+// state (a turn reads all of them); LoopDeadline is a thin helper kept beside it.
 import CShim
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+// Size (~600 lines): one test per grammar rule and settings check, with the message it must say.
 import Foundation
 import OSHCore
 import XCTest

@@ -1,3 +1,4 @@
+// Size (~700 lines): one test per wire form and leaf kind of the record reader, each short.
 import Foundation
 import OSHCore
 import XCTest

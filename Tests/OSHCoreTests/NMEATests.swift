@@ -1,3 +1,4 @@
+// Size (~570 lines): one test per sentence, talker and cycle rule, mostly golden lines.
 import Foundation
 import OSHCore
 import XCTest

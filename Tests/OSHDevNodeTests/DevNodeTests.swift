@@ -1,3 +1,4 @@
+// Size (~590 lines): one test per rule of the node's strictness, each naming the node's message.
 import Foundation
 import XCTest
 import OSHCore

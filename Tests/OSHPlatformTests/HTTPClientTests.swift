@@ -1,3 +1,4 @@
+// Size (~700 lines): one test per libcurl path (status, redirects, TLS policy, timeouts, cancel), each short.
 import CShim
 import Foundation
 import Glibc

@@ -1,3 +1,4 @@
+// Size (~520 lines): one test per V4L2 path (formats, queues, unplug, errnos) through the mocking seam.
 import CV4L2
 import OSHCore
 @testable import OSHPlatform

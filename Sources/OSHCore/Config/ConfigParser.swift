@@ -1,3 +1,6 @@
+// Size (~670 lines): the grammar below, its error messages with their suggestions and the value
+// types it yields; a separate lexer would share every position and message with the parser.
+//
 // The reader for osh-edge's configuration files (`/etc/osh-edge/osh-edge.conf`, the secrets
 // file): a small, strict, TOML-like, line-oriented format that people edit over SSH.
 //

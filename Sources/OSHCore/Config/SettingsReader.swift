@@ -1,3 +1,5 @@
+// Size (~550 lines): this is the configuration's schema — one short function per section.
+//
 // Decodes a parsed osh-edge.conf into AgentSettings: the schema (sections, keys, types,
 // ranges), the cross-checks, and the messages with their suggestions. Collects every problem.
 

@@ -1,3 +1,6 @@
+// Size (~880 lines, one file on purpose): the node tree and its two token sources (JSON and
+// binary) must agree on every leaf kind and time rule; split apart, the halves would drift.
+//
 // Decodes observations of one datastream. A RecordReader is built ONCE from the record
 // DataComponent (plus its BinaryEncoding, if any) into a tree of nodes, and that single tree
 // is driven by two token sources: JSON (swe+json records and O&M observations) and binary

@@ -1,3 +1,5 @@
+// Size (~520 lines): cycle assembly and the sentence decoders share the per-cycle state.
+//
 // NMEA 0183 → one fix per receiver cycle, fed bytes as they arrive, allocation-free.
 //
 // Sentences: GGA, RMC, GNS, GLL, ZDA (timestamped) and GSA, VTG (not); talkers GP GN GL GA GB

@@ -1,3 +1,5 @@
+// Size (~750 lines, one type on purpose): libcurl's socket and timer callbacks, the transfer
+// table and the loop's registrations are one state machine; its parts mean nothing apart.
 import CCurl
 import CShim
 import OSHCore

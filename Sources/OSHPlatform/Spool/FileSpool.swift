@@ -1,3 +1,5 @@
+// Size (~550 lines): writing segments, the cursor, recovery and the reader share one on-disk
+// invariant set, tested together by the torn-tail and kill tests.
 #if canImport(Glibc)
 import Glibc
 #endif

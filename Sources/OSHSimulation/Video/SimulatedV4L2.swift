@@ -1,3 +1,6 @@
+// Size (~620 lines): one device model — the camera and the M2M codecs share the buffer-queue and
+// streaming state machine they simulate; built only into tests and the development executable.
+//
 // The mocking half of the V4L2 seam: a UVC-like camera, the Pi's bcm2835 M2M H.264 encoder
 // and other M2M codecs (vicodec, another SoC's encoder), modelled closely enough to drive every path of V4L2Camera and V4L2M2MEncoder
 // without hardware — formats and sizes, buffer queue states, streaming, the poll fd
