@@ -94,20 +94,12 @@ extension RequestHandler {
 
     func createSystems() throws -> HTTPResponse {
         let inputs = try systemInputs()
-        var urls: [String] = []
-        for input in inputs {
-            if let i = store.systems.firstIndex(where: { $0.uid == input.uid }) {
-                apply(input, to: &store.systems[i])
-                urls.append("/systems/" + store.systems[i].id)
-            } else {
-                let s = SystemRecord(id: store.mint(), uid: input.uid, name: input.name, description: input.description,
-                                     featureType: input.featureType, validFrom: now, sml: input.sml,
-                                     geometry: input.geometry, versions: 1)
-                store.systems.append(s)
-                urls.append("/systems/" + s.id)
-            }
-        }
-        return created(urls)
+        return try upsert(inputs.count, read: { inputs[$0] }, into: \.systems, urlPrefix: "/systems/", id: \.id,
+                          matches: { $0.uid == $1.uid }, update: { apply($1, to: &$0) }, make: { input in
+            SystemRecord(id: store.mint(), uid: input.uid, name: input.name, description: input.description,
+                         featureType: input.featureType, validFrom: now, sml: input.sml,
+                         geometry: input.geometry, versions: 1)
+        })
     }
 
     func apply(_ input: SystemInput, to s: inout SystemRecord) {
