@@ -302,13 +302,19 @@ public final class NMEAParser {
         let quality = f.int(6) ?? 0
         cycle.ggaQuality = quality
         if quality > 0 {
-            position(f, 2, 4)
-            if let v = f.decimal(9) { cycle.altMSL = v }
-            if let v = f.decimal(11) { cycle.geoidSep = v }
-            if let v = f.int(7) { cycle.satellites = v }
-            if let v = f.decimal(8) { cycle.hdop = v }
+            fixDetail(f, geoidSeparation: 11)
         }
         leave(Tag.gga, tod, onFix)
+    }
+
+    /// GGA's and GNS's shared fields: position at 2-5, satellites 7, HDOP 8, altitude MSL 9; only
+    /// the geoid separation's field differs.
+    private func fixDetail(_ f: NMEAFields, geoidSeparation: Int) {
+        position(f, 2, 4)
+        if let v = f.decimal(9) { cycle.altMSL = v }
+        if let v = f.decimal(geoidSeparation) { cycle.geoidSep = v }
+        if let v = f.int(7) { cycle.satellites = v }
+        if let v = f.decimal(8) { cycle.hdop = v }
     }
 
     // RMC: 1 time, 2 status, 3-4 lat, 5-6 lon, 7 speed (knots), 8 course, 9 ddmmyy, 10-11 magvar, 12 mode
@@ -356,11 +362,7 @@ public final class NMEAParser {
         cycle.gnsValid = valid ? 1 : 0
         if valid {
             if let q = NMEAParser.quality(fromModeIndicator: indicator) { cycle.gnsQuality = q }
-            position(f, 2, 4)
-            if let v = f.decimal(9) { cycle.altMSL = v }
-            if let v = f.decimal(10) { cycle.geoidSep = v }
-            if let v = f.int(7) { cycle.satellites = v }
-            if let v = f.decimal(8) { cycle.hdop = v }
+            fixDetail(f, geoidSeparation: 10)
         }
         leave(Tag.gns, tod, onFix)
     }
