@@ -40,3 +40,20 @@ func agentConfig(_ node: DevNode, serial: String, label: String, stateDirectory:
     return AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
                        options: OutputOptions(uid: identity.uid), stateDirectory: stateDirectory)
 }
+
+/// A self-signed certificate for 127.0.0.1 and its key, made by openssl in `dir` (created here):
+/// their PEM texts and the certificate's path.
+func selfSignedCertificate(in dir: String, subject: String) throws -> (cert: String, key: String, certPath: String) {
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
+                   "-days", "2", "-subj", subject, "-addext", "subjectAltName=IP:127.0.0.1"]
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    let cert = try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8)
+    let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
+    return (cert, key, dir + "/cert.pem")
+}
