@@ -317,12 +317,18 @@ public final class NMEAParser {
         if let v = f.decimal(8) { cycle.hdop = v }
     }
 
+    /// RMC's and GLL's validity: status 'A' and a mode indicator other than 'N' (no fix); the
+    /// indicator is returned too, for the fix quality.
+    private func statusValid(_ f: NMEAFields, status: Int, mode: Int) -> (valid: Bool, mode: UInt8) {
+        let m = f.char(mode)
+        return (f.char(status) == UInt8(ascii: "A") && m != UInt8(ascii: "N"), m)
+    }
+
     // RMC: 1 time, 2 status, 3-4 lat, 5-6 lon, 7 speed (knots), 8 course, 9 ddmmyy, 10-11 magvar, 12 mode
     private func rmc(_ f: NMEAFields, _ onFix: (GPSFix) -> Void) {
         var tod: Double?
         guard timeField(f, 1, &tod), enter(tod, onFix) else { return }
-        let modeChar = f.char(12)
-        let valid = f.char(2) == UInt8(ascii: "A") && modeChar != UInt8(ascii: "N")
+        let (valid, modeChar) = statusValid(f, status: 2, mode: 12)
         cycle.rmcValid = valid ? 1 : 0
         if valid {
             position(f, 3, 5)
@@ -371,8 +377,7 @@ public final class NMEAParser {
     private func gll(_ f: NMEAFields, _ onFix: (GPSFix) -> Void) {
         var tod: Double?
         guard timeField(f, 5, &tod), enter(tod, onFix) else { return }
-        let modeChar = f.char(7)
-        let valid = f.char(6) == UInt8(ascii: "A") && modeChar != UInt8(ascii: "N")
+        let (valid, modeChar) = statusValid(f, status: 6, mode: 7)
         cycle.gllValid = valid ? 1 : 0
         if valid {
             position(f, 1, 3)
