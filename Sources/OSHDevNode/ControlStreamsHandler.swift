@@ -15,15 +15,9 @@ extension RequestHandler {
                 return json(jsonBytes { writeControlStream(store.controlStreams[i], &$0) })
             }, put: {
                 guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
-                _ = try contentType(allowed: [MediaType.json])
-                let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
-                guard let item = items.first else { throw NodeFailure.noData }
-                let input = try controlStreamInput(item, at: base(0))
-                store.controlStreams[i].name = input.name ?? input.inputName
-                store.controlStreams[i].description = input.description
-                store.controlStreams[i].inputName = input.inputName
-                store.controlStreams[i].schemaJSON = input.schema
-                store.controlStreams[i].parameters = input.parameters
+                let (item, at) = try replacementItem(allowed: [MediaType.json])
+                let input = try controlStreamInput(item, at: at)
+                apply(input, to: &store.controlStreams[i])
                 return HTTPResponse(status: 204, contentType: nil)
             }, delete: {
                 guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
@@ -74,26 +68,25 @@ extension RequestHandler {
     func createControlStreams(systemID: String) throws -> HTTPResponse {
         _ = try contentType(allowed: [MediaType.json])
         let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
-        var urls: [String] = []
-        for (i, item) in items.enumerated() {
-            let input = try controlStreamInput(item, at: base(i))
-            // Keyed by (system, inputName).
-            if let k = store.controlStreams.firstIndex(where: { $0.systemID == systemID && $0.inputName == input.inputName }) {
-                store.controlStreams[k].name = input.name ?? input.inputName
-                store.controlStreams[k].description = input.description
-                store.controlStreams[k].schemaJSON = input.schema
-                store.controlStreams[k].parameters = input.parameters
-                urls.append("/controlstreams/" + store.controlStreams[k].id)
-            } else {
-                let c = ControlStreamRecord(id: store.mint(), systemID: systemID, name: input.name ?? input.inputName,
-                                            description: input.description, inputName: input.inputName,
-                                            schemaJSON: input.schema, parameters: input.parameters,
-                                            statuses: BoundedLog(capacity: config.maxStoredCommands), validFrom: now)
-                store.controlStreams.append(c)
-                urls.append("/controlstreams/" + c.id)
-            }
-        }
-        return created(urls)
+        // Keyed by (system, inputName).
+        return try upsert(items.count, read: { try controlStreamInput(items[$0], at: base($0)) },
+                          into: \.controlStreams, urlPrefix: "/controlstreams/", id: \.id,
+                          matches: { $0.systemID == systemID && $0.inputName == $1.inputName },
+                          update: { apply($1, to: &$0) }, make: { input in
+            ControlStreamRecord(id: store.mint(), systemID: systemID, name: input.name ?? input.inputName,
+                                description: input.description, inputName: input.inputName,
+                                schemaJSON: input.schema, parameters: input.parameters,
+                                statuses: BoundedLog(capacity: config.maxStoredCommands), validFrom: now)
+        })
+    }
+
+    /// A PUT, or a re-POST matched by (system, inputName).
+    func apply(_ input: ControlStreamInput, to c: inout ControlStreamRecord) {
+        c.name = input.name ?? input.inputName
+        c.description = input.description
+        c.inputName = input.inputName
+        c.schemaJSON = input.schema
+        c.parameters = input.parameters
     }
 
     /// CommandStreamBindingJson / CommandStreamSchemaBindingJson: `inputName` required; in `schema`,
@@ -206,12 +199,8 @@ extension RequestHandler {
 
     func writeControlStream(_ c: ControlStreamRecord, _ w: inout JSONWriter) {
         w.beginObject()
-        w.key("id"); w.string(c.id)
-        w.key("name"); w.string(c.name)
-        if let x = c.description { w.key("description"); w.string(x) }
-        w.key("system@id"); w.string(c.systemID)
-        w.key("inputName"); w.string(c.inputName)
-        writeValidTime(c.validFrom, &w)
+        writeStreamHead(id: c.id, name: c.name, description: c.description, systemID: c.systemID,
+                        port: ("inputName", c.inputName), validFrom: c.validFrom, &w)
         w.key("live"); w.bool(false)
         w.key("async"); w.bool(true)
         w.key("formats"); w.beginArray(); w.string(MediaType.json); w.string(MediaType.sweJSON); w.endArray()

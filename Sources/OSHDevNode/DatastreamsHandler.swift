@@ -15,10 +15,8 @@ extension RequestHandler {
                 return json(jsonBytes { writeDatastream(store.datastreams[i], &$0) })
             }, put: {
                 guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
-                _ = try contentType(allowed: [MediaType.json])
-                let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
-                guard let item = items.first else { throw NodeFailure.noData }
-                let input = try datastreamInput(item, at: base(0))
+                let (item, at) = try replacementItem(allowed: [MediaType.json])
+                let input = try datastreamInput(item, at: at)
                 update(&store.datastreams[i], with: input)
                 return HTTPResponse(status: 204, contentType: nil)
             }, delete: {
@@ -64,26 +62,19 @@ extension RequestHandler {
     func createDatastreams(systemID: String) throws -> HTTPResponse {
         _ = try contentType(allowed: [MediaType.json])
         let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
-        var urls: [String] = []
-        for (i, item) in items.enumerated() {
-            let input = try datastreamInput(item, at: base(i))
-            // Keyed by (system, outputName): re-registering returns the same datastream.
-            if let k = store.datastreams.firstIndex(where: { $0.systemID == systemID && $0.outputName == input.outputName }) {
-                update(&store.datastreams[k], with: input)
-                urls.append("/datastreams/" + store.datastreams[k].id)
-            } else {
-                let d = DatastreamRecord(id: store.mint(), systemID: systemID,
-                                         name: input.name ?? input.outputName, description: input.description,
-                                         outputName: input.outputName, obsFormat: input.obsFormat, record: input.record,
-                                         encoding: input.encoding, encodingJSON: input.encodingJSON,
-                                         schemaJSON: input.schemaJSON, reader: input.reader, validFrom: now,
-                                         schemaVersions: 1, observations: BoundedLog(capacity: config.maxStoredObservations),
-                                         phenomenonTimes: BoundedLog(capacity: config.maxStoredObservations))
-                store.datastreams.append(d)
-                urls.append("/datastreams/" + d.id)
-            }
-        }
-        return created(urls)
+        // Keyed by (system, outputName): re-registering returns the same datastream.
+        return try upsert(items.count, read: { try datastreamInput(items[$0], at: base($0)) },
+                          into: \.datastreams, urlPrefix: "/datastreams/", id: \.id,
+                          matches: { $0.systemID == systemID && $0.outputName == $1.outputName },
+                          update: { update(&$0, with: $1) }, make: { input in
+            DatastreamRecord(id: store.mint(), systemID: systemID,
+                             name: input.name ?? input.outputName, description: input.description,
+                             outputName: input.outputName, obsFormat: input.obsFormat, record: input.record,
+                             encoding: input.encoding, encodingJSON: input.encodingJSON,
+                             schemaJSON: input.schemaJSON, reader: input.reader, validFrom: now,
+                             schemaVersions: 1, observations: BoundedLog(capacity: config.maxStoredObservations),
+                             phenomenonTimes: BoundedLog(capacity: config.maxStoredObservations))
+        })
     }
 
     func update(_ d: inout DatastreamRecord, with input: DatastreamInput) {
@@ -232,12 +223,8 @@ extension RequestHandler {
 
     func writeDatastream(_ d: DatastreamRecord, _ w: inout JSONWriter) {
         w.beginObject()
-        w.key("id"); w.string(d.id)
-        w.key("name"); w.string(d.name)
-        if let x = d.description { w.key("description"); w.string(x) }
-        w.key("system@id"); w.string(d.systemID)
-        w.key("outputName"); w.string(d.outputName)
-        writeValidTime(d.validFrom, &w)
+        writeStreamHead(id: d.id, name: d.name, description: d.description, systemID: d.systemID,
+                        port: ("outputName", d.outputName), validFrom: d.validFrom, &w)
         // The ranges span what is held, whatever order it arrived in (a backlog replays old times last).
         if let p0 = d.observations.map(\.phenomenonTime).min(), let p1 = d.observations.map(\.phenomenonTime).max(),
            let r0 = d.observations.map(\.resultTime).min(), let r1 = d.observations.map(\.resultTime).max() {

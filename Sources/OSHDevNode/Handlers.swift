@@ -197,19 +197,32 @@ final class RequestHandler {
     /// The body as one JSON object or an array of them (every create binding accepts both).
     /// Returns the items and their Gson paths.
     func jsonItems(malformedPrefix: String) throws -> ([JSONValue], (Int) -> GsonPath) {
-        guard req.body.contains(where: { !isJSONSpace($0) }) else { throw NodeFailure.noData }
-        let v: JSONValue
-        do throws(JSONParseError) {
-            v = try JSONValue.parse(req.body)
-        } catch {
-            let (l, c) = position(of: error.offset, in: req.body)
-            throw NodeFailure.badRequest(malformedPrefix + "Malformed JSON at line \(l) column \(c) path $ (expected \(error.expected))")
-        }
+        let v = try jsonBody { l, c, e in malformedPrefix + "Malformed JSON at line \(l) column \(c) path $ (expected \(e.expected))" }
         if case .array(let a) = v {
             guard !a.isEmpty else { throw NodeFailure.noData }
             return (a, { GsonPath.root.index($0) })
         }
         return ([v], { _ in GsonPath.root })
+    }
+
+    /// The body parsed as JSON: no data when it is blank, else a 400 worded by `malformed` from
+    /// the error's line and column (the bindings word it differently).
+    func jsonBody(malformed: (Int, Int, JSONParseError) -> String) throws -> JSONValue {
+        guard req.body.contains(where: { !isJSONSpace($0) }) else { throw NodeFailure.noData }
+        do throws(JSONParseError) {
+            return try JSONValue.parse(req.body)
+        } catch {
+            let (l, c) = position(of: error.offset, in: req.body)
+            throw NodeFailure.badRequest(malformed(l, c, error))
+        }
+    }
+
+    /// A PUT body: the Content-Type checked, then the one resource (the first, when an array came).
+    func replacementItem(allowed: [String]) throws -> (JSONValue, GsonPath) {
+        _ = try contentType(allowed: allowed)
+        let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
+        guard let item = items.first else { throw NodeFailure.noData }
+        return (item, base(0))
     }
 
     /// A string member as Gson's nextString reads it (numbers are accepted as their text).
@@ -256,6 +269,28 @@ final class RequestHandler {
     }
 
     /// 201: `Location` for one resource, a JSON array of paths for several.
+    /// A create binding's upsert, item by item in order: the input `read` returns replaces what the
+    /// matching resource holds (`update`), or `make` adds a new one; an item that fails to read
+    /// ends the request with the earlier ones kept. Answers 201 with the resources' URLs.
+    func upsert<Input, Record>(_ count: Int, read: (Int) throws -> Input,
+                               into list: ReferenceWritableKeyPath<NodeStore, [Record]>, urlPrefix: String,
+                               id: KeyPath<Record, String>, matches: (Record, Input) -> Bool,
+                               update: (inout Record, Input) -> Void, make: (Input) -> Record) throws -> HTTPResponse {
+        var urls: [String] = []
+        for i in 0..<count {
+            let input = try read(i)
+            if let k = store[keyPath: list].firstIndex(where: { matches($0, input) }) {
+                update(&store[keyPath: list][k], input)
+                urls.append(urlPrefix + store[keyPath: list][k][keyPath: id])
+            } else {
+                let r = make(input)
+                store[keyPath: list].append(r)
+                urls.append(urlPrefix + r[keyPath: id])
+            }
+        }
+        return created(urls)
+    }
+
     func created(_ urls: [String]) -> HTTPResponse {
         if urls.count == 1 { return HTTPResponse(status: 201, headers: [("Location", urls[0])]) }
         return HTTPResponse(status: 201, body: jsonBytes { w in
@@ -300,6 +335,18 @@ final class RequestHandler {
             w.endArray()
             w.endObject()
         }
+    }
+
+    /// The members a datastream and a control stream open with, in the node's order; `port` is
+    /// the output or input the stream is keyed by.
+    func writeStreamHead(id: String, name: String, description: String?, systemID: String,
+                         port: (key: String, name: String), validFrom: Double, _ w: inout JSONWriter) {
+        w.key("id"); w.string(id)
+        w.key("name"); w.string(name)
+        if let x = description { w.key("description"); w.string(x) }
+        w.key("system@id"); w.string(systemID)
+        w.key(port.key); w.string(port.name)
+        writeValidTime(validFrom, &w)
     }
 
     func writeValidTime(_ from: Double, _ w: inout JSONWriter) {

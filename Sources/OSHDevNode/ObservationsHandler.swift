@@ -145,14 +145,7 @@ extension RequestHandler {
 
     /// ObsBindingSweCommon with JsonDataParserGson: exactly one record object per request.
     func sweJSONRecord(_ d: DatastreamRecord) throws -> SWERecordValue {
-        guard req.body.contains(where: { !isJSONSpace($0) }) else { throw NodeFailure.noData }
-        let v: JSONValue
-        do throws(JSONParseError) {
-            v = try JSONValue.parse(req.body)
-        } catch {
-            let (l, c) = position(of: error.offset, in: req.body)
-            throw NodeFailure.badRequest("Invalid payload: Malformed JSON at line \(l) column \(c) path $")
-        }
+        let v = try jsonBody { l, c, _ in "Invalid payload: Malformed JSON at line \(l) column \(c) path $" }
         guard case .object = v else {
             let (l, c) = firstTokenPosition(req.body)
             throw NodeFailure.badRequest("Invalid payload: java.lang.IllegalStateException: Expected BEGIN_OBJECT but was \(gsonToken(v)) at line \(l) column \(c) path $")

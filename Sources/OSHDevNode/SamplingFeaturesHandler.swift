@@ -16,15 +16,9 @@ extension RequestHandler {
                 return json(jsonBytes { writeFeature(f, &$0) })
             }, put: {
                 guard let i = store.featureIndex(id) else { throw NodeFailure.notFound(id) }
-                _ = try contentType(allowed: [MediaType.geoJSON, MediaType.json])
-                let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
-                guard let item = items.first else { throw NodeFailure.noData }
-                let f = try geoJSONFeature(item, at: base(0))
-                store.features[i].uid = f.uid
-                store.features[i].name = f.name
-                store.features[i].description = f.description
-                store.features[i].featureType = f.featureType
-                store.features[i].geometry = f.geometry
+                let (item, at) = try replacementItem(allowed: [MediaType.geoJSON, MediaType.json])
+                let f = try geoJSONFeature(item, at: at)
+                apply(f, to: &store.features[i])
                 return HTTPResponse(status: 204, contentType: nil)
             }, delete: {
                 guard let i = store.featureIndex(id) else { throw NodeFailure.notFound(id) }
@@ -40,23 +34,21 @@ extension RequestHandler {
     func createFeatures(systemID: String) throws -> HTTPResponse {
         _ = try contentType(allowed: [MediaType.geoJSON, MediaType.json])
         let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
-        var urls: [String] = []
-        for (i, item) in items.enumerated() {
-            let f = try geoJSONFeature(item, at: base(i))
-            if let k = store.features.firstIndex(where: { $0.uid == f.uid }) {
-                store.features[k].name = f.name
-                store.features[k].description = f.description
-                store.features[k].featureType = f.featureType
-                store.features[k].geometry = f.geometry
-                urls.append("/samplingFeatures/" + store.features[k].id)
-            } else {
-                let r = FeatureRecord(id: store.mint(), systemID: systemID, uid: f.uid, name: f.name,
-                                      description: f.description, featureType: f.featureType, geometry: f.geometry)
-                store.features.append(r)
-                urls.append("/samplingFeatures/" + r.id)
-            }
-        }
-        return created(urls)
+        return try upsert(items.count, read: { try geoJSONFeature(items[$0], at: base($0)) },
+                          into: \.features, urlPrefix: "/samplingFeatures/", id: \.id,
+                          matches: { $0.uid == $1.uid }, update: { apply($1, to: &$0) }, make: { f in
+            FeatureRecord(id: store.mint(), systemID: systemID, uid: f.uid, name: f.name,
+                          description: f.description, featureType: f.featureType, geometry: f.geometry)
+        })
+    }
+
+    /// A PUT, or a re-POST matched by UID.
+    func apply(_ f: GeoFeature, to r: inout FeatureRecord) {
+        r.uid = f.uid
+        r.name = f.name
+        r.description = f.description
+        r.featureType = f.featureType
+        r.geometry = f.geometry
     }
 
     func featurePage(_ items: [FeatureRecord]) -> [UInt8] { featureCollection(items) { f, w in writeFeature(f, &w) } }

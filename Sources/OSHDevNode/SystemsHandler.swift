@@ -75,13 +75,11 @@ extension RequestHandler {
         }
     }
 
+    /// A system is a feature (from GeoJSON, or SensorML's uniqueId/label/description/definition)
+    /// and, when posted as SensorML, that description.
     struct SystemInput {
-        var uid: String
-        var name: String
-        var description: String?
-        var featureType: String?
+        var feature: GeoFeature
         var sml: JSONValue?
-        var geometry: JSONValue?
     }
 
     func listSystems() throws -> HTTPResponse {
@@ -94,29 +92,22 @@ extension RequestHandler {
 
     func createSystems() throws -> HTTPResponse {
         let inputs = try systemInputs()
-        var urls: [String] = []
-        for input in inputs {
-            if let i = store.systems.firstIndex(where: { $0.uid == input.uid }) {
-                apply(input, to: &store.systems[i])
-                urls.append("/systems/" + store.systems[i].id)
-            } else {
-                let s = SystemRecord(id: store.mint(), uid: input.uid, name: input.name, description: input.description,
-                                     featureType: input.featureType, validFrom: now, sml: input.sml,
-                                     geometry: input.geometry, versions: 1)
-                store.systems.append(s)
-                urls.append("/systems/" + s.id)
-            }
-        }
-        return created(urls)
+        return try upsert(inputs.count, read: { inputs[$0] }, into: \.systems, urlPrefix: "/systems/", id: \.id,
+                          matches: { $0.uid == $1.feature.uid }, update: { apply($1, to: &$0) }, make: { input in
+            let f = input.feature
+            return SystemRecord(id: store.mint(), uid: f.uid, name: f.name, description: f.description,
+                                featureType: f.featureType, validFrom: now, sml: input.sml,
+                                geometry: f.geometry, versions: 1)
+        })
     }
 
     func apply(_ input: SystemInput, to s: inout SystemRecord) {
-        s.uid = input.uid
-        s.name = input.name
-        s.description = input.description
-        s.featureType = input.featureType
+        s.uid = input.feature.uid
+        s.name = input.feature.name
+        s.description = input.feature.description
+        s.featureType = input.feature.featureType
         s.sml = input.sml
-        s.geometry = input.geometry
+        s.geometry = input.feature.geometry
         s.versions += 1
     }
 
@@ -133,15 +124,13 @@ extension RequestHandler {
                 } catch {
                     throw NodeFailure.badRequest("Invalid payload: Invalid JSON: " + error.message)
                 }
-                let input = SystemInput(uid: item["uniqueId"]?.string ?? "", name: item["label"]?.string ?? "",
-                                        description: item["description"]?.string, featureType: item["definition"]?.string,
-                                        sml: item, geometry: nil)
-                try validateFeature(uid: input.uid, name: input.name)
-                out.append(input)
+                let f = GeoFeature(uid: item["uniqueId"]?.string ?? "", name: item["label"]?.string ?? "",
+                                   description: item["description"]?.string, featureType: item["definition"]?.string,
+                                   geometry: nil)
+                try validateFeature(uid: f.uid, name: f.name)
+                out.append(SystemInput(feature: f, sml: item))
             } else {
-                let f = try geoJSONFeature(item, at: p)
-                out.append(SystemInput(uid: f.uid, name: f.name, description: f.description, featureType: f.featureType,
-                                       sml: nil, geometry: f.geometry))
+                out.append(SystemInput(feature: try geoJSONFeature(item, at: p), sml: nil))
             }
         }
         return out

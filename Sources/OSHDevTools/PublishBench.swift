@@ -29,20 +29,12 @@ public enum PublishBench {
         let spec = try spec(named: name, uid: "urn:osh:rpi:bench0000000000")
         var settings = PublisherSettings()
         settings.format = format
-        let ring = ObservationRing(capacity: 1100, maxValues: spec.leaves.count, datastreams: 1)
-        let publisher = Publisher(ring: ring, encoders: [try ObservationEncoder(spec: spec, format: format)], transport: Accepting(),
-                                  settings: settings, now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
-        publisher.clockOffset = 1_773_853_000
-        publisher.setDatastreamID(0, "ds")
-        var values = [Double](repeating: 1013.25, count: spec.leaves.count - 1)
+        let publisher = try benchPublisher(spec, format: format, ringCapacity: 1100, transport: Accepting(),
+                                           settings: settings, now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
         let t0 = Clock.monotonicNanoseconds()
-        values.withUnsafeMutableBufferPointer { v in
-            for k in 0..<count {
-                v[0] += 0.01
-                publisher.record(datastream: 0, monotonicTime: Double(k) * 0.1, values: UnsafeBufferPointer(v))
-                if format == .omJSON && k % 50 == 49 { publisher.tick(now: 0) }
-            }
-        }
+        record(publisher, spec, count: count, start: 1013.25, step: 0.01, time: { Double($0) * 0.1 }, after: { k in
+            if format == .omJSON && k % 50 == 49 { publisher.tick(now: 0) }
+        })
         publisher.tick(now: 0)
         let c = publisher.counters(0)
         return Result(format: format, observations: c.sent, seconds: Double(Clock.monotonicNanoseconds() - t0) / 1e9,
@@ -113,6 +105,32 @@ public enum PublishBench {
         let drainSeconds = Double(Clock.monotonicNanoseconds() - t1) / 1e9
         return Result(format: format, observations: steady.sent, seconds: seconds, requests: steady.requests,
                       bodyBytes: steady.bytes, backlogDrainSeconds: drainSeconds)
+    }
+
+    /// A publisher of one datastream ("ds") of `spec`, as the benches drive it.
+    static func benchPublisher(_ spec: OutputSpec, format: ScalarFormat, ringCapacity: Int, transport: PublisherTransport,
+                               settings: PublisherSettings, now: @escaping () -> Double) throws -> Publisher {
+        let ring = ObservationRing(capacity: ringCapacity, maxValues: spec.leaves.count, datastreams: 1)
+        let publisher = Publisher(ring: ring, encoders: [try ObservationEncoder(spec: spec, format: format)], transport: transport,
+                                  settings: settings, now: now)
+        publisher.clockOffset = 1_773_853_000
+        publisher.setDatastreamID(0, "ds")
+        return publisher
+    }
+
+    /// Records `count` observations at `time(k)`, every value `start` but the first, which steps by
+    /// `step`; `after(k)` follows each (the bench's tick cadence). The values are written in place:
+    /// the loop itself allocates nothing.
+    static func record(_ publisher: Publisher, _ spec: OutputSpec, count: Int, start: Double, step: Double,
+                       time: (Int) -> Double, after: (Int) -> Void) {
+        var values = [Double](repeating: start, count: spec.leaves.count - 1)
+        values.withUnsafeMutableBufferPointer { v in
+            for k in 0..<count {
+                v[0] += step
+                publisher.record(datastream: 0, monotonicTime: time(k), values: UnsafeBufferPointer(v))
+                after(k)
+            }
+        }
     }
 
     static func spec(named name: String, uid: String) throws -> OutputSpec {

@@ -37,25 +37,19 @@ public enum SpoolBench {
         // One probe in the whole outage: a probe's cost is per backoff step (1–30 s), not per observation.
         settings.backoffInitial = 1e6
         settings.backoffMax = 1e6
-        let ring = ObservationRing(capacity: 100, maxValues: spec.leaves.count, datastreams: 1)
         var clock = 0.0
-        let publisher = Publisher(ring: ring, encoders: [try ObservationEncoder(spec: spec, format: .omJSON)], transport: transport,
-                                  settings: settings, now: { clock })
+        let publisher = try PublishBench.benchPublisher(spec, format: .omJSON, ringCapacity: 100, transport: transport,
+                                                        settings: settings, now: { clock })
         let spool = try FileSpool(options: FileSpoolOptions(directory: directory, maxBytes: 4 << 30, sync: sync),
-                                  outputNames: [spec.outputName], maxValues: ring.maxValues)
+                                  outputNames: [spec.outputName], maxValues: publisher.ring.maxValues)
         publisher.spool = spool
-        publisher.clockOffset = 1_773_853_000
-        publisher.setDatastreamID(0, "ds")
-        var values = [Double](repeating: 0.5, count: spec.leaves.count - 1)
         let t0 = Clock.monotonicNanoseconds()
-        values.withUnsafeMutableBufferPointer { v in
-            for k in 0..<count {
-                v[0] += 0.001
-                clock = Double(k) * 0.01
-                publisher.record(datastream: 0, monotonicTime: clock, values: UnsafeBufferPointer(v))
-                if k % 25 == 24 { publisher.tick(now: clock) } // the 250 ms tick at 100 Hz
-            }
-        }
+        PublishBench.record(publisher, spec, count: count, start: 0.5, step: 0.001, time: { k in
+            clock = Double(k) * 0.01
+            return clock
+        }, after: { k in
+            if k % 25 == 24 { publisher.tick(now: clock) } // the 250 ms tick at 100 Hz
+        })
         spool.sync(force: true)
         let t1 = Clock.monotonicNanoseconds()
         let bytes = spool.pendingBytes

@@ -7,21 +7,39 @@ import OSHCLI
 import OSHCore
 import OSHPlatform
 
-/// `--node URL [--user NAME] [--insecure-trust-cert PEM | --pin-sha256 B64]`, else the configured
-/// node (`--config FILE`, `--secrets FILE`). The password is never an argument (see `password(for:)`).
+/// `--node URL [--user NAME] [--insecure-trust-cert PEM | --pin-sha256 B64]`, as the read-side
+/// commands and `check` take them.
+struct NodeArguments {
+    let url: String?
+    let user: String
+    let tls: TLSPolicy
+
+    init(_ a: inout Arguments) {
+        url = a.value("--node")
+        user = a.value("--user") ?? ""
+        var tls = TLSPolicy.verify
+        if let pem = a.value("--insecure-trust-cert") { tls = .trustCertificate(pemPath: pem) }
+        if let pin = a.value("--pin-sha256") { tls = .pinnedKey(sha256Base64: pin) }
+        self.tls = tls
+    }
+
+    /// The node at `url` (`--node`'s), with `--user`'s password asked for, never an argument.
+    func server(_ url: String) -> HTTPServer {
+        let password = user.isEmpty ? "" : password(for: user)
+        return HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
+    }
+}
+
+/// The node `--node` names (`NodeArguments`), else the configured node (`--config FILE`,
+/// `--secrets FILE`). The password is never an argument (see `password(for:)`).
 func readSideNode(_ a: inout Arguments) -> NodeReader {
-    let url = a.value("--node")
-    let user = a.value("--user") ?? ""
-    var tls = TLSPolicy.verify
-    if let pem = a.value("--insecure-trust-cert") { tls = .trustCertificate(pemPath: pem) }
-    if let pin = a.value("--pin-sha256") { tls = .pinnedKey(sha256Base64: pin) }
+    let node = NodeArguments(&a)
     let config = a.value("--config")
     let secrets = a.value("--secrets")
     do {
         let server: HTTPServer
-        if let url {
-            let password = user.isEmpty ? "" : password(for: user)
-            server = HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
+        if let url = node.url {
+            server = node.server(url)
         } else {
             server = try ReadSide.configuredServer(configPath: config ?? Daemon.defaultConfigPath, secretsPath: secrets)
         }

@@ -117,11 +117,8 @@ func schema(_ a: inout Arguments) {
 }
 
 func check(_ a: inout Arguments) {
-    let url = a.value("--node")
-    let user = a.value("--user") ?? ""
-    var tls = TLSPolicy.verify
-    if let pem = a.value("--insecure-trust-cert") { tls = .trustCertificate(pemPath: pem) }
-    if let pin = a.value("--pin-sha256") { tls = .pinnedKey(sha256Base64: pin) }
+    let node = NodeArguments(&a)
+    let url = node.url
     let uid = a.value("--uid")
     let configPath = a.value("--config")
     let secrets = a.value("--secrets")
@@ -134,8 +131,7 @@ func check(_ a: inout Arguments) {
             ? try Daemon.load(configPath: path, secretsPath: secrets, forRunning: false) : nil
         let server: HTTPServer
         if let url {
-            let password = user.isEmpty ? "" : password(for: user)
-            server = HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
+            server = node.server(url)
         } else if let loaded {
             server = loaded.config.server
         } else {

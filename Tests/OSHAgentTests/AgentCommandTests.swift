@@ -17,14 +17,11 @@ final class AgentCommandTests: XCTestCase {
         var nc = DevNodeConfig()
         nc.commandAckSeconds = 0.3
         nc.noReceiverWaitSeconds = 0.2
-        let node = DevNode(config: nc)
-        _ = try node.start()
+        let node = try startedNode(nc)
         defer { node.stop() }
-        let dir = NSTemporaryDirectory() + "osh-cmd-\(UUID().uuidString)"
+        let dir = scratchPath("osh-cmd")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0003", label: "Command Pi", serial: "10000000cafe0003")
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        var c = agentConfig(node, serial: "10000000cafe0003", label: "Command Pi", stateDirectory: dir)
         c.outputs = ["barometer", "device_health"]
         c.rates = ["barometer": 2]
         c.trustHostClock = true
@@ -79,14 +76,11 @@ final class AgentCommandTests: XCTestCase {
     /// WebSocket client, and not at every retry), and the return once.
     func testAStoppedNodeIsLoggedOnceForTheCommandChannelNotAtEveryRetry() throws {
         Log.muted = true
-        let node = DevNode(config: DevNodeConfig())
-        _ = try node.start()
+        let node = try startedNode()
         defer { node.stop() }
-        let dir = NSTemporaryDirectory() + "osh-cmd-\(UUID().uuidString)"
+        let dir = scratchPath("osh-cmd")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0004", label: "Outage Pi", serial: "10000000cafe0004")
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        var c = agentConfig(node, serial: "10000000cafe0004", label: "Outage Pi", stateDirectory: dir)
         c.outputs = ["barometer"]
         c.rates = ["barometer": 5]
         c.trustHostClock = true

@@ -12,9 +12,7 @@ final class AgentControlTests: XCTestCase {
     override class func setUp() { super.setUp(); DemoSimulation.install() }
 
     private func makeAgent(_ node: DevNode, _ loop: EventLoop, dir: String) throws -> AgentRuntime {
-        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0002", label: "Control Pi", serial: "10000000cafe0002")
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        var c = agentConfig(node, serial: "10000000cafe0002", label: "Control Pi", stateDirectory: dir)
         c.outputs = ["barometer", "quat_orientation_data"]
         c.rates = ["barometer": 10, "quat_orientation_data": 10]
         c.externalOutputs = ["quat_orientation_data"]
@@ -26,10 +24,9 @@ final class AgentControlTests: XCTestCase {
     /// made; what it sends passes the gate and lands under the leaf names, not by position.
     func testPortsAreFoundByKindAndWriteByName() throws {
         Log.muted = true
-        let node = DevNode(config: DevNodeConfig())
-        _ = try node.start()
+        let node = try startedNode()
         defer { node.stop() }
-        let dir = NSTemporaryDirectory() + "osh-control-\(UUID().uuidString)"
+        let dir = scratchPath("osh-control")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let agent = try makeAgent(node, try EventLoop(), dir: dir)
         XCTAssertNil(try agent.port(PositionSample.self), "gps_data is not published")
@@ -47,10 +44,9 @@ final class AgentControlTests: XCTestCase {
 
     func testRateEnableAndThinning() throws {
         Log.muted = true
-        let node = DevNode(config: DevNodeConfig())
-        _ = try node.start()
+        let node = try startedNode()
         defer { node.stop() }
-        let dir = NSTemporaryDirectory() + "osh-control-\(UUID().uuidString)"
+        let dir = scratchPath("osh-control")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let loop = try EventLoop()
         let agent = try makeAgent(node, loop, dir: dir)

@@ -17,9 +17,8 @@ final class AgentLoopTests: XCTestCase {
 
     override func setUpWithError() throws {
         Log.muted = true
-        node = DevNode(config: DevNodeConfig())
-        _ = try node.start()
-        stateDir = NSTemporaryDirectory() + "osh-agent-\(UUID().uuidString)"
+        node = try startedNode()
+        stateDir = scratchPath("osh-agent")
     }
 
     override func tearDown() {

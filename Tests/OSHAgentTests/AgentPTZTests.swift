@@ -18,10 +18,9 @@ final class AgentPTZTests: XCTestCase {
         Log.muted = true
         var nc = DevNodeConfig()
         nc.commandAckSeconds = 0.3
-        let node = DevNode(config: nc)
-        _ = try node.start()
+        let node = try startedNode(nc)
         defer { node.stop() }
-        let dir = NSTemporaryDirectory() + "osh-ptz-\(UUID().uuidString)"
+        let dir = scratchPath("osh-ptz")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let loop = try EventLoop()
         var plan = HardwarePlan()
@@ -30,9 +29,7 @@ final class AgentPTZTests: XCTestCase {
         let hardware = Hardware(loop: loop, plan: plan)
         hardware.open()
         XCTAssertEqual(hardware.notes, [])
-        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0004", label: "PTZ Pi", serial: "10000000cafe0004")
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        var c = agentConfig(node, serial: "10000000cafe0004", label: "PTZ Pi", stateDirectory: dir)
         c.outputs = ["device_health"]
         c.trustHostClock = true
         c.commands = true
@@ -41,7 +38,7 @@ final class AgentPTZTests: XCTestCase {
         c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
                                                    websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
         let agent = try AgentRuntime(config: c, loop: loop)
-        agent.extraControls = hardware.extraControls(systemLabel: identity.label)
+        agent.extraControls = hardware.extraControls(systemLabel: c.identity.label)
         try agent.start()
         try hardware.start(feeding: agent)
         defer { hardware.stop() }

@@ -14,14 +14,11 @@ final class AgentVideoTests: XCTestCase {
 
     func testVideoRegistersAndSendsFramesBesideScalars() throws {
         Log.muted = true
-        let node = DevNode(config: DevNodeConfig())
-        _ = try node.start()
+        let node = try startedNode()
         defer { node.stop() }
-        let dir = NSTemporaryDirectory() + "osh-video-\(UUID().uuidString)"
+        let dir = scratchPath("osh-video")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000cafe0001", label: "Video Pi", serial: "10000000cafe0001")
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: dir)
+        var c = agentConfig(node, serial: "10000000cafe0001", label: "Video Pi", stateDirectory: dir)
         c.outputs = ["barometer"]
         c.rates = ["barometer": 20]
         c.video = true

@@ -85,26 +85,10 @@ final class TLSAgentTests: XCTestCase {
     // The simulated chips and values these agents run on come from OSHSimulation.
     override class func setUp() { super.setUp(); DemoSimulation.install() }
 
-    private func selfSigned() throws -> (cert: String, key: String, certPath: String) {
-        let dir = NSTemporaryDirectory() + "osh-tls-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
-                       "-days", "2", "-subj", "/CN=osh-edge test node", "-addext", "subjectAltName=IP:127.0.0.1"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        let cert = try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8)
-        let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
-        return (cert, key, dir + "/cert.pem")
-    }
-
     func testVerifyByDefaultTrustPerHostAndPinning() throws {
         Log.muted = true
         guard DevNode.tlsSupported else { throw XCTSkip("libmicrohttpd built without TLS") }
-        let tls = try selfSigned()
+        let tls = try selfSignedCertificate(in: scratchPath("osh-tls"), subject: "/CN=osh-edge test node")
         let node = DevNode(config: DevNodeConfig(tls: (tls.cert, tls.key)))
         _ = try node.start()
         defer { node.stop() }

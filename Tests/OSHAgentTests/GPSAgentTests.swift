@@ -18,9 +18,8 @@ final class GPSAgentTests: XCTestCase {
 
     override func setUpWithError() throws {
         Log.muted = true
-        node = DevNode(config: DevNodeConfig())
-        _ = try node.start()
-        stateDir = NSTemporaryDirectory() + "osh-gps-\(UUID().uuidString)"
+        node = try startedNode()
+        stateDir = scratchPath("osh-gps")
     }
 
     override func tearDown() {

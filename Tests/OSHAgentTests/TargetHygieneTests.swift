@@ -51,7 +51,7 @@ final class TargetHygieneTests: XCTestCase {
     }
 
     func testSimulatedSourcesNeedTheSimulationLinked() throws {
-        let dir = NSTemporaryDirectory() + "osh-hygiene-\(UUID().uuidString)"
+        let dir = scratchPath("osh-hygiene")
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/osh-edge.conf"
@@ -96,14 +96,11 @@ final class TargetHygieneTests: XCTestCase {
         let saved = SimulationHooks.provider
         SimulationHooks.provider = nil
         defer { SimulationHooks.provider = saved }
-        let node = DevNode(config: DevNodeConfig())
-        _ = try node.start()
+        let node = try startedNode()
         defer { node.stop() }
-        let state = NSTemporaryDirectory() + "osh-nosim-\(UUID().uuidString)"
+        let state = scratchPath("osh-nosim")
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let identity = SystemIdentity(uid: "urn:osh:rpi:10000000feed0015", label: "Test Pi [no sim]", serial: "10000000feed0015")
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: state)
+        var c = agentConfig(node, serial: "10000000feed0015", label: "Test Pi [no sim]", stateDirectory: state)
         c.outputs = ["gps_data", "device_health"]
         c.rates = ["gps_data": 20, "device_health": 20]
         c.trustHostClock = true

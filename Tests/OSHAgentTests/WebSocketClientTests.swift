@@ -118,19 +118,9 @@ final class WebSocketTLSTests: XCTestCase {
     func testCommandRoundTripOverTLSWithATrustedSelfSignedCertificate() throws {
         Log.muted = true
         guard DevNode.tlsSupported else { throw XCTSkip("libmicrohttpd built without TLS") }
-        let dir = NSTemporaryDirectory() + "osh-ws-tls-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let dir = scratchPath("osh-ws-tls")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
-                       "-days", "2", "-subj", "/CN=osh-edge ws test", "-addext", "subjectAltName=IP:127.0.0.1"]
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        p.waitUntilExit()
-        let cert = try String(contentsOfFile: dir + "/cert.pem", encoding: .utf8)
-        let key = try String(contentsOfFile: dir + "/key.pem", encoding: .utf8)
+        let (cert, key, _) = try selfSignedCertificate(in: dir, subject: "/CN=osh-edge ws test")
         var c = DevNodeConfig(users: [("pi", "pw")], tls: (cert, key))
         c.noReceiverWaitSeconds = 0.5
         c.commandAckSeconds = 0.2

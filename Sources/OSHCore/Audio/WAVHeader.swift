@@ -106,34 +106,25 @@ extension WAVHeader {
         guard dataOffset < end else { return }
         let chunkFrames = max(1, 4096 / channels)
         let framesTotal = (end - dataOffset) / bytesPerFrame
-        var frame = 0
+        // One chunk loop for both sample widths; `feed` picks LevelMeter's overload for T.
+        func chunks<T: FixedWidthInteger & BitwiseCopyable>(_: T.Type, _ feed: (UnsafeBufferPointer<T>) -> Void) {
+            var scratch = [T](repeating: 0, count: chunkFrames * channels)
+            var frame = 0
+            while frame < framesTotal {
+                let n = min(chunkFrames, framesTotal - frame)
+                scratch.withUnsafeMutableBufferPointer { s in
+                    let at = dataOffset + frame * bytesPerFrame
+                    for i in 0..<(n * channels) {
+                        s[i] = T(littleEndian: file.loadUnaligned(fromByteOffset: at + MemoryLayout<T>.size * i, as: T.self))
+                    }
+                    feed(UnsafeBufferPointer(rebasing: s[0..<(n * channels)]))
+                }
+                frame += n
+            }
+        }
         switch format {
-        case .s16:
-            var scratch = [Int16](repeating: 0, count: chunkFrames * channels)
-            while frame < framesTotal {
-                let n = min(chunkFrames, framesTotal - frame)
-                scratch.withUnsafeMutableBufferPointer { s in
-                    let at = dataOffset + frame * bytesPerFrame
-                    for i in 0..<(n * channels) {
-                        s[i] = Int16(littleEndian: file.loadUnaligned(fromByteOffset: at + 2 * i, as: Int16.self))
-                    }
-                    meter.feed(UnsafeBufferPointer(rebasing: s[0..<(n * channels)]), channels: channels, onWindow)
-                }
-                frame += n
-            }
-        case .s32:
-            var scratch = [Int32](repeating: 0, count: chunkFrames * channels)
-            while frame < framesTotal {
-                let n = min(chunkFrames, framesTotal - frame)
-                scratch.withUnsafeMutableBufferPointer { s in
-                    let at = dataOffset + frame * bytesPerFrame
-                    for i in 0..<(n * channels) {
-                        s[i] = Int32(littleEndian: file.loadUnaligned(fromByteOffset: at + 4 * i, as: Int32.self))
-                    }
-                    meter.feed(UnsafeBufferPointer(rebasing: s[0..<(n * channels)]), channels: channels, onWindow)
-                }
-                frame += n
-            }
+        case .s16: chunks(Int16.self) { meter.feed($0, channels: channels, onWindow) }
+        case .s32: chunks(Int32.self) { meter.feed($0, channels: channels, onWindow) }
         }
     }
 }

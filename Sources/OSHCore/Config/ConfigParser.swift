@@ -244,7 +244,7 @@ private struct LineParser {
                     i += 1
                     continue
                 }
-                if let n = Self.utf8Length(buf, i) {
+                if let n = UTF8Check.sequenceLength(UnsafeRawBufferPointer(buf), i) {
                     i += n
                 } else {
                     if problem == nil {
@@ -285,28 +285,6 @@ private struct LineParser {
         } else {
             keyValue(&c, line)
         }
-    }
-
-    /// The length of the well-formed UTF-8 sequence starting with a non-ASCII byte at `i`, or nil
-    /// (overlong forms, surrogates and values above U+10FFFF are not well-formed).
-    static func utf8Length(_ buf: UnsafeBufferPointer<UInt8>, _ i: Int) -> Int? {
-        let n: Int
-        var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
-        switch buf[i] {
-        case 0xC2...0xDF: n = 1
-        case 0xE0: n = 2; lo = 0xA0
-        case 0xE1...0xEC, 0xEE...0xEF: n = 2
-        case 0xED: n = 2; hi = 0x9F
-        case 0xF0: n = 3; lo = 0x90
-        case 0xF1...0xF3: n = 3
-        case 0xF4: n = 3; hi = 0x8F
-        default: return nil
-        }
-        for k in 1...n {
-            let at = i + k
-            guard at < buf.count, buf[at] >= (k == 1 ? lo : 0x80), buf[at] <= (k == 1 ? hi : 0xBF) else { return nil }
-        }
-        return n + 1
     }
 
     static func hex(_ b: UInt8) -> String {

@@ -304,21 +304,33 @@ public final class NMEAParser {
         let quality = f.int(6) ?? 0
         cycle.ggaQuality = quality
         if quality > 0 {
-            position(f, 2, 4)
-            if let v = f.decimal(9) { cycle.altMSL = v }
-            if let v = f.decimal(11) { cycle.geoidSep = v }
-            if let v = f.int(7) { cycle.satellites = v }
-            if let v = f.decimal(8) { cycle.hdop = v }
+            fixDetail(f, geoidSeparation: 11)
         }
         leave(Tag.gga, tod, onFix)
+    }
+
+    /// GGA's and GNS's shared fields: position at 2-5, satellites 7, HDOP 8, altitude MSL 9; only
+    /// the geoid separation's field differs.
+    private func fixDetail(_ f: NMEAFields, geoidSeparation: Int) {
+        position(f, 2, 4)
+        if let v = f.decimal(9) { cycle.altMSL = v }
+        if let v = f.decimal(geoidSeparation) { cycle.geoidSep = v }
+        if let v = f.int(7) { cycle.satellites = v }
+        if let v = f.decimal(8) { cycle.hdop = v }
+    }
+
+    /// RMC's and GLL's validity: status 'A' and a mode indicator other than 'N' (no fix); the
+    /// indicator is returned too, for the fix quality.
+    private func statusValid(_ f: NMEAFields, status: Int, mode: Int) -> (valid: Bool, mode: UInt8) {
+        let m = f.char(mode)
+        return (f.char(status) == UInt8(ascii: "A") && m != UInt8(ascii: "N"), m)
     }
 
     // RMC: 1 time, 2 status, 3-4 lat, 5-6 lon, 7 speed (knots), 8 course, 9 ddmmyy, 10-11 magvar, 12 mode
     private func rmc(_ f: NMEAFields, _ onFix: (GPSFix) -> Void) {
         var tod: Double?
         guard timeField(f, 1, &tod), enter(tod, onFix) else { return }
-        let modeChar = f.char(12)
-        let valid = f.char(2) == UInt8(ascii: "A") && modeChar != UInt8(ascii: "N")
+        let (valid, modeChar) = statusValid(f, status: 2, mode: 12)
         cycle.rmcValid = valid ? 1 : 0
         if valid {
             position(f, 3, 5)
@@ -358,11 +370,7 @@ public final class NMEAParser {
         cycle.gnsValid = valid ? 1 : 0
         if valid {
             if let q = NMEAParser.quality(fromModeIndicator: indicator) { cycle.gnsQuality = q }
-            position(f, 2, 4)
-            if let v = f.decimal(9) { cycle.altMSL = v }
-            if let v = f.decimal(10) { cycle.geoidSep = v }
-            if let v = f.int(7) { cycle.satellites = v }
-            if let v = f.decimal(8) { cycle.hdop = v }
+            fixDetail(f, geoidSeparation: 10)
         }
         leave(Tag.gns, tod, onFix)
     }
@@ -371,8 +379,7 @@ public final class NMEAParser {
     private func gll(_ f: NMEAFields, _ onFix: (GPSFix) -> Void) {
         var tod: Double?
         guard timeField(f, 5, &tod), enter(tod, onFix) else { return }
-        let modeChar = f.char(7)
-        let valid = f.char(6) == UInt8(ascii: "A") && modeChar != UInt8(ascii: "N")
+        let (valid, modeChar) = statusValid(f, status: 6, mode: 7)
         cycle.gllValid = valid ? 1 : 0
         if valid {
             position(f, 1, 3)

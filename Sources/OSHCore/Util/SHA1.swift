@@ -25,10 +25,7 @@ public struct SHA1: Sendable, BlockHash64 {
     @inline(__always) private static func rotl(_ x: UInt32, _ n: UInt32) -> UInt32 { (x << n) | (x >> (32 - n)) }
 
     mutating func compress() {
-        for t in 0..<16 {
-            w[t] = UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16
-                | UInt32(block[4 * t + 2]) << 8 | UInt32(block[4 * t + 3])
-        }
+        loadBlockWords(into: &w)
         for t in 16..<80 { w[t] = Self.rotl(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], 1) }
         var (a, b, c, d, e) = h
         for t in 0..<80 {

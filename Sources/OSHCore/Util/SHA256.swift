@@ -41,10 +41,7 @@ public struct SHA256: Sendable, BlockHash64 {
     @inline(__always) private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { (x >> n) | (x << (32 - n)) }
 
     mutating func compress() {
-        for t in 0..<16 {
-            w[t] = UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16
-                | UInt32(block[4 * t + 2]) << 8 | UInt32(block[4 * t + 3])
-        }
+        loadBlockWords(into: &w)
         for t in 16..<64 {
             let s0 = SHA256.rotr(w[t - 15], 7) ^ SHA256.rotr(w[t - 15], 18) ^ (w[t - 15] >> 3)
             let s1 = SHA256.rotr(w[t - 2], 17) ^ SHA256.rotr(w[t - 2], 19) ^ (w[t - 2] >> 10)

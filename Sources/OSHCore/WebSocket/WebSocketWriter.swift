@@ -60,33 +60,39 @@ public enum WebSocketFrameWriter {
 public enum UTF8Check {
     public static func isValid(_ p: UnsafeRawBufferPointer) -> Bool {
         var i = 0
-        let n = p.count
-        while i < n {
-            let b0 = p[i]
-            if b0 < 0x80 { i += 1; continue }
-            let need: Int
-            var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
-            switch b0 {
-            case 0xC2...0xDF: need = 1
-            case 0xE0: need = 2; lo = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: need = 2
-            case 0xED: need = 2; hi = 0x9F
-            case 0xF0: need = 3; lo = 0x90
-            case 0xF1...0xF3: need = 3
-            case 0xF4: need = 3; hi = 0x8F
-            default: return false
-            }
-            guard i + need < n else { return false } // truncated sequence
-            let b1 = p[i + 1]
-            guard b1 >= lo, b1 <= hi else { return false }
-            var k = 2
-            while k <= need {
-                guard p[i + k] & 0xC0 == 0x80 else { return false }
-                k += 1
-            }
-            i += need + 1
+        while i < p.count {
+            if p[i] < 0x80 { i += 1; continue }
+            guard let len = sequenceLength(p, i) else { return false }
+            i += len
         }
         return true
+    }
+
+    /// The length of the well-formed sequence whose lead (non-ASCII) byte is at `i`, or nil: a
+    /// bad lead or continuation byte, or a sequence cut short by the end of `p`.
+    @inline(__always)
+    static func sequenceLength(_ p: UnsafeRawBufferPointer, _ i: Int) -> Int? {
+        let need: Int
+        var lo: UInt8 = 0x80, hi: UInt8 = 0xBF
+        switch p[i] {
+        case 0xC2...0xDF: need = 1
+        case 0xE0: need = 2; lo = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: need = 2
+        case 0xED: need = 2; hi = 0x9F
+        case 0xF0: need = 3; lo = 0x90
+        case 0xF1...0xF3: need = 3
+        case 0xF4: need = 3; hi = 0x8F
+        default: return nil
+        }
+        guard i + need < p.count else { return nil } // truncated sequence
+        let b1 = p[i + 1]
+        guard b1 >= lo, b1 <= hi else { return nil }
+        var k = 2
+        while k <= need {
+            guard p[i + k] & 0xC0 == 0x80 else { return nil }
+            k += 1
+        }
+        return need + 1
     }
 
     public static func isValid(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { isValid($0) } }

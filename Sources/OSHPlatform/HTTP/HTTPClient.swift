@@ -156,14 +156,25 @@ public final class HTTPClient {
     @discardableResult
     public func send(_ request: CSRequest, body: UnsafeRawBufferPointer? = nil,
                      completion: @escaping (HTTPResult) -> Void) -> TransferID {
+        launch(completion) { configure($0, request, body) }
+    }
+
+    /// Mints the transfer's id, then: `refusal`, or no transfer to be had, or a problem `setUp`
+    /// reports fails the request without sending it; else the transfer starts.
+    private func launch(_ completion: @escaping (HTTPResult) -> Void, refusal: String? = nil,
+                        setUp: (HTTPTransfer) -> String?) -> TransferID {
         let id = TransferID(rawValue: nextID)
         nextID &+= 1
+        if let refusal {
+            fail(completion, .invalidRequest, refusal)
+            return id
+        }
         guard let t = obtainTransfer() else {
             fail(completion, .other, "curl_easy_init failed (out of memory)")
             return id
         }
         t.id = id.rawValue
-        if let problem = configure(t, request, body) {
+        if let problem = setUp(t) {
             recycle(t)
             fail(completion, .invalidRequest, problem)
             return id
@@ -178,8 +189,6 @@ public final class HTTPClient {
     /// trustworthy as the network it came over.
     @discardableResult
     public func probePublicKey(completion: @escaping (Result<String, TransportError>) -> Void) -> TransferID {
-        let id = TransferID(rawValue: nextID)
-        nextID &+= 1
         let origin = self.origin
         let done: (HTTPResult) -> Void = { r in
             if let key = r.error?.peerPublicKey {
@@ -189,31 +198,18 @@ public final class HTTPClient {
                                                                origin: origin)))
             }
         }
-        guard isHTTPS else {
-            fail(done, .invalidRequest, "the API root is not https; there is no key to pin")
-            return id
+        return launch(done, refusal: isHTTPS ? nil : "the API root is not https; there is no key to pin") { t in
+            var s = OptionSetter(t.easy)
+            commonOptions(&s, t)
+            s.str(CURLOPT_URL, origin, "CURLOPT_URL")
+            s.long(CURLOPT_CONNECT_ONLY, 1, "CURLOPT_CONNECT_ONLY")
+            s.long(CURLOPT_TIMEOUT_MS, connectTimeoutMs, "CURLOPT_TIMEOUT_MS")
+            s.long(CURLOPT_SSL_VERIFYPEER, 0, "CURLOPT_SSL_VERIFYPEER")
+            s.long(CURLOPT_SSL_VERIFYHOST, 0, "CURLOPT_SSL_VERIFYHOST")
+            s.str(CURLOPT_PINNEDPUBLICKEY, Self.probePin, "CURLOPT_PINNEDPUBLICKEY")
+            pinReporting(&s, t)
+            return s.problem
         }
-        guard let t = obtainTransfer() else {
-            fail(done, .other, "curl_easy_init failed (out of memory)")
-            return id
-        }
-        t.id = id.rawValue
-        var s = OptionSetter(t.easy)
-        commonOptions(&s, t)
-        s.str(CURLOPT_URL, origin, "CURLOPT_URL")
-        s.long(CURLOPT_CONNECT_ONLY, 1, "CURLOPT_CONNECT_ONLY")
-        s.long(CURLOPT_TIMEOUT_MS, connectTimeoutMs, "CURLOPT_TIMEOUT_MS")
-        s.long(CURLOPT_SSL_VERIFYPEER, 0, "CURLOPT_SSL_VERIFYPEER")
-        s.long(CURLOPT_SSL_VERIFYHOST, 0, "CURLOPT_SSL_VERIFYHOST")
-        s.str(CURLOPT_PINNEDPUBLICKEY, Self.probePin, "CURLOPT_PINNEDPUBLICKEY")
-        pinReporting(&s, t)
-        if let problem = s.problem {
-            recycle(t)
-            fail(done, .invalidRequest, problem)
-            return id
-        }
-        start(t, done)
-        return id
     }
 
     /// Cancels one transfer; its completion runs now with `.cancelled`. False if it already completed.

@@ -53,6 +53,18 @@ public final class V4L2M2MEncoder {
     static let outputType = V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue   // raw in
     static let captureType = V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue // H.264 out
 
+    /// A progressive one-plane format request for either side (the driver fills in the rest).
+    static func singlePlaneFormat(_ type: UInt32, width: Int, height: Int, fourCC: FourCC) -> v4l2_format {
+        var f = v4l2_format()
+        f.type = type
+        f.fmt.pix_mp.width = UInt32(width)
+        f.fmt.pix_mp.height = UInt32(height)
+        f.fmt.pix_mp.pixelformat = fourCC.rawValue
+        f.fmt.pix_mp.field = V4L2_FIELD_NONE.rawValue
+        f.fmt.pix_mp.num_planes = 1
+        return f
+    }
+
     /// Opens and configures the encoder for pictures of `input` layout; throws what failed.
     /// `dmabufSlots` > 0 asks for DMABUF import with that many pictures in the encoder at once
     /// (used only if the layouts match; check `importsDMABUF`).
@@ -99,13 +111,7 @@ public final class V4L2M2MEncoder {
         }
 
         // Raw side first: the capture side's size follows it on this driver.
-        var f = v4l2_format()
-        f.type = Self.outputType
-        f.fmt.pix_mp.width = UInt32(width)
-        f.fmt.pix_mp.height = UInt32(height)
-        f.fmt.pix_mp.pixelformat = input.fourCC.rawValue
-        f.fmt.pix_mp.field = V4L2_FIELD_NONE.rawValue
-        f.fmt.pix_mp.num_planes = 1
+        var f = Self.singlePlaneFormat(Self.outputType, width: width, height: height, fourCC: input.fourCC)
         f.fmt.pix_mp.plane_fmt.0.bytesperline = UInt32(inputBytesPerLine)
         e = device.call(fd, .sFmt, &f)
         guard e == 0 else { throw V4L2Error.call(.sFmt, path, e, hint: "the encoder refused \(input.fourCC) \(width)x\(height)") }
@@ -117,13 +123,7 @@ public final class V4L2M2MEncoder {
         let sizeImage = Int(f.fmt.pix_mp.plane_fmt.0.sizeimage)
         encoderLumaRows = input == .yuyv ? height : max(height, sizeImage * 2 / 3 / max(1, encoderBytesPerLine))
 
-        var c = v4l2_format()
-        c.type = Self.captureType
-        c.fmt.pix_mp.width = UInt32(width)
-        c.fmt.pix_mp.height = UInt32(height)
-        c.fmt.pix_mp.pixelformat = FourCC.h264.rawValue
-        c.fmt.pix_mp.field = V4L2_FIELD_NONE.rawValue
-        c.fmt.pix_mp.num_planes = 1
+        var c = Self.singlePlaneFormat(Self.captureType, width: width, height: height, fourCC: .h264)
         // Room for an IDR at a high bitrate: 1 MiB up to 720p, 2 MiB above.
         c.fmt.pix_mp.plane_fmt.0.sizeimage = UInt32(width * height > 1280 * 720 ? 2 << 20 : 1 << 20)
         e = device.call(fd, .sFmt, &c)
