@@ -3,7 +3,7 @@ import OSHAgent
 import OSHCore
 import XCTest
 
-/// `osh-edge declination` and `osh-edge fuse` through the real binary.
+/// `osh-edge declination`, `fuse` and `nmea` through the real binary.
 final class FieldMathCLITests: XCTestCase {
     private func run(_ args: [String], stdin: String = "") throws -> (status: Int32, out: String, err: String) {
         try runOSHEdge(args, stdin: stdin)
@@ -61,5 +61,15 @@ final class FieldMathCLITests: XCTestCase {
         XCTAssertEqual(fixed(54869.4, 1), "54869.4")
         XCTAssertEqual(fixed(7, 0), "7")
         XCTAssertEqual(fixed(0.05, 3), "0.050")
+    }
+
+    /// `nmea -` reads standard input and writes through the syscall layer (FileDescriptor).
+    func testNMEADecodesStandardInput() throws {
+        let r = try run(["nmea", "-"], stdin: "$GPRMC,123519,A,4807.038,N,01131.000,E,022.4,084.4,230394,003.1,W*6A\n")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.contains("\"lat\":48.1173"), r.out)
+        XCTAssertTrue(r.out.contains("\"fixes\":1"), r.out)
+        let none = try run(["nmea", "-"], stdin: "")
+        XCTAssertEqual(none.status, 1, "nothing decoded is a failure")
     }
 }

@@ -2,6 +2,7 @@
 // laid out like NOAA's calculator) and `osh-edge fuse` (the orientation filter over a
 // recorded CSV of raw samples). Parsing lives in Sources/osh-edge; the math in OSHCore.
 import OSHCore
+import OSHPlatform
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -153,8 +154,7 @@ public struct FileDescriptorLines: Sequence, IteratorProtocol {
                 return Substring(line)
             }
             var chunk = [UInt8](repeating: 0, count: 65_536)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = chunk.withUnsafeMutableBytes { (try? FileDescriptor(rawValue: fd).read(into: $0)) ?? -1 }
             if n <= 0 { done = true } else { pending.append(contentsOf: chunk[0..<n]) }
         }
     }

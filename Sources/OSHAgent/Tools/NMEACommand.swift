@@ -25,19 +25,12 @@ public enum NMEACommand {
             }
         }
         defer { if fd != 0 { close(fd) } }
+        // EINTR and short writes are the syscall layer's (FileDescriptor), as everywhere else.
+        let input = FileDescriptor(rawValue: fd), output = FileDescriptor(rawValue: 1)
         let counters = NMEADecode.run(notBefore: notBefore, read: { buf in
-            while true {
-                let n = Glibc.read(fd, buf.baseAddress, buf.count)
-                if n < 0 && errno == EINTR { continue }
-                return n
-            }
+            (try? input.read(into: buf)) ?? -1
         }, write: { bytes in
-            var off = 0
-            while off < bytes.count {
-                let n = Glibc.write(1, bytes.baseAddress! + off, bytes.count - off)
-                if n <= 0 { if errno == EINTR { continue }; return }
-                off += n
-            }
+            try? output.writeAll(bytes)
         })
         return counters.fixes > 0 || counters.sentences > 0 ? 0 : 1
     }
