@@ -26,8 +26,9 @@ public struct BarometerSettings: Sendable, Equatable {
 }
 
 /// One barometer feeding the `barometer` output: owns the driver and a `SensorPoller` that paces
-/// it on the loop, reopens it with backoff when it fails, and keeps `relativeAltitude` relative to
-/// the first good sample of the session (kept across reopens: the session is the agent's run).
+/// it on the loop and reopens it with backoff when it fails; each read goes through the session's
+/// `BarometerSeries` (kept across reopens: the session is the agent's run), which decides what
+/// becomes a sample.
 public final class BarometerInput {
     /// (monotonic time of the read in s, the `barometer` output's values).
     public typealias Sink = (_ monotonicTime: Double, _ sample: BarometerSample) -> Void
@@ -35,16 +36,13 @@ public final class BarometerInput {
     public let driver: BarometerDriver
     public let poller: SensorPoller
     public let settings: BarometerSettings
-    public private(set) var altitude = RelativeAltitude()
+    public private(set) var series = BarometerSeries()
     public private(set) var lastReading: BarometerReading?
     /// Samples handed to the sink, and reads that gave nothing usable (no conversion yet, implausible).
     public private(set) var samples = 0
     public private(set) var skipped = 0
     /// Where samples go: the `barometer` output's port once the runtime starts (`Hardware.start`).
     public var sink: Sink
-    private var consecutiveEmpty = 0
-    /// Reads without a conversion tolerated before they count as failures (start-up takes one or two).
-    static let emptyReadsTolerated = 10
 
     /// Opens the chip on `bus` (identify, reset, calibration, configuration). Throws an `I2CError`
     /// when it is absent (`isAbsent`: do not register the output) or answers wrongly, or a
@@ -71,27 +69,21 @@ public final class BarometerInput {
     public func start() throws { try poller.start() }
     public func stop() { poller.stop() }
 
-    /// One read: a bus error propagates to the poller (it counts failures and reopens).
+    /// One read: a bus error propagates to the poller (it counts failures and reopens), and so
+    /// does a chip that stopped converting.
     func poll(at t: Double) throws {
-        guard let r = try driver.read() else {
+        let reading = try driver.read()
+        switch series.take(reading) {
+        case .sample(let sample):
+            lastReading = reading
+            samples += 1
+            sink(t, sample)
+        case .skip:
             skipped += 1
-            consecutiveEmpty += 1
-            // A chip that was reset behind our back (a brown-out: sleep mode, data at the reset value) answers but never
-            // delivers: after a while that counts as a failure, so the poller reconfigures it.
-            if consecutiveEmpty > Self.emptyReadsTolerated {
-                throw I2CError(.unexpectedResponse, bus: driver.bus.number, address: driver.address,
-                               operation: "reading: no conversion in \(consecutiveEmpty) reads (the chip left normal mode?)")
-            }
-            return
-        }
-        consecutiveEmpty = 0
-        let rel = altitude.update(pressureHPa: r.pressureHPa)
-        guard rel.isFinite else {
+        case .failure(let emptyReads):
             skipped += 1
-            return
+            throw I2CError(.unexpectedResponse, bus: driver.bus.number, address: driver.address,
+                           operation: "reading: no conversion in \(emptyReads) reads (the chip left normal mode?)")
         }
-        lastReading = r
-        samples += 1
-        sink(t, BarometerSample(pressure: r.pressureHPa, relativeAltitude: rel))
     }
 }

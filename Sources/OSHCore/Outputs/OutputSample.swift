@@ -92,24 +92,8 @@ public final class SampleSlots<S: OutputSample> {
     }
 }
 
-// MARK: The value type of each catalogue output (field names: OutputCatalogue's leaf names)
-
-public struct BarometerSample: OutputSample, Equatable {
-    public static let kind = OutputKind.barometer
-    /// hPa.
-    public var pressure = 0.0
-    /// Metres above the session's first sample.
-    public var relativeAltitude = 0.0
-    public init() {}
-    public init(pressure: Double, relativeAltitude: Double) {
-        self.pressure = pressure
-        self.relativeAltitude = relativeAltitude
-    }
-    public func write(to s: inout SlotWriter) {
-        s.set("pressure", pressure)
-        s.set("relativeAltitude", relativeAltitude)
-    }
-}
+// MARK: The value type of each catalogue output (field names: OutputCatalogue's leaf names;
+// `BarometerSample` is in Barometers/BarometerSeries.swift, beside the rules that make it)
 
 public struct AudioLevelSample: OutputSample, Equatable {
     public static let kind = OutputKind.audioLevel

@@ -6,7 +6,8 @@ import OSHCore
 // The fetch half of the barometers: bus transactions only. Each driver identifies its chip by
 // the ID register, resets it, reads its calibration once, configures oversampling / IIR /
 // normal mode at an output rate that fits the agent's, then burst-reads the data registers into a
-// buffer allocated once. Conversion is the pure code in OSHCore/Barometers.
+// buffer allocated once. Conversion is the pure code in OSHCore/Barometers (the readings' type
+// and the session's rules in BarometerSeries.swift).
 
 /// How much the chip averages: more oversampling and a stronger IIR filter mean less noise in
 /// `relativeAltitude` (≈ 0.2 m → a few cm) for a longer conversion and a slower response.
@@ -28,26 +29,6 @@ public struct BarometerConfiguration: Sendable, Equatable {
     public init(rateHz: Double = 1, oversampling: BarometerOversampling = .standard) {
         self.rateHz = rateHz.isFinite && rateHz > 0 ? rateHz : 1
         self.oversampling = oversampling
-    }
-}
-
-/// One compensated measurement.
-public struct BarometerReading: Sendable, Equatable {
-    /// Pressure in hPa, what the `barometer` output carries.
-    public var pressureHPa: Double
-    /// The same in Pa, as the chip's formula produced it (Bosch compensates in Pa, ST in hPa:
-    /// each unit is the exact result and the other one the converted value).
-    public var pressurePa: Double
-    public var celsius: Double
-    /// Relative humidity (%), BME280 only.
-    public var humidityPercent: Double?
-
-    public init(pressurePa: Double, celsius: Double, humidityPercent: Double? = nil) {
-        (self.pressurePa, self.pressureHPa, self.celsius, self.humidityPercent) = (pressurePa, pressurePa / 100, celsius, humidityPercent)
-    }
-
-    public init(pressureHPa: Double, celsius: Double, humidityPercent: Double? = nil) {
-        (self.pressureHPa, self.pressurePa, self.celsius, self.humidityPercent) = (pressureHPa, pressureHPa * 100, celsius, humidityPercent)
     }
 }
 
