@@ -10,7 +10,7 @@ import Glibc
 /// eventfd.
 ///
 /// Timers are not file descriptors: every deadline sits in one min-heap (by deadline, then by
-/// when it was armed) behind a single timerfd on CLOCK_MONOTONIC armed at the earliest one, so a
+/// when it was armed; `addAlignedTimer`'s `runsLast` ones after the rest) behind a single timerfd on CLOCK_MONOTONIC armed at the earliest one, so a
 /// thousand timers cost one descriptor and one wake-up per due batch. Deadlines are absolute, so
 /// a late wake-up never drifts a periodic schedule; a late periodic timer fires once and is told
 /// how many ticks were due (missed ticks are not back-filled).
@@ -192,6 +192,8 @@ public final class EventLoop {
         /// Arming order: breaks deadline ties, and tells entries armed during a firing pass
         /// (they wait for the next pass, so a timer re-armed in the past cannot starve the loop).
         var seq: UInt64 = 0
+        /// Runs after the other timers due at the same instant (a consumer of what they produce).
+        var last = false
         /// Position in `heap`, -1 while disarmed.
         var heapIndex = -1
         init(id: UInt64, handler: @escaping (UInt64) -> Void) {
@@ -201,7 +203,7 @@ public final class EventLoop {
     }
 
     private var timers: [UInt64: TimerEntry] = [:]
-    /// Binary min-heap of the armed timers by (deadline, seq).
+    /// Binary min-heap of the armed timers by (deadline, last, seq).
     private var heap: [TimerEntry] = []
     private var nextSeq: UInt64 = 0
     /// What the timerfd is armed at (0 = disarmed); it is only re-armed when the heap's top moves.
@@ -222,6 +224,30 @@ public final class EventLoop {
         schedule(e, at: firstAt, interval: interval)
         try syncTimerFD()
         return Timer(registration: Registration(id: e.id, fd: timerFD))
+    }
+
+    /// A periodic timer on the loop's grid: it ticks at whole multiples of `interval` on the loop's
+    /// clock, the first one after now. Periodic timers whose periods divide one another (100 ms,
+    /// 250 ms, 1 s…) then come due at the same instants and share one wake-up instead of one each.
+    /// `runsLast`: at an instant it shares, it runs after the others (the publisher's flush, so it
+    /// carries what the samplers read at that instant).
+    @discardableResult
+    public func addAlignedTimer(every interval: UInt64, runsLast: Bool = false,
+                                handler: @escaping (UInt64) -> Void) throws -> Timer {
+        let e = TimerEntry(id: nextID, handler: handler)
+        nextID += 1
+        e.last = runsLast
+        timers[e.id] = e
+        schedule(e, at: Self.nextMultiple(of: interval, after: now), interval: interval)
+        try syncTimerFD()
+        return Timer(registration: Registration(id: e.id, fd: timerFD))
+    }
+
+    /// The first whole multiple of `interval` after `t` (`t + 1` for a zero interval; the end of the clock past it).
+    static func nextMultiple(of interval: UInt64, after t: UInt64) -> UInt64 {
+        guard interval > 0 else { return t &+ 1 }
+        let (m, overflow) = (t / interval + 1).multipliedReportingOverflow(by: interval)
+        return overflow ? .max : m
     }
 
     /// Re-arms a timer at an absolute time (0 interval = once). Ticks that were due are forgotten.
@@ -306,7 +332,9 @@ public final class EventLoop {
     }
 
     private func less(_ a: TimerEntry, _ b: TimerEntry) -> Bool {
-        a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq)
+        if a.deadline != b.deadline { return a.deadline < b.deadline }
+        if a.last != b.last { return b.last }
+        return a.seq < b.seq
     }
 
     private func swapAt(_ i: Int, _ j: Int) {

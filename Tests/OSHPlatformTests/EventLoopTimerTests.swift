@@ -1,6 +1,6 @@
 import CShim
 import Glibc
-import OSHPlatform
+@testable import OSHPlatform
 import XCTest
 
 /// The loop's deadline heap: one timerfd for all timers, deadline order, cancel/re-arm from
@@ -96,6 +96,31 @@ final class EventLoopTimerTests: XCTestCase {
         try real.runOnce(timeoutMs: 100)
         XCTAssertEqual(late.count, 1)
         XCTAssertGreaterThanOrEqual(late.first ?? 0, 5)
+    }
+
+    func testAlignedTimersShareTheirInstantsAndTheLastRunsAfterTheRest() throws {
+        let loop = try EventLoop(time: .virtual(startingAt: 1_000_000_000 + 37 * ms))
+        var fired: [(name: String, at: UInt64)] = []
+        // Armed in the "wrong" order on purpose: the flush first, then the samplers.
+        try loop.addAlignedTimer(every: 250 * ms, runsLast: true) { _ in fired.append(("flush", loop.now)) }
+        for (name, period) in [("imu", 100 * ms), ("health", 1000 * ms), ("baro", 1000 * ms)] {
+            try loop.addAlignedTimer(every: period) { _ in fired.append((name, loop.now)) }
+        }
+        try loop.advance(by: 2)
+        let periods = ["flush": 250 * ms, "imu": 100 * ms, "health": 1000 * ms, "baro": 1000 * ms]
+        for f in fired { XCTAssertEqual(f.at % (periods[f.name] ?? 1), 0, "\(f.name) on its grid") }
+        XCTAssertEqual(fired.filter { $0.name == "imu" }.count, 20)
+        XCTAssertEqual(fired.filter { $0.name == "flush" }.count, 8)
+        // 20 + 8 + 2 + 2 ticks at 24 instants (100 ms ∪ 250 ms grids), not 32 wake-ups.
+        XCTAssertEqual(Set(fired.map(\.at)).count, 24)
+        for at in Set(fired.map(\.at)) {
+            let names = fired.filter { $0.at == at }.map(\.name)
+            if names.contains("flush") { XCTAssertEqual(names.last, "flush", "the flush runs after the samplers: \(names)") }
+        }
+        XCTAssertEqual(EventLoop.nextMultiple(of: 0, after: 5), 6)
+        XCTAssertEqual(EventLoop.nextMultiple(of: 10, after: 20), 30, "strictly after now")
+        XCTAssertEqual(EventLoop.nextMultiple(of: UInt64.max / 2, after: UInt64.max - 3), UInt64.max - 1)
+        XCTAssertEqual(EventLoop.nextMultiple(of: UInt64.max - 1, after: UInt64.max - 1), .max, "no trap at the end of the clock")
     }
 
     /// Counts this process's timerfds (what `ls -l /proc/PID/fd | grep -c timerfd` shows).

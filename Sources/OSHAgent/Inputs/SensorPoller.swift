@@ -60,7 +60,7 @@ public final class SensorPoller {
 
     private func startTimer() throws {
         if let t = timer { loop.cancel(t) }
-        timer = try loop.addTimer(firstAt: loop.deadline(after: Double(period) / 1e9), interval: period) { [unowned self] _ in
+        timer = try loop.addAlignedTimer(every: period) { [unowned self] _ in
             self.tick()
         }
     }

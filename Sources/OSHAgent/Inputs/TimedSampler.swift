@@ -1,8 +1,9 @@
 import OSHCore
 import OSHPlatform
 
-/// The outputs no device paces, each sampled on its own timer at its rate: the board's health
-/// (`device_health`) and, for a simulated source, the linked simulation's values (`SimulationHooks`). Missed ticks are not
+/// The outputs no device paces, sampled at their rates: the board's health (`device_health`) and,
+/// for a simulated source, the linked simulation's values (`SimulationHooks`). Outputs that share a
+/// rate share one timer on the loop's grid, so they are read in one wake-up. Missed ticks are not
 /// back-filled: a reading is taken now, once.
 final class TimedSampler {
     /// Each simulated GPS position (lat, lon, height, epoch seconds): true north needs it.
@@ -15,7 +16,8 @@ final class TimedSampler {
     private let clock: ClockGate
     private let healthPort: OutputPort<DeviceHealthSample>?
     private let health: HealthProbe
-    private var timers: [Int: EventLoop.Timer] = [:]
+    /// One timer per period (ns), and the outputs it samples, in datastream order.
+    private var groups: [UInt64: (timer: EventLoop.Timer, outputs: [Int])] = [:]
     /// Simulated values, sized once from the widest record.
     private let scratch: UnsafeMutableBufferPointer<Double>
     private let startTime = Double(Clock.monotonicNanoseconds()) / 1e9
@@ -34,20 +36,43 @@ final class TimedSampler {
 
     deinit { scratch.deallocate() }
 
-    func isSampling(_ i: Int) -> Bool { timers[i] != nil }
+    func isSampling(_ i: Int) -> Bool { groups.values.contains { $0.outputs.contains(i) } }
 
     /// Samples output `i` at `rate` Hz from now on (again, after a rate change).
     func arm(_ i: Int, rate: Double) throws {
-        if let t = timers[i] { loop.cancel(t) }
-        let period = UInt64(1e9 / max(rate, 0.001))
-        timers[i] = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: period) { [unowned self] _ in
-            self.sample(i)
+        remove(i)
+        let period = UInt64((1e9 / max(rate, 0.001)).rounded())
+        if var g = groups[period] {
+            g.outputs.append(i)
+            g.outputs.sort()
+            groups[period] = g
+            return
         }
+        let t = try loop.addAlignedTimer(every: period) { [unowned self] _ in self.tick(period) }
+        groups[period] = (t, [i])
     }
 
     func stop() {
-        for t in timers.values { loop.cancel(t) }
-        timers.removeAll()
+        for g in groups.values { loop.cancel(g.timer) }
+        groups.removeAll()
+    }
+
+    private func remove(_ i: Int) {
+        for (period, var g) in groups {
+            guard let k = g.outputs.firstIndex(of: i) else { continue }
+            g.outputs.remove(at: k)
+            if g.outputs.isEmpty {
+                loop.cancel(g.timer)
+                groups[period] = nil
+            } else {
+                groups[period] = g
+            }
+        }
+    }
+
+    private func tick(_ period: UInt64) {
+        guard let outputs = groups[period]?.outputs else { return }
+        for i in outputs { sample(i) }
     }
 
     private func sample(_ i: Int) {

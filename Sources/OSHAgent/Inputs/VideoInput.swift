@@ -124,7 +124,7 @@ public final class VideoInput {
         pattern = gen
         try openEncoder(format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride)
         let period = UInt64((1e9 / settings.fps).rounded())
-        timer = try loop.addTimer(firstAt: EventLoop.deadline(after: 1 / settings.fps), interval: period) { [weak self] ticks in
+        timer = try loop.addAlignedTimer(every: period) { [weak self] ticks in
             self?.patternTick(ticks)
         }
     }

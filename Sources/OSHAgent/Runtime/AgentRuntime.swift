@@ -182,10 +182,11 @@ public final class AgentRuntime {
         checkClock()
         registration.schedule(after: 0)
         let tick = UInt64(config.publisher.flushInterval * 1e9)
-        timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: config.publisher.flushInterval), interval: tick) { [unowned self] _ in
+        // On the loop's grid, after the samplers due at the same instant: one wake-up reads and sends.
+        timers.append(try loop.addAlignedTimer(every: tick, runsLast: true) { [unowned self] _ in
             self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
         })
-        timers.append(try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { [unowned self] _ in
+        timers.append(try loop.addAlignedTimer(every: 1_000_000_000) { [unowned self] _ in
             self.checkClock()
         })
         let sampler = TimedSampler(loop: loop, specs: specs, gate: gate, publisher: publisher, clock: clock,

@@ -237,7 +237,7 @@ public enum Daemon {
             // us; when nothing can run, the loop stops and the process exits non-zero.
             if let period = SDNotify.watchdogInterval() {
                 let every = UInt64(period / 2 * 1e9)
-                try loop.addTimer(firstAt: loop.deadline(after: period / 2), interval: every) { _ in notify.watchdog() }
+                try loop.addAlignedTimer(every: every) { _ in notify.watchdog() }
             }
             var exitCode: Int32?
             let supervisor = AgentSupervisor<Loaded, Running>(
@@ -260,7 +260,7 @@ public enum Daemon {
             if let led {
                 // A short blip per request the node took (streaming pattern).
                 var lastRequests = 0
-                try loop.addTimer(firstAt: loop.deadline(after: 0.25), interval: 250_000_000) { _ in
+                try loop.addAlignedTimer(every: 250_000_000, runsLast: true) { _ in
                     guard let a = current?.agent else { return }
                     let n = a.specs.indices.reduce(0) { $0 + a.publisher.counters($1).requests }
                     if n != lastRequests { lastRequests = n; led.activity() }
