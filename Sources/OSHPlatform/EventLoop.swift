@@ -244,7 +244,7 @@ public final class EventLoop {
     }
 
     /// The first whole multiple of `interval` after `t` (`t + 1` for a zero interval; the end of the clock past it).
-    static func nextMultiple(of interval: UInt64, after t: UInt64) -> UInt64 {
+    public static func nextMultiple(of interval: UInt64, after t: UInt64) -> UInt64 {
         guard interval > 0 else { return t &+ 1 }
         let (m, overflow) = (t / interval + 1).multipliedReportingOverflow(by: interval)
         return overflow ? .max : m

@@ -112,6 +112,29 @@ final class LEDStatusTests: XCTestCase {
         XCTAssertEqual(loop.sourceCount, 0, "stop() removes the timer")
     }
 
+    /// Streaming with a request a second: the LED wakes on the 250 ms grid the flush shares and
+    /// once more per blip's end — not every 50 ms.
+    func testASteadyLEDWakesOnlyForEdgesAndTheSharedGrid() throws {
+        let loop = try EventLoop(time: .virtual())
+        let line = SimulatedGPIOLine(now: { loop.now })
+        var asked: [UInt64] = []
+        let led = StatusLED(line: line, now: { loop.now }, state: { asked.append(loop.now); return .streaming })
+        try led.start(on: loop)
+        try loop.addAlignedTimer(every: 250 * ms, runsLast: true) { _ in led.activity() }
+        let t0 = loop.now
+        try loop.run(until: t0 + 10_000 * ms)
+        let transitions = line.transitions
+        led.stop()
+        let instants = Set(asked.filter { $0 > t0 })
+        let offGrid = instants.filter { $0 % (250 * ms) != 0 }
+        XCTAssertLessThanOrEqual(offGrid.count, 11, "one wake-up per blip's end: \(offGrid.count)")
+        XCTAssertLessThanOrEqual(instants.count, 52, "\(instants.count) wake-ups in 10 s (a 50 ms ticker: 200)")
+        let offs = transitions.filter { !$0.high && $0.time > t0 }.count
+        XCTAssertEqual(offs, 10, "a blip a second")
+        let blips = zip(transitions, transitions.dropFirst()).filter { !$0.0.high && $0.1.high && $0.0.time > t0 }
+        XCTAssertTrue(blips.allSatisfy { $0.1.time - $0.0.time == 100 * ms }, "each blip 100 ms dark")
+    }
+
     func testNoLEDConfiguredIsNil() throws {
         let loop = try EventLoop()
         XCTAssertNil(StatusLED.open(LEDSettings(chip: ""), loop: loop, state: { .starting }))

@@ -4,11 +4,15 @@ import Glibc
 import OSHCore
 import OSHPlatform
 
-/// Drives the status LED from the event loop: every tick (50 ms) it asks `state` what the
-/// agent is doing and sets the line to `LEDPattern.level(…)`. A pattern restarts from its
-/// first "on" when the state changes, so a change shows at once. Nothing allocates per tick.
+/// Drives the status LED from the event loop: it sets the line to `LEDPattern.level(…)` and
+/// wakes only for the pattern's next edge (looked up on the 50 ms tick) or, when the level holds,
+/// to ask `state` again on the loop's 250 ms grid, which the publisher's flush wakes anyway — a
+/// steady LED costs no wake-ups of its own (a 50 ms ticker cost 20 a second). A pattern restarts
+/// from its first "on" when the state changes. Nothing allocates per wake-up.
 public final class StatusLED {
     public static let defaultTick: UInt64 = 50_000_000
+    /// How often a steady LED asks `state` again (the publisher's default flush interval).
+    public static let statePoll: UInt64 = 250_000_000
 
     private let line: GPIOLine
     private let activeLow: Bool
@@ -52,13 +56,13 @@ public final class StatusLED {
         }
     }
 
-    /// Starts ticking on `loop`, aligned to the tick so edges land on the pattern's 50 ms grid.
+    /// Shows the pattern now and wakes on `loop` for its edges from then on.
     public func start(on loop: EventLoop) throws {
         stop()
         self.loop = loop
         let t0 = now()
-        timer = try loop.addTimer(firstAt: t0, interval: tick) { [unowned self] _ in
-            // Missed ticks are not replayed: the level is a function of the time now.
+        timer = try loop.addTimer(firstAt: t0 &+ tick) { [unowned self] _ in
+            // A late wake-up is not replayed: the level is a function of the time now.
             self.update(at: self.now())
         }
         update(at: t0)
@@ -86,21 +90,39 @@ public final class StatusLED {
         let t = now()
         if let b = lastBlip, t &- b < LEDPattern.blipSpacingMs * 1_000_000 { return }
         lastBlip = t
+        if timer != nil { update(at: t) }
     }
 
-    /// Sets the line for time `t` (the timer calls it; tests call it with their own times).
+    /// Sets the line for time `t` and, when started on a loop, arms the next wake-up (the timer
+    /// calls it; tests call it with their own times).
     public func update(at t: UInt64) {
         let s = state()
         if s != shown {
             shown = s
             enteredAt = t
         }
-        let identifyLeft = identifyUntil > t ? (identifyUntil - t) / 1_000_000 : 0
-        let on = LEDPattern.level(state: s, elapsedMs: (t &- enteredAt) / 1_000_000,
-                                  sinceActivityMs: lastBlip.map { (t &- $0) / 1_000_000 },
-                                  identifyRemainingMs: identifyLeft,
-                                  identifyElapsedMs: (t &- identifyStart) / 1_000_000)
+        let on = level(s, at: t)
         drive(on)
+        guard let loop, let timer else { return }
+        // The first tick whose level differs, else the next state poll on the loop's grid.
+        let poll = EventLoop.nextMultiple(of: Self.statePoll, after: t)
+        var next = poll
+        var k: UInt64 = 1
+        while t &+ k &* tick < poll {
+            if level(s, at: t &+ k &* tick) != on { next = t &+ k &* tick; break }
+            k += 1
+        }
+        do { try loop.rearm(timer, at: next) } catch {
+            if !failed { failed = true; Log.warning("status LED: cannot arm its timer: \(error)") }
+        }
+    }
+
+    private func level(_ s: LEDState, at t: UInt64) -> Bool {
+        let identifyLeft = identifyUntil > t ? (identifyUntil - t) / 1_000_000 : 0
+        return LEDPattern.level(state: s, elapsedMs: (t &- enteredAt) / 1_000_000,
+                                sinceActivityMs: lastBlip.map { (t &- $0) / 1_000_000 },
+                                identifyRemainingMs: identifyLeft,
+                                identifyElapsedMs: (t &- identifyStart) / 1_000_000)
     }
 
     private func drive(_ on: Bool) {
