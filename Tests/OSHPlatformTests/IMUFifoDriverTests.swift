@@ -62,8 +62,13 @@ final class IMUFifoDriverTests: XCTestCase {
                 XCTAssertEqual(reg.accel.z, burst.last?.accel.z ?? 0, accuracy: la, chip)
                 if d.magnetometerName != nil {
                     XCTAssertEqual(burst.last?.magIsNew, true, "\(chip): the burst's magnetometer reading goes on its last sample")
-                    XCTAssertEqual(burst.dropLast().filter(\.magIsNew).count, 0, chip)
+                    XCTAssertEqual(burst.first?.magIsNew, true, "\(chip): and on the first of the first burst (the filter starts there)")
+                    XCTAssertEqual(burst.dropFirst().dropLast().filter(\.magIsNew).count, 0, chip)
                     XCTAssertEqual(try XCTUnwrap(burst.last?.mag, chip).x, 20, accuracy: 0.2, chip)
+                    time.t += 0.1
+                    _ = try d.readFIFO(into: &burst)
+                    XCTAssertEqual(burst.filter(\.magIsNew).count, 1, "\(chip): later bursts, on the last sample only")
+                    XCTAssertEqual(burst.last?.magIsNew, true, chip)
                 }
                 time.t += 0.001
                 XCTAssertEqual(try d.readFIFO(into: &burst), IMUFifoRead())

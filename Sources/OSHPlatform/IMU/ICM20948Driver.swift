@@ -208,14 +208,14 @@ public final class ICM20948Driver: IMUDriver {
         if magnetometerName != nil {
             // The master's latest copy of ST1…ST2, once per burst, onto the newest sample.
             let m = try io.burst(Reg.extSlvSensData00, 9)
+            let firstEver = lastMag == nil
             var new = false
             if m[0] & AK09916.drdy != 0, m[8] & AK09916.overflow == 0 {
                 let v = IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false)
                 lastMag = IMUConvert.ak09916ToICM20948(IMUConvert.scaled(v, IMUConvert.ak09916MicroteslaPerCount))
                 new = true
             }
-            for i in samples.indices { samples[i].mag = lastMag }
-            samples[samples.count - 1].magIsNew = new
+            attachMagnetometer(lastMag, new: new, firstEver: firstEver, to: &samples)
         }
         return IMUFifoRead()
     }

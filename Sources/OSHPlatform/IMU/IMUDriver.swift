@@ -293,3 +293,13 @@ func lowPassCode(for rate: Double, _ table: [(code: UInt8, hz: Double)]) -> UInt
     if let best = fitting.max(by: { $0.hz < $1.hz }) { return best.code }
     return table.min(by: { $0.hz < $1.hz })?.code ?? 0
 }
+
+/// Puts a burst's one magnetometer reading on its samples: every sample carries the latest
+/// field, only the last marks it new — and the first too when no reading came before it
+/// (`firstEver`), so a filter that initialises from its first sample starts with a heading.
+func attachMagnetometer(_ mag: IMUVector?, new: Bool, firstEver: Bool, to samples: inout [IMUSample]) {
+    guard !samples.isEmpty else { return }
+    for i in samples.indices { samples[i].mag = mag }
+    samples[samples.count - 1].magIsNew = new
+    if firstEver && new { samples[0].magIsNew = true }
+}

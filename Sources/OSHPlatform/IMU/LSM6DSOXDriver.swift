@@ -174,13 +174,13 @@ public final class LSM6DSOXDriver: IMUDriver {
         }
         if let addr = magnetometerAddress, !samples.isEmpty {
             let m = try io.burst(LIS3MDL.statusReg | LIS3MDL.autoIncrement, 7, at: addr)
+            let firstEver = lastMag == nil
             var new = false
             if m[0] & LIS3MDL.zyxda != 0 {
                 lastMag = IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), magScale)
                 new = true
             }
-            for i in samples.indices { samples[i].mag = lastMag }
-            samples[samples.count - 1].magIsNew = new
+            attachMagnetometer(lastMag, new: new, firstEver: firstEver, to: &samples)
         }
         return IMUFifoRead()
     }

@@ -191,9 +191,9 @@ public final class MPUDriver: IMUDriver {
         if magnetometerName != nil {
             // Once per burst (the AK8963 makes 100 samples/s at most): the newest field goes
             // with the newest sample; the earlier ones carry the previous one, not new.
+            let firstEver = lastMag == nil
             try readAK8963()
-            for i in samples.indices { samples[i].mag = lastMag }
-            samples[samples.count - 1].magIsNew = lastMagWasNew
+            attachMagnetometer(lastMag, new: lastMagWasNew, firstEver: firstEver, to: &samples)
         }
         return IMUFifoRead()
     }
