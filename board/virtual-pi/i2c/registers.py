@@ -24,7 +24,10 @@ What the agent's drivers do against these chips (read from Sources/, see README.
           bytes at 0xF7 (0x80000 in adc_T or adc_P means "no conversion yet").
   MPU9250 reads WHO_AM_I 0x75; writes PWR_MGMT_1 0x80 then (100 ms later) 0x01 without
           polling; SMPLRT_DIV, CONFIG, GYRO/ACCEL_CONFIG(2); USER_CTRL 0, INT_PIN_CFG 0x02
-          (bypass); INT_ENABLE 1; each sample reads 15 bytes at 0x3A (INT_STATUS + data).
+          (bypass); INT_ENABLE 1; FIFO_EN 0x23 = 0x78, USER_CTRL 0x6A = 0x00/0x04/0x40 (FIFO reset,
+          on); every 0.21 s reads 2 bytes at 0x72 (FIFO_COUNT), then count/12 frames at 0x74
+          (FIFO_R_W), <= 120 bytes per read (fifo pacing, the default); with [imu] fifo = false
+          each sample reads 15 bytes at 0x3A (INT_STATUS + data).
   AK8963  reads WIA 0x00; writes CNTL2 0x0B = 0x01 (soft reset, not polled), CNTL1 0x0A =
           0x00 / 0x0F (fuse ROM) / 0x00 / 0x16; reads ASA 0x10–0x12; each sample reads 8 bytes
           at 0x02 (ST1 … ST2) and uses the data only if ST1 bit 0 (DRDY) = 1 and ST2 bit 3
