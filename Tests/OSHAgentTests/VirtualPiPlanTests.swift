@@ -167,6 +167,17 @@ final class VirtualPiPlanTests: XCTestCase {
         for (g, w) in zip([v.x, v.y, v.z], want) { XCTAssertEqual(g, w, accuracy: 1e-12, what, file: file, line: line) }
     }
 
+    private func assertOrientation(_ o: AndroidOrientation, _ want: Expected.Orientation,
+                                   file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(o.heading, want.euler.heading, accuracy: 1e-6, file: file, line: line)
+        XCTAssertEqual(o.pitch, want.euler.pitch, accuracy: 1e-6, file: file, line: line)
+        XCTAssertEqual(o.roll, want.euler.roll, accuracy: 1e-6, file: file, line: line)
+        XCTAssertEqual(o.x, want.quat.qx, accuracy: 1e-8, file: file, line: line)
+        XCTAssertEqual(o.y, want.quat.qy, accuracy: 1e-8, file: file, line: line)
+        XCTAssertEqual(o.z, want.quat.qz, accuracy: 1e-8, file: file, line: line)
+        XCTAssertEqual(o.w, want.quat.q0, accuracy: 1e-8, file: file, line: line)
+    }
+
     // MARK: The test
 
     func testAgentPublishesWhatThePlanExpects() throws {
@@ -228,15 +239,7 @@ final class VirtualPiPlanTests: XCTestCase {
         baro.stop()
         imu.stop()
 
-        let o = filter.android
-        let euler = expected.imu.orientation.euler, quat = expected.imu.orientation.quat
-        XCTAssertEqual(o.heading, euler.heading, accuracy: 1e-6)
-        XCTAssertEqual(o.pitch, euler.pitch, accuracy: 1e-6)
-        XCTAssertEqual(o.roll, euler.roll, accuracy: 1e-6)
-        XCTAssertEqual(o.x, quat.qx, accuracy: 1e-8)
-        XCTAssertEqual(o.y, quat.qy, accuracy: 1e-8)
-        XCTAssertEqual(o.z, quat.qz, accuracy: 1e-8)
-        XCTAssertEqual(o.w, quat.q0, accuracy: 1e-8)
+        assertOrientation(filter.android, expected.imu.orientation)
         let s = try XCTUnwrap(last, "no IMU sample")
         try assertEqual(s.accel, expected.imu.accelerometer, "accelerometer (m/s²)")
         try assertEqual(s.mag, expected.imu.magnetometer, "magnetometer (µT)")
@@ -281,13 +284,7 @@ final class VirtualPiPlanTests: XCTestCase {
         XCTAssertTrue(got.first?.magIsNew == true, "the first sample has it too: the filter starts from it")
         for s in got { try assertEqual(s.accel, expected.imu.accelerometer, "accelerometer (m/s²)") }
         try assertEqual(got.last?.mag, expected.imu.magnetometer, "magnetometer (µT)")
-        let o = filter.android
-        let euler = expected.imu.orientation.euler, quat = expected.imu.orientation.quat
-        XCTAssertEqual(o.heading, euler.heading, accuracy: 1e-6)
-        XCTAssertEqual(o.pitch, euler.pitch, accuracy: 1e-6)
-        XCTAssertEqual(o.roll, euler.roll, accuracy: 1e-6)
-        XCTAssertEqual(o.x, quat.qx, accuracy: 1e-8)
-        XCTAssertEqual(o.w, quat.q0, accuracy: 1e-8)
+        assertOrientation(filter.android, expected.imu.orientation)
         // FIFO_COUNT, 10 + 10 + 1 frames, the AK8963: five transactions per burst.
         XCTAssertEqual(board.bus.trace.count, 5 * imu.poller.polls)
         XCTAssertEqual(imu.poller.failedPolls, 0)

@@ -191,21 +191,9 @@ public final class ICM20948Driver: IMUDriver {
         samples.removeAll(keepingCapacity: true)
         guard let layout = fifo else { throw io.noFIFO() }
         try select(0)
-        let c = try io.burst(Reg.fifoCountH, 2)
-        let count = Int(c[0] & 0x1F) << 8 | Int(c[1])
-        if layout.overflowed(count: count) {
-            try resetFIFO()
-            return IMUFifoRead(overflowed: true, lost: max(1, layout.wholeFrames(count: count)))
-        }
-        let n = layout.wholeFrames(count: count)
-        guard n > 0 else { return IMUFifoRead() }
-        var s = IMUSample()
-        let a = accelScale, g = gyroScale
-        try io.drain(Reg.fifoRW, frames: n, frameBytes: layout.frameBytes, perTransfer: layout.framesPerTransfer) { p, at in
-            IMUFifoFrames.invensense(p, at: at, accelScale: a, gyroScale: g, into: &s)
-            samples.append(s)
-        }
-        if magnetometerName != nil {
+        let r = try io.readInvensenseFIFO(layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
+                                          gyroScale: gyroScale, reset: resetFIFO, into: &samples)
+        if magnetometerName != nil, !samples.isEmpty {
             // The master's latest copy of ST1…ST2, once per burst, onto the newest sample.
             let m = try io.burst(Reg.extSlvSensData00, 9)
             let firstEver = lastMag == nil
@@ -217,7 +205,7 @@ public final class ICM20948Driver: IMUDriver {
             }
             attachMagnetometer(lastMag, new: new, firstEver: firstEver, to: &samples)
         }
-        return IMUFifoRead()
+        return r
     }
 
     /// One transaction on the aux bus through I2C_SLV4, waiting for SLV4_DONE.

@@ -268,6 +268,27 @@ final class IMURegisterIO {
         }
     }
 
+    /// The InvenSense burst (MPU-6050/6500/9250, ICM-20948): FIFO_COUNTH/L at `countRegister`;
+    /// a count at capacity is an overflow (`reset`, the frames counted as lost); else every
+    /// whole frame from `dataRegister`, decoded into `samples`.
+    func readInvensenseFIFO(_ layout: IMUFifoLayout, count countRegister: UInt8, data dataRegister: UInt8,
+                            accelScale: Double, gyroScale: Double, reset: () throws -> Void,
+                            into samples: inout [IMUSample]) throws -> IMUFifoRead {
+        let c = try burst(countRegister, 2)
+        let count = Int(c[0] & 0x1F) << 8 | Int(c[1])
+        if layout.overflowed(count: count) {
+            try reset()
+            return IMUFifoRead(overflowed: true, lost: max(1, layout.wholeFrames(count: count)))
+        }
+        var s = IMUSample()
+        try drain(dataRegister, frames: layout.wholeFrames(count: count), frameBytes: layout.frameBytes,
+                  perTransfer: layout.framesPerTransfer) { p, at in
+            IMUFifoFrames.invensense(p, at: at, accelScale: accelScale, gyroScale: gyroScale, into: &s)
+            samples.append(s)
+        }
+        return IMUFifoRead()
+    }
+
     /// Reads `count` bytes at `reg` into the buffer and returns a view of them.
     func burst(_ reg: UInt8, _ count: Int, at addr: UInt8? = nil) throws -> UnsafeRawBufferPointer {
         let view = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])

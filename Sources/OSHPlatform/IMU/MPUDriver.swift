@@ -174,28 +174,16 @@ public final class MPUDriver: IMUDriver {
     public func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead {
         samples.removeAll(keepingCapacity: true)
         guard let layout = fifo else { throw io.noFIFO() }
-        let c = try io.burst(Reg.fifoCountH, 2)
-        let count = Int(c[0] & 0x1F) << 8 | Int(c[1])
-        if layout.overflowed(count: count) {
-            try resetFIFO()
-            return IMUFifoRead(overflowed: true, lost: max(1, layout.wholeFrames(count: count)))
-        }
-        let n = layout.wholeFrames(count: count)
-        guard n > 0 else { return IMUFifoRead() }
-        var s = IMUSample()
-        let a = accelScale, g = gyroScale
-        try io.drain(Reg.fifoRW, frames: n, frameBytes: layout.frameBytes, perTransfer: layout.framesPerTransfer) { p, at in
-            IMUFifoFrames.invensense(p, at: at, accelScale: a, gyroScale: g, into: &s)
-            samples.append(s)
-        }
-        if magnetometerName != nil {
+        let r = try io.readInvensenseFIFO(layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
+                                          gyroScale: gyroScale, reset: resetFIFO, into: &samples)
+        if magnetometerName != nil, !samples.isEmpty {
             // Once per burst (the AK8963 makes 100 samples/s at most): the newest field goes
             // with the newest sample; the earlier ones carry the previous one, not new.
             let firstEver = lastMag == nil
             try readAK8963()
             attachMagnetometer(lastMag, new: lastMagWasNew, firstEver: firstEver, to: &samples)
         }
-        return IMUFifoRead()
+        return r
     }
 
     private func openAK8963() throws {
