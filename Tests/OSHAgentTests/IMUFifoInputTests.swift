@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import OSHAgent
 import OSHCore
 import OSHPlatform
@@ -126,6 +129,28 @@ final class IMUFifoInputTests: XCTestCase {
         XCTAssertEqual(gaps[gaps.count / 2], 0.01, accuracy: 1e-6, "samples 1/rate apart")
         XCTAssertEqual(newMag, input.poller.polls + 1, "one magnetometer reading per burst (+ the first sample)")
         XCTAssertEqual(input.fifoOverflows, 0)
+    }
+
+    func testOverflowIsCountedLoggedOnceAndReadingGoesOn() throws {
+        let loop = try EventLoop()
+        let bus = SimulatedI2CBus(recordsTrace: false)
+        _ = try SimulatedIMUBoard.attach(to: bus, chip: "MPU6500", motion: SimulatedMotion())
+        var got = 0
+        let input = try IMUInput(loop: loop, bus: bus, settings: IMUSettings(chip: "MPU6500", pacing: .fifo, burstInterval: 0.05),
+                                 sleep: noSleep) { _ in got += 1 }
+        try input.start()
+        try loop.run(until: EventLoop.deadline(after: 0.2))
+        // The loop stalls longer than the 512-byte FIFO lasts (42 frames, 0.42 s), twice.
+        usleep(700_000)
+        try loop.run(until: EventLoop.deadline(after: 0.1))
+        usleep(700_000)
+        let before = got
+        try loop.run(until: EventLoop.deadline(after: 0.3))
+        input.stop()
+        XCTAssertEqual(input.fifoOverflows, 2)
+        XCTAssertGreaterThanOrEqual(input.lostSamples, 2 * 65, "the 0.7 s stalls at 100 Hz, not only the 42 frames the FIFO held")
+        XCTAssertGreaterThan(got, before + 15, "samples flow again after the reset")
+        XCTAssertEqual(input.poller.failedPolls, 0, "an overflow is not a bus failure")
     }
 
     func testConfigKeyAndSettings() throws {

@@ -160,10 +160,13 @@ public final class IMUInput {
     private func burstTick(_ now: Double, _ f: IMUFifoLayout) throws {
         let r = try driver.readFIFO(into: &burst)
         if r.overflowed {
+            // Everything since the last sample handed over is gone, not only what the FIFO held.
+            let lost = max(r.lost, lastSampleTime.map { Int(((now - $0) * f.rateHz).rounded()) } ?? 0)
             fifoOverflows += 1
-            lostSamples += r.lost
+            lostSamples += lost
+            lastSampleTime = now
             if fifoOverflows == 1 {
-                Log.warning("\(chipName): FIFO overflowed (reads came too late), \(r.lost) samples lost; it was reset and "
+                Log.warning("\(chipName): FIFO overflowed (reads came too late), \(lost) samples lost; it was reset and "
                             + "reading goes on (logged once; `lostSamples` counts them)")
             }
             return
