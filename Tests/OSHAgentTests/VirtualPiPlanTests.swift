@@ -56,12 +56,21 @@ final class VirtualPiPlanTests: XCTestCase {
             var quat: Quat
             enum CodingKeys: String, CodingKey { case euler = "euler_orientation_data", quat = "quat_orientation_data" }
         }
+        struct Fifo: Decodable {
+            var countBytes: Int
+            var framesPerBurst: Int
+            var burstIntervalS: Double
+            enum CodingKeys: String, CodingKey {
+                case countBytes = "count_bytes", framesPerBurst = "frames_per_burst", burstIntervalS = "burst_interval_s"
+            }
+        }
         struct IMU: Decodable {
             var accelerometer: [Double]
             var magnetometer: [Double]
             var orientation: Orientation
+            var fifo: Fifo
             enum CodingKeys: String, CodingKey {
-                case accelerometer = "accelerometer_m_s2", magnetometer = "magnetometer_uT", orientation
+                case accelerometer = "accelerometer_m_s2", magnetometer = "magnetometer_uT", orientation, fifo
             }
         }
         var barometer: Barometer
@@ -158,6 +167,17 @@ final class VirtualPiPlanTests: XCTestCase {
         for (g, w) in zip([v.x, v.y, v.z], want) { XCTAssertEqual(g, w, accuracy: 1e-12, what, file: file, line: line) }
     }
 
+    private func assertOrientation(_ o: AndroidOrientation, _ want: Expected.Orientation,
+                                   file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(o.heading, want.euler.heading, accuracy: 1e-6, file: file, line: line)
+        XCTAssertEqual(o.pitch, want.euler.pitch, accuracy: 1e-6, file: file, line: line)
+        XCTAssertEqual(o.roll, want.euler.roll, accuracy: 1e-6, file: file, line: line)
+        XCTAssertEqual(o.x, want.quat.qx, accuracy: 1e-8, file: file, line: line)
+        XCTAssertEqual(o.y, want.quat.qy, accuracy: 1e-8, file: file, line: line)
+        XCTAssertEqual(o.z, want.quat.qz, accuracy: 1e-8, file: file, line: line)
+        XCTAssertEqual(o.w, want.quat.q0, accuracy: 1e-8, file: file, line: line)
+    }
+
     // MARK: The test
 
     func testAgentPublishesWhatThePlanExpects() throws {
@@ -219,20 +239,54 @@ final class VirtualPiPlanTests: XCTestCase {
         baro.stop()
         imu.stop()
 
-        let o = filter.android
-        let euler = expected.imu.orientation.euler, quat = expected.imu.orientation.quat
-        XCTAssertEqual(o.heading, euler.heading, accuracy: 1e-6)
-        XCTAssertEqual(o.pitch, euler.pitch, accuracy: 1e-6)
-        XCTAssertEqual(o.roll, euler.roll, accuracy: 1e-6)
-        XCTAssertEqual(o.x, quat.qx, accuracy: 1e-8)
-        XCTAssertEqual(o.y, quat.qy, accuracy: 1e-8)
-        XCTAssertEqual(o.z, quat.qz, accuracy: 1e-8)
-        XCTAssertEqual(o.w, quat.q0, accuracy: 1e-8)
+        assertOrientation(filter.android, expected.imu.orientation)
         let s = try XCTUnwrap(last, "no IMU sample")
         try assertEqual(s.accel, expected.imu.accelerometer, "accelerometer (m/s²)")
         try assertEqual(s.mag, expected.imu.magnetometer, "magnetometer (µT)")
         XCTAssertTrue(s.magIsNew)
         XCTAssertEqual(baro.poller.failedPolls, 0)
+        XCTAssertEqual(imu.poller.failedPolls, 0)
+    }
+
+    /// The daemon's default pacing on the stub: FIFO bursts. registers.py's FIFO region decodes
+    /// to the planned sample in every frame, with a count of what the chip would hold per burst,
+    /// so the agent publishes the same values as with register polling, 10 ms apart.
+    func testFIFOBurstsOnTheStubDecodeToThePlan() throws {
+        let (load, _, expected) = try plan()
+        let board = try Board(load)
+        board.bus.recordsTrace = true
+        let loop = try EventLoop()
+        var filter = OrientationFilter(settings: FusionSettings())
+        var times: [Double] = []
+        var got: [IMUSample] = []
+        let settings = IMUSettings(bus: 0, pacing: .fifo, burstInterval: 0.25)
+        let imu = try IMUInput(loop: loop, bus: board.bus, settings: settings, sleep: { _ in }) { s in
+            let dt = times.last.map { s.t - $0 } ?? 0.01
+            times.append(s.t)
+            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                          mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            got.append(s)
+        }
+        let f = try XCTUnwrap(imu.fifo, "the MPU-9250 on the stub is read through its FIFO")
+        XCTAssertEqual(imu.pollInterval, expected.imu.fifo.burstIntervalS, accuracy: 1e-9, "registers.py's burst interval")
+        XCTAssertEqual(f.wholeFrames(count: expected.imu.fifo.countBytes), expected.imu.fifo.framesPerBurst)
+        board.bus.clearTrace()
+        try imu.start()
+        XCTAssertTrue(try loop.run(for: 3, until: { imu.poller.polls >= 6 }), "\(imu.poller.polls) bursts in 3 s")
+        imu.stop()
+        XCTAssertEqual(got.count, imu.poller.polls * expected.imu.fifo.framesPerBurst)
+        for (a, b) in zip(times, times.dropFirst()) { XCTAssertGreaterThan(b, a) }
+        let n = expected.imu.fifo.framesPerBurst
+        let burst = Array(got[n..<2 * n])
+        XCTAssertEqual((burst.last?.t ?? 0) - (burst.first?.t ?? 0), 0.2, accuracy: 1e-9, "21 samples 10 ms apart")
+        XCTAssertEqual(burst.filter(\.magIsNew).count, 1, "the magnetometer, once per burst")
+        XCTAssertTrue(burst.last?.magIsNew == true)
+        XCTAssertTrue(got.first?.magIsNew == true, "the first sample has it too: the filter starts from it")
+        for s in got { try assertEqual(s.accel, expected.imu.accelerometer, "accelerometer (m/s²)") }
+        try assertEqual(got.last?.mag, expected.imu.magnetometer, "magnetometer (µT)")
+        assertOrientation(filter.android, expected.imu.orientation)
+        // FIFO_COUNT, 10 + 10 + 1 frames, the AK8963: five transactions per burst.
+        XCTAssertEqual(board.bus.trace.count, 5 * imu.poller.polls)
         XCTAssertEqual(imu.poller.failedPolls, 0)
     }
 }

@@ -23,6 +23,7 @@ final class DeviceConfigTests: XCTestCase {
         accel_range = 8
         gyro_range = 2000
         mounting = "-y,+x,+z"
+        fifo = false
         [orientation]
         algorithm = "mahony"
         gain = 0.5
@@ -50,6 +51,9 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertEqual(d.imu.accelRange, .g8)
         XCTAssertEqual(d.imu.gyroRange, .dps2000)
         XCTAssertEqual(d.imu.mounting.axes, ["-y", "+x", "+z"])
+        XCTAssertFalse(d.imu.fifo)
+        XCTAssertTrue(try parse("[imu]\nchip = \"auto\"\n").devices.imu.fifo, "FIFO bursts unless turned off")
+        XCTAssertFalse(errors("[imu]\nfifo = \"yes\"\n").isEmpty, "a boolean")
         XCTAssertEqual(d.fusion.algorithm, .mahony)
         XCTAssertEqual(d.fusion.magOffset, [1.5, -2, 3])
         XCTAssertEqual(d.audio.device, "hw:1,0")

@@ -23,6 +23,8 @@ public struct HardwarePlan: Sendable {
     public var barometerRate: Double = 1
     /// The IMU and its filter run at this rate; outputs are thinned to their own rates.
     public var imuRate: Double = 100
+    /// The publisher's flush interval: how often the IMU reads its FIFO (capped per chip).
+    public var flushInterval: Double = 0.25
     public var north: NorthReference = .true
     /// Scratch space for ALSA's file-plugin configuration (simulated audio).
     public var scratchDirectory = "/tmp"
@@ -125,6 +127,8 @@ public final class Hardware {
                                        magnetometerAddress: d.imu.magnetometerAddress, rateHz: plan.imuRate)
             settings.accelRange = d.imu.accelRange
             settings.gyroRange = d.imu.gyroRange
+            settings.pacing = d.imu.fifo ? .fifo : .timer
+            settings.burstInterval = plan.flushInterval
             if source == .board { settings.mounting = d.imu.mounting }
             do {
                 let i = try IMUInput(loop: loop, bus: bus, settings: settings) { [unowned self] s in self.imuSample(s) }

@@ -8,6 +8,9 @@ public struct IMUSettings: Sendable, Equatable {
         case timer
         /// Poll twice as often and hand over only samples the chip's data-ready bit marks new.
         case dataReady = "data-ready"
+        /// The chip samples into its hardware FIFO; every `burstInterval` one burst reads all
+        /// whole samples (IIO buffered mode). A chip without a FIFO (BNO055) runs as `timer`.
+        case fifo
     }
 
     /// N of /dev/i2c-N.
@@ -29,11 +32,14 @@ public struct IMUSettings: Sendable, Equatable {
     /// A separate magnetometer chip's axes relative to the IMU chip's (applied before `mounting`).
     public var magnetometerMounting: AxisMap
     public var pacing: Pacing
+    /// Seconds between FIFO bursts as asked: the publisher's flush interval (observations
+    /// leave only then). The input caps it so the chip's FIFO is at most half full between reads.
+    public var burstInterval: Double
 
     public init(bus: Int = 1, chip: String = "auto", address: UInt8? = nil, magnetometer: String = "auto",
                 magnetometerAddress: UInt8? = nil, accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500,
                 magnetometerRange: LIS3MDLRange = .gauss4, rateHz: Double = 100, mounting: AxisMap = .identity,
-                magnetometerMounting: AxisMap = .identity, pacing: Pacing = .timer) {
+                magnetometerMounting: AxisMap = .identity, pacing: Pacing = .timer, burstInterval: Double = 0.25) {
         self.bus = bus
         self.chip = chip
         self.address = address
@@ -46,13 +52,15 @@ public struct IMUSettings: Sendable, Equatable {
         self.mounting = mounting
         self.magnetometerMounting = magnetometerMounting
         self.pacing = pacing
+        self.burstInterval = burstInterval
     }
 
     /// From the validated `[i2c]`/`[imu]` config (its ranges and mounting are parsed values).
-    public init(config: IMUConfig, bus: Int, rateHz: Double = 100) {
+    public init(config: IMUConfig, bus: Int, rateHz: Double = 100, flushInterval: Double = 0.25) {
         self.init(bus: bus, chip: config.chip, address: config.address, magnetometer: config.magnetometer,
                   magnetometerAddress: config.magnetometerAddress,
-                  accelRange: config.accelRange, gyroRange: config.gyroRange, rateHz: rateHz, mounting: config.mounting)
+                  accelRange: config.accelRange, gyroRange: config.gyroRange, rateHz: rateHz, mounting: config.mounting,
+                  pacing: config.fifo ? .fifo : .timer, burstInterval: flushInterval)
     }
 
     /// A 7-bit I²C address as config writes it: "0x68" or "104"; nil when it is not one.
@@ -65,7 +73,8 @@ public struct IMUSettings: Sendable, Equatable {
 
     public var driverSettings: IMUDriverSettings {
         IMUDriverSettings(accelRange: accelRange, gyroRange: gyroRange, rateHz: rateHz, magnetometer: magnetometer,
-                          magnetometerAddress: magnetometerAddress, magnetometerRange: magnetometerRange, mounting: mounting)
+                          magnetometerAddress: magnetometerAddress, magnetometerRange: magnetometerRange, mounting: mounting,
+                          fifo: pacing == .fifo)
     }
 }
 
@@ -79,9 +88,18 @@ public final class IMUInput {
     public private(set) var samples = 0
     /// Polls whose data-ready bit said "nothing new" (data-ready pacing only).
     public private(set) var notReady = 0
+    /// FIFO pacing: overflows seen and the samples they cost.
+    public private(set) var fifoOverflows = 0
+    public private(set) var lostSamples = 0
+    /// The chip's FIFO when this input reads it in bursts; nil when it polls registers.
+    public var fifo: IMUFifoLayout? { settings.pacing == .fifo ? driver.fifo : nil }
+    /// Seconds between polls (FIFO bursts or register reads).
+    public let pollInterval: Double
 
     private let onSample: (IMUSample) -> Void
     private var sample = IMUSample()
+    private var burst: [IMUSample] = []
+    private var lastSampleTime: Double?
 
     /// Opens the chip now (throws the driver's `I2CError`: `isAbsent` means do not register
     /// its outputs). `start()` begins polling.
@@ -98,7 +116,14 @@ public final class IMUInput {
             Log.notice("BNO055: if the Pi's bus runs at 10 kHz (dtparam=i2c_arm_baudrate=10000), reads take ≈30 ms; "
                        + "set the IMU rate to 25 Hz or less")
         }
-        let rate = settings.pacing == .dataReady ? 2 * settings.rateHz : settings.rateHz
+        let rate: Double
+        if settings.pacing == .fifo, let f = d.fifo {
+            rate = 1 / f.burstInterval(asked: settings.burstInterval)
+            burst.reserveCapacity(4 * f.halfFullFrames)
+        } else {
+            rate = settings.pacing == .dataReady ? 2 * settings.rateHz : settings.rateHz
+        }
+        pollInterval = 1 / rate
         var poll: ((Double) throws -> Void)?
         poller = SensorPoller(loop: loop, name: "\(d.identity.name) at 0x\(String(d.address, radix: 16, uppercase: true))",
                               rate: rate, backoff: backoff, reopen: { try d.reopen() }, poll: { t in try poll?(t) })
@@ -119,6 +144,7 @@ public final class IMUInput {
     public func stop() { poller.stop() }
 
     private func tick(_ t: Double) throws {
+        if let f = fifo { return try burstTick(t, f) }
         let fresh = try driver.read(into: &sample)
         if settings.pacing == .dataReady && !fresh {
             notReady += 1
@@ -128,6 +154,32 @@ public final class IMUInput {
         Self.applyMounting(&sample, settings: settings, onChip: driver.appliesMountingOnChip)
         samples += 1
         onSample(sample)
+    }
+
+    /// One FIFO burst: every whole sample, each with its reconstructed time (IMUFifoTiming).
+    private func burstTick(_ now: Double, _ f: IMUFifoLayout) throws {
+        let r = try driver.readFIFO(into: &burst)
+        if r.overflowed {
+            // Everything since the last sample handed over is gone, not only what the FIFO held.
+            let lost = max(r.lost, lastSampleTime.map { Int(((now - $0) * f.rateHz).rounded()) } ?? 0)
+            fifoOverflows += 1
+            lostSamples += lost
+            lastSampleTime = now
+            if fifoOverflows == 1 {
+                Log.warning("\(chipName): FIFO overflowed (reads came too late), \(lost) samples lost; it was reset and "
+                            + "reading goes on (logged once; `lostSamples` counts them)")
+            }
+            return
+        }
+        let n = burst.count
+        for i in 0..<n {
+            var s = burst[i]
+            s.t = IMUFifoTiming.time(ofSample: i, count: n, readAt: now, rateHz: f.rateHz, previous: lastSampleTime)
+            Self.applyMounting(&s, settings: settings, onChip: driver.appliesMountingOnChip)
+            samples += 1
+            onSample(s)
+        }
+        if n > 0 { lastSampleTime = IMUFifoTiming.time(ofSample: n - 1, count: n, readAt: now, rateHz: f.rateHz, previous: lastSampleTime) }
     }
 
     /// Chip frame → device frame for every vector (the BNO055 did it on the chip already).

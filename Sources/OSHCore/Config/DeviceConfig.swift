@@ -57,6 +57,9 @@ public struct IMUConfig: Sendable, Equatable {
     /// How the board's axes map to the device frame (x right, y forward, z up), parsed once from
     /// three signed axes, e.g. "+x,+y,+z" (as printed on the board) or "-y,+x,+z" (turned 90° left).
     public var mounting = AxisMap.identity
+    /// Sample into the chip's hardware FIFO and read it in bursts (MPU-6050/6500/9250,
+    /// ICM-20948, LSM6DSOX); false polls the data registers at the IMU rate. The BNO055 always polls.
+    public var fifo = true
     public init() {}
 }
 
@@ -112,7 +115,7 @@ extension SettingsReader {
     static let deviceKeys: [String: [String]] = [
         "i2c": ["bus"],
         "barometer": ["chip", "address"],
-        "imu": ["chip", "address", "magnetometer", "magnetometer_address", "accel_range", "gyro_range", "mounting"],
+        "imu": ["chip", "address", "magnetometer", "magnetometer_address", "accel_range", "gyro_range", "mounting", "fifo"],
         "audio": ["device", "window"],
         "camera": ["device", "width", "height", "encoder", "keyframe_interval", "bitrate", "threads"],
         "led": LEDSettings.keys,
@@ -179,6 +182,7 @@ extension SettingsReader {
                 if let r = GyroRange(dps: v) { d.imu.gyroRange = r }
                 else { fail(s.entry("gyro_range")?.line, "gyro_range in [imu] must be 250, 500, 1000 or 2000 (degrees per second)") }
             }
+            if let v = bool(s, "fifo") { d.imu.fifo = v }
             if let (m, line) = string(s, "mounting") {
                 do { d.imu.mounting = try AxisMap(commaSeparated: m) } catch {
                     fail(line, "mounting = \(ConfigValue.quote(m)) in [imu]: \(error); write three signed axes, "

@@ -24,6 +24,18 @@ public final class ICM20948Driver: IMUDriver {
         public static let intStatus1: UInt8 = 0x1A
         public static let accelXoutH: UInt8 = 0x2D
         public static let extSlvSensData00: UInt8 = 0x3B
+        /// FIFO (DS-000189 §8, bank 0): FIFO_EN_2, FIFO_RST, FIFO_MODE, FIFO_COUNTH/L, FIFO_R_W.
+        public static let fifoEn2: UInt8 = 0x67
+        public static let fifoRst: UInt8 = 0x68
+        public static let fifoMode: UInt8 = 0x69
+        public static let fifoCountH: UInt8 = 0x70
+        public static let fifoRW: UInt8 = 0x72
+        /// FIFO_EN_2: ACCEL_FIFO_EN | GYRO_Z/Y/X_FIFO_EN (TEMP_FIFO_EN 0x01 left off).
+        public static let fifoAccelGyro: UInt8 = 0x1E
+        /// USER_CTRL.FIFO_EN.
+        public static let fifoEnable: UInt8 = 0x40
+        /// FIFO_MODE = 1: snapshot, a full FIFO takes no more samples.
+        public static let fifoSnapshot: UInt8 = 0x01
         // bank 2
         public static let gyroSmplrtDiv: UInt8 = 0x00
         public static let gyroConfig1: UInt8 = 0x01
@@ -79,13 +91,14 @@ public final class ICM20948Driver: IMUDriver {
     private var accelScale = 0.0
     private var gyroScale = 0.0
     private var lastMag: IMUVector?
+    public private(set) var fifo: IMUFifoLayout?
 
     init(bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings, sleep: @escaping (Double) -> Void) {
         self.address = address
         self.whoAmI = whoAmI
         self.settings = settings
         self.sleep = sleep
-        io = IMURegisterIO(bus: bus, address: address, chip: "ICM20948", capacity: 24)
+        io = IMURegisterIO(bus: bus, address: address, chip: "ICM20948", capacity: IMUFifoLayout.maxTransferBytes)
     }
 
     /// DLPF 3 dB bandwidths (Hz) for GYRO_DLPFCFG and ACCEL_DLPFCFG (FCHOICE = 1).
@@ -155,8 +168,44 @@ public final class ICM20948Driver: IMUDriver {
             magnetometerName = "AK09916"
         }
         try write(0, Reg.intEnable1, Reg.rawDataReady)
+        fifo = nil
+        if settings.fifo {
+            // 512 bytes; the gyro divider paces it (ODR_ALIGN_EN keeps the accel in step).
+            fifo = IMUFifoLayout(capacityBytes: 512, frameBytes: 12, rateHz: actual)
+            try write(0, Reg.fifoMode, Reg.fifoSnapshot)
+            try write(0, Reg.fifoEn2, Reg.fifoAccelGyro)
+            try write(0, Reg.userCtrl, (magnetometerName == nil ? 0 : Reg.i2cMstEn) | Reg.fifoEnable)
+            try resetFIFO()
+        }
         try select(0)
         sleep(0.01)
+    }
+
+    /// FIFO_RST asserted (one bit per FIFO) then released: empty, frame-aligned.
+    private func resetFIFO() throws {
+        try write(0, Reg.fifoRst, 0x1F)
+        try write(0, Reg.fifoRst, 0x00)
+    }
+
+    public func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead {
+        samples.removeAll(keepingCapacity: true)
+        guard let layout = fifo else { throw io.noFIFO() }
+        try select(0)
+        let r = try io.readInvensenseFIFO(layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
+                                          gyroScale: gyroScale, reset: resetFIFO, into: &samples)
+        if magnetometerName != nil, !samples.isEmpty {
+            // The master's latest copy of ST1…ST2, once per burst, onto the newest sample.
+            let m = try io.burst(Reg.extSlvSensData00, 9)
+            let firstEver = lastMag == nil
+            var new = false
+            if m[0] & AK09916.drdy != 0, m[8] & AK09916.overflow == 0 {
+                let v = IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false)
+                lastMag = IMUConvert.ak09916ToICM20948(IMUConvert.scaled(v, IMUConvert.ak09916MicroteslaPerCount))
+                new = true
+            }
+            attachMagnetometer(lastMag, new: new, firstEver: firstEver, to: &samples)
+        }
+        return r
     }
 
     /// One transaction on the aux bus through I2C_SLV4, waiting for SLV4_DONE.

@@ -23,10 +23,12 @@ public struct IMUDriverSettings: Sendable, Equatable {
     /// the BNO055 programs it into AXIS_MAP_CONFIG/SIGN so its on-chip fusion runs in the
     /// device frame (`IMUDriver.appliesMountingOnChip`).
     public var mounting: AxisMap
+    /// Sample into the chip's hardware FIFO (read in bursts with `readFIFO`) where it has one.
+    public var fifo: Bool
 
     public init(accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500, rateHz: Double = 100,
                 magnetometer: String = "auto", magnetometerAddress: UInt8? = nil,
-                magnetometerRange: LIS3MDLRange = .gauss4, mounting: AxisMap = .identity) {
+                magnetometerRange: LIS3MDLRange = .gauss4, mounting: AxisMap = .identity, fifo: Bool = false) {
         self.accelRange = accelRange
         self.gyroRange = gyroRange
         self.rateHz = rateHz
@@ -34,6 +36,7 @@ public struct IMUDriverSettings: Sendable, Equatable {
         self.magnetometerAddress = magnetometerAddress
         self.magnetometerRange = magnetometerRange
         self.mounting = mounting
+        self.fifo = fifo
     }
 
     var wantsMagnetometer: Bool { magnetometer.lowercased() != "none" }
@@ -69,6 +72,32 @@ public protocol IMUDriver: AnyObject {
     /// Burst-reads one sample into `sample` (no allocation). Returns false when the chip's
     /// data-ready bit said nothing new was there (the values are then the previous ones).
     func read(into sample: inout IMUSample) throws -> Bool
+    /// The FIFO as configured; nil when the driver polls registers (no FIFO, or `settings.fifo` off).
+    var fifo: IMUFifoLayout? { get }
+    /// Reads every whole sample waiting in the FIFO into `samples` (emptied first, its capacity
+    /// kept), oldest first, `t` unset; the magnetometer, read once, goes on the last one.
+    func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead
+}
+
+extension IMUDriver {
+    public var fifo: IMUFifoLayout? { nil }
+    public func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead {
+        samples.removeAll(keepingCapacity: true)
+        throw I2CError(.unsupported, bus: bus.number, address: address,
+                       operation: "\(identity.name): reading a FIFO this driver does not configure; use timer pacing")
+    }
+}
+
+/// What one FIFO read found besides the samples.
+public struct IMUFifoRead: Sendable, Equatable {
+    /// The FIFO had overflowed: it was reset and its content dropped.
+    public var overflowed = false
+    /// Samples the overflow cost (at least those dropped with the reset).
+    public var lost = 0
+    public init(overflowed: Bool = false, lost: Int = 0) {
+        self.overflowed = overflowed
+        self.lost = lost
+    }
 }
 
 /// Something a driver found on the bus while probing.
@@ -226,11 +255,51 @@ final class IMURegisterIO {
     func write(_ reg: UInt8, _ value: UInt8, at addr: UInt8? = nil) throws { try bus.writeRegister(addr ?? address, reg, value) }
     func read(_ reg: UInt8, at addr: UInt8? = nil) throws -> UInt8 { try bus.readRegister(addr ?? address, reg) }
 
+    /// Reads the FIFO's whole frames (`frames` of them) at `reg`, `perTransfer` frames per
+    /// I²C read at most, calling `frame(view, offset)` for each. The register is not advanced
+    /// by the chip (FIFO_R_W, FIFO_DATA_OUT), so each read starts at `reg` again.
+    func drain(_ reg: UInt8, frames: Int, frameBytes: Int, perTransfer: Int, _ frame: (UnsafeRawBufferPointer, Int) -> Void) throws {
+        var done = 0
+        while done < frames {
+            let k = min(perTransfer, frames - done)
+            let p = try burst(reg, k * frameBytes)
+            for i in 0..<k { frame(p, i * frameBytes) }
+            done += k
+        }
+    }
+
+    /// The InvenSense burst (MPU-6050/6500/9250, ICM-20948): FIFO_COUNTH/L at `countRegister`;
+    /// a count at capacity is an overflow (`reset`, the frames counted as lost); else every
+    /// whole frame from `dataRegister`, decoded into `samples`.
+    func readInvensenseFIFO(_ layout: IMUFifoLayout, count countRegister: UInt8, data dataRegister: UInt8,
+                            accelScale: Double, gyroScale: Double, reset: () throws -> Void,
+                            into samples: inout [IMUSample]) throws -> IMUFifoRead {
+        let c = try burst(countRegister, 2)
+        let count = Int(c[0] & 0x1F) << 8 | Int(c[1])
+        if layout.overflowed(count: count) {
+            try reset()
+            return IMUFifoRead(overflowed: true, lost: max(1, layout.wholeFrames(count: count)))
+        }
+        var s = IMUSample()
+        try drain(dataRegister, frames: layout.wholeFrames(count: count), frameBytes: layout.frameBytes,
+                  perTransfer: layout.framesPerTransfer) { p, at in
+            IMUFifoFrames.invensense(p, at: at, accelScale: accelScale, gyroScale: gyroScale, into: &s)
+            samples.append(s)
+        }
+        return IMUFifoRead()
+    }
+
     /// Reads `count` bytes at `reg` into the buffer and returns a view of them.
     func burst(_ reg: UInt8, _ count: Int, at addr: UInt8? = nil) throws -> UnsafeRawBufferPointer {
         let view = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
         try bus.readRegisters(addr ?? address, reg, into: view)
         return UnsafeRawBufferPointer(view)
+    }
+
+    /// `readFIFO` on a driver opened without `settings.fifo`.
+    func noFIFO() -> I2CError {
+        I2CError(.unsupported, bus: bus.number, address: address,
+                 operation: "\(chip): reading the FIFO, which was not configured (open with fifo, or use timer pacing)")
     }
 
     func unexpected(_ what: String, at addr: UInt8? = nil) -> I2CError {
@@ -244,4 +313,14 @@ func lowPassCode(for rate: Double, _ table: [(code: UInt8, hz: Double)]) -> UInt
     let fitting = table.filter { $0.hz <= rate / 2 }
     if let best = fitting.max(by: { $0.hz < $1.hz }) { return best.code }
     return table.min(by: { $0.hz < $1.hz })?.code ?? 0
+}
+
+/// Puts a burst's one magnetometer reading on its samples: every sample carries the latest
+/// field, only the last marks it new — and the first too when no reading came before it
+/// (`firstEver`), so a filter that initialises from its first sample starts with a heading.
+func attachMagnetometer(_ mag: IMUVector?, new: Bool, firstEver: Bool, to samples: inout [IMUSample]) {
+    guard !samples.isEmpty else { return }
+    for i in samples.indices { samples[i].mag = mag }
+    samples[samples.count - 1].magIsNew = new
+    if firstEver && new { samples[0].magIsNew = true }
 }

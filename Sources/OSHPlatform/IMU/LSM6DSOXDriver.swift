@@ -20,6 +20,19 @@ public final class LSM6DSOXDriver: IMUDriver {
         /// STATUS_REG bits.
         public static let xlda: UInt8 = 0x01
         public static let gda: UInt8 = 0x02
+        /// FIFO (DS12814 §9): FIFO_CTRL3 (BDR_GY 7:4, BDR_XL 3:0, codes as the ODR's),
+        /// FIFO_CTRL4 (FIFO_MODE 2:0), FIFO_STATUS1/2 (DIFF_FIFO 9:0 in words, FIFO_OVR_IA
+        /// bit 6 of STATUS2), FIFO_DATA_OUT_TAG then six data bytes, read repeatedly from 78h.
+        public static let fifoCtrl3: UInt8 = 0x09
+        public static let fifoCtrl4: UInt8 = 0x0A
+        public static let fifoStatus1: UInt8 = 0x3A
+        public static let fifoDataOutTag: UInt8 = 0x78
+        public static let fifoBypass: UInt8 = 0x00
+        /// Continuous: a full FIFO drops its oldest word (whole words, tags keep them apart).
+        public static let fifoContinuous: UInt8 = 0x06
+        public static let fifoOverrun: UInt8 = 0x40
+        /// Bytes per FIFO word (tag + 6 data).
+        public static let fifoWordBytes = 7
     }
 
     /// LIS3MDL registers (datasheet DocID024204 §7). A multi-byte read needs the register's
@@ -60,13 +73,15 @@ public final class LSM6DSOXDriver: IMUDriver {
     private var lastMag: IMUVector?
     private var magEvery = 1
     private var sinceMag = 0
+    public private(set) var fifo: IMUFifoLayout?
+    private var pairing = STFifoPairing()
 
     init(bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings, sleep: @escaping (Double) -> Void) {
         self.address = address
         self.whoAmI = whoAmI
         self.settings = settings
         self.sleep = sleep
-        io = IMURegisterIO(bus: bus, address: address, chip: "LSM6DSOX", capacity: 16)
+        io = IMURegisterIO(bus: bus, address: address, chip: "LSM6DSOX", capacity: IMUFifoLayout.maxTransferBytes)
     }
 
     /// ODR codes (CTRL1_XL/CTRL2_G bits 7:4), high-performance mode.
@@ -88,6 +103,14 @@ public final class LSM6DSOXDriver: IMUDriver {
         try io.write(Reg.ctrl2G, code << 4 | settings.gyroRange.code << 2)
         accelScale = IMUConvert.lsm6dsoxAccelScale(settings.accelRange)
         gyroScale = IMUConvert.lsm6dsoxGyroScale(settings.gyroRange)
+        fifo = nil
+        if settings.fifo {
+            // "Up to 9 kbytes" (DS12814 §6.5); a sample is a gyro word and an accel word.
+            let rate = Self.odr.first { $0.code == code }?.hz ?? settings.rateHz
+            fifo = IMUFifoLayout(capacityBytes: 9 * 1024, frameBytes: 2 * Reg.fifoWordBytes, rateHz: rate)
+            try io.write(Reg.fifoCtrl3, code << 4 | code)
+            try resetFIFO()
+        }
         magnetometerName = nil
         magnetometerAddress = nil
         lastMag = nil
@@ -123,6 +146,43 @@ public final class LSM6DSOXDriver: IMUDriver {
         try io.write(LIS3MDL.ctrlReg5, LIS3MDL.bdu, at: a)
         try io.write(LIS3MDL.ctrlReg3, 0x00, at: a) // continuous conversion
         magScale = IMUConvert.lis3mdlScale(settings.magnetometerRange)
+    }
+
+    /// Bypass empties the FIFO; continuous starts it again.
+    private func resetFIFO() throws {
+        try io.write(Reg.fifoCtrl4, Reg.fifoBypass)
+        try io.write(Reg.fifoCtrl4, Reg.fifoContinuous)
+        pairing.reset()
+    }
+
+    public func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead {
+        samples.removeAll(keepingCapacity: true)
+        guard let layout = fifo else { throw io.noFIFO() }
+        let st = try io.burst(Reg.fifoStatus1, 2)
+        let words = Int(st[1] & 0x03) << 8 | Int(st[0])
+        if st[1] & Reg.fifoOverrun != 0 {
+            // Continuous mode lost its oldest words: start clean rather than pair across the gap.
+            try resetFIFO()
+            return IMUFifoRead(overflowed: true, lost: max(1, words / 2))
+        }
+        guard words > 0 else { return IMUFifoRead() }
+        var s = IMUSample()
+        let a = accelScale, g = gyroScale
+        let perTransfer = layout.framesPerTransfer * 2
+        try io.drain(Reg.fifoDataOutTag, frames: words, frameBytes: Reg.fifoWordBytes, perTransfer: perTransfer) { p, at in
+            if pairing.take(p, at: at, accelScale: a, gyroScale: g, into: &s) { samples.append(s) }
+        }
+        if let addr = magnetometerAddress, !samples.isEmpty {
+            let m = try io.burst(LIS3MDL.statusReg | LIS3MDL.autoIncrement, 7, at: addr)
+            let firstEver = lastMag == nil
+            var new = false
+            if m[0] & LIS3MDL.zyxda != 0 {
+                lastMag = IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), magScale)
+                new = true
+            }
+            attachMagnetometer(lastMag, new: new, firstEver: firstEver, to: &samples)
+        }
+        return IMUFifoRead()
     }
 
     public func read(into sample: inout IMUSample) throws -> Bool {

@@ -31,6 +31,21 @@ public final class MPUDriver: IMUDriver {
         public static let bypassEnable: UInt8 = 0x02
         public static let dataReady: UInt8 = 0x01
         public static let i2cMasterEnable: UInt8 = 0x20
+        /// FIFO (MPU-6000/6050 register map §4.6/4.7/4.30; MPU-9250 register map rev 1.6).
+        public static let fifoEn: UInt8 = 0x23
+        public static let fifoCountH: UInt8 = 0x72
+        public static let fifoRW: UInt8 = 0x74
+        /// FIFO_EN: XG_, YG_, ZG_FIFO_EN and ACCEL_FIFO_EN (TEMP_FIFO_EN 0x80 is left off).
+        public static let fifoGyro: UInt8 = 0x70
+        public static let fifoAccel: UInt8 = 0x08
+        public static let fifoTemp: UInt8 = 0x80
+        /// USER_CTRL.FIFO_EN and FIFO_RST (the reset acts while FIFO_EN is 0 on the 6050).
+        public static let fifoEnable: UInt8 = 0x40
+        public static let fifoReset: UInt8 = 0x04
+        /// CONFIG.FIFO_MODE (6500/9250): 1 = a full FIFO takes no more samples (instead of overwriting).
+        public static let fifoMode: UInt8 = 0x40
+        /// INT_STATUS.FIFO_OFLOW_INT.
+        public static let fifoOverflow: UInt8 = 0x10
     }
 
     /// AK8963 registers (AK8963 datasheet §8).
@@ -65,6 +80,7 @@ public final class MPUDriver: IMUDriver {
     /// AK8963 µT per count per axis (fuse-ROM sensitivity adjustment applied).
     public private(set) var magScale = IMUVector(0.15, 0.15, 0.15)
     public private(set) var sampleRateDivider: UInt8 = 0
+    public private(set) var fifo: IMUFifoLayout?
 
     private let io: IMURegisterIO
     private let sleep: (Double) -> Void
@@ -86,7 +102,7 @@ public final class MPUDriver: IMUDriver {
         case IMUDrivers.mpu6500.name: variant = .mpu6500
         default: variant = .mpu9250
         }
-        io = IMURegisterIO(bus: bus, address: address, chip: identity.name, capacity: 16)
+        io = IMURegisterIO(bus: bus, address: address, chip: identity.name, capacity: IMUFifoLayout.maxTransferBytes)
     }
 
     /// Gyro DLPF_CFG bandwidths (Hz). 0 and 7 run the gyro at 8 kHz, so they are not offered.
@@ -111,7 +127,10 @@ public final class MPUDriver: IMUDriver {
         sampleRateDivider = UInt8(max(0, min(255, (1000 / rate).rounded() - 1)))
         try io.write(Reg.smplrtDiv, sampleRateDivider)
         let actualRate = 1000 / (Double(sampleRateDivider) + 1)
-        try io.write(Reg.config, lowPassCode(for: actualRate, variant == .mpu6050 ? Self.gyroDLPF6050 : Self.gyroDLPF6500))
+        let useFIFO = settings.fifo
+        // Stop-when-full keeps whole frames in a full FIFO (the 6050 has no such bit: it overwrites).
+        let mode = useFIFO && variant != .mpu6050 ? Reg.fifoMode : 0
+        try io.write(Reg.config, mode | lowPassCode(for: actualRate, variant == .mpu6050 ? Self.gyroDLPF6050 : Self.gyroDLPF6500))
         try io.write(Reg.gyroConfig, settings.gyroRange.code << 3)
         try io.write(Reg.accelConfig, settings.accelRange.invensenseCode << 3)
         if variant != .mpu6050 {
@@ -135,6 +154,36 @@ public final class MPUDriver: IMUDriver {
             }
         }
         try io.write(Reg.intEnable, Reg.dataReady)
+        fifo = nil
+        if useFIFO {
+            // 1024 bytes on the 6050, 512 on the 6500/9250 (product specifications §7.17 / §3.1).
+            fifo = IMUFifoLayout(capacityBytes: variant == .mpu6050 ? 1024 : 512, frameBytes: 12, rateHz: actualRate)
+            try io.write(Reg.fifoEn, Reg.fifoGyro | Reg.fifoAccel)
+            try resetFIFO()
+        }
+    }
+
+    /// FIFO off, reset, on: the count restarts at a frame boundary (USER_CTRL keeps the I²C
+    /// master off, as bypass needs).
+    private func resetFIFO() throws {
+        try io.write(Reg.userCtrl, 0x00)
+        try io.write(Reg.userCtrl, Reg.fifoReset)
+        try io.write(Reg.userCtrl, Reg.fifoEnable)
+    }
+
+    public func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead {
+        samples.removeAll(keepingCapacity: true)
+        guard let layout = fifo else { throw io.noFIFO() }
+        let r = try io.readInvensenseFIFO(layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
+                                          gyroScale: gyroScale, reset: resetFIFO, into: &samples)
+        if magnetometerName != nil, !samples.isEmpty {
+            // Once per burst (the AK8963 makes 100 samples/s at most): the newest field goes
+            // with the newest sample; the earlier ones carry the previous one, not new.
+            let firstEver = lastMag == nil
+            try readAK8963()
+            attachMagnetometer(lastMag, new: lastMagWasNew, firstEver: firstEver, to: &samples)
+        }
+        return r
     }
 
     private func openAK8963() throws {

@@ -16,6 +16,8 @@ public final class SimulatedICM20948: SimulatedIMUChip {
     /// False models a dead AK09916: the master's transactions to it NACK.
     public var auxiliaryBusAnswers = true
     private var dataReadyLatched = false
+    /// The 512-byte FIFO (FIFO_MODE 1 = snapshot: stop when full; 0 = stream: overwrite).
+    public let fifo = SimulatedFIFO(capacity: 512, whenFull: .overwriteBytes)
 
     public init(truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
         ak09916 = SimulatedAKMagnetometer(model: .ak09916, truth: truth, clock: clock, mounting: mounting)
@@ -34,6 +36,8 @@ public final class SimulatedICM20948: SimulatedIMUChip {
         banks[2][Int(R.accelConfig)] = 0x01
         bank = 0
         dataReadyLatched = false
+        fifo.stop()
+        fifo.clear()
         forgetSamples()
     }
 
@@ -53,6 +57,12 @@ public final class SimulatedICM20948: SimulatedIMUChip {
             dataReadyLatched = false
             return v
         }
+        if bank == 0 && register == R.fifoRW { return fifo.pop() }
+        if bank == 0 && register == 0x1B { // INT_STATUS_2: FIFO_OVERFLOW_INT, cleared by reading
+            let v: UInt8 = fifo.overflowed ? 0x1F : 0
+            fifo.clearOverflow()
+            return v
+        }
         if bank == 0 && register == R.i2cMstStatus {
             let v = banks[0][Int(register)]
             banks[0][Int(register)] = 0 // cleared by reading
@@ -70,8 +80,12 @@ public final class SimulatedICM20948: SimulatedIMUChip {
             powerOnReset()
             return
         }
-        if bank == 0 && (register == R.whoAmI || (0x2D...0x52).contains(register)) { return } // read-only
+        if bank == 0 && (register == R.whoAmI || (0x2D...0x52).contains(register) || (0x70...0x72).contains(register)) { return } // read-only
         banks[bank][Int(register)] = value
+        if bank == 0 && register == R.fifoRst && value & 0x1F != 0 { fifo.clear() }
+        if bank == 0 && register == R.userCtrl {
+            if value & R.fifoEnable != 0 { fifo.start(at: clock(), rate: sampleRate) } else { fifo.stop() }
+        }
         if bank == 3 && register == R.i2cSlv4Ctrl && value & R.slvEnable != 0 { runSlave4() }
     }
 
@@ -97,7 +111,34 @@ public final class SimulatedICM20948: SimulatedIMUChip {
         return ak09916.readRegister(reg)
     }
 
+    /// FIFO_R_W does not advance: a burst there keeps draining the FIFO.
+    public override func nextRegister(after register: UInt8) -> UInt8 {
+        bank == 0 && register == R.fifoRW ? register : register &+ 1
+    }
+
+    private func advanceFIFO() {
+        fifo.whenFull = banks[0][Int(R.fifoMode)] & 1 != 0 ? .stop : .overwriteBytes
+        fifo.advance(to: clock(), rate: sampleRate) { [unowned self] t in self.fifoFrame(at: t) }
+        banks[0][Int(R.fifoCountH)] = UInt8(fifo.count >> 8 & 0x1F)
+        banks[0][Int(R.fifoCountH) + 1] = UInt8(fifo.count & 0xFF)
+    }
+
+    /// One sample as FIFO_EN_2 selects it, in register order: accel, gyro X/Y/Z, temp.
+    func fifoFrame(at time: Double) -> [UInt8] {
+        let en = banks[0][Int(R.fifoEn2)]
+        let t = chipTruth(at: time)
+        var out: [UInt8] = []
+        if en & 0x10 != 0 { SimulatedFIFO.append(t.accel, perCount: IMUConvert.invensenseAccelScale(accelRange), to: &out, bigEndian: true) }
+        let g = IMUConvert.invensenseGyroScale(gyroRange)
+        for (bit, v) in [(UInt8(0x02), t.gyro.x), (0x04, t.gyro.y), (0x08, t.gyro.z)] where en & bit != 0 {
+            SimulatedFIFO.append(IMUConvert.counts(v, perCount: g), to: &out, bigEndian: true)
+        }
+        if en & 0x01 != 0 { SimulatedFIFO.append(Int16(((temperature - 21) * 333.87).rounded()), to: &out, bigEndian: true) }
+        return out
+    }
+
     public override func transfer(write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
+        if fifo.running { advanceFIFO() }
         if read.count > 0, bank == 0, let start = write.first,
            start == R.intStatus1 || (R.accelXoutH...0x52).contains(start) { latch() }
         try super.transfer(write: write, read: read)

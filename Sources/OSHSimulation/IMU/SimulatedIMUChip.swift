@@ -29,8 +29,11 @@ open class SimulatedIMUChip: RegisterMapDevice {
     }
 
     /// The truth at the current time in the chip's own axes (the orientation is unchanged).
-    public func chipTruth() -> SimulatedMotion.Truth {
-        var t = truth(clock())
+    public func chipTruth() -> SimulatedMotion.Truth { chipTruth(at: clock()) }
+
+    /// The truth at simulated time `time` in the chip's own axes (FIFO samples made in the past).
+    public func chipTruth(at time: Double) -> SimulatedMotion.Truth {
+        var t = truth(time)
         t.gyro = mounting.inverse(t.gyro)
         t.accel = mounting.inverse(t.accel)
         t.mag = mounting.inverse(t.mag)
@@ -60,6 +63,109 @@ open class SimulatedIMUChip: RegisterMapDevice {
         store(IMUConvert.counts(v.x, perCount: perCount), at: reg, bigEndian: bigEndian)
         store(IMUConvert.counts(v.y, perCount: perCount), at: reg + 2, bigEndian: bigEndian)
         store(IMUConvert.counts(v.z, perCount: perCount), at: reg + 4, bigEndian: bigEndian)
+    }
+}
+
+/// A hardware FIFO: whole samples appended at the configured rate as the simulated clock
+/// passes each sample instant (index k at k/rate, made from the truth at that time), bytes
+/// drained one by one by reads. When a sample finds no room, `overflowed` is set and either
+/// the sample is dropped (stop-when-full: MPU-6500/9250 FIFO_MODE = 1, ICM-20948 snapshot) or
+/// the oldest bytes give way (MPU-6050 byte-wise, which misaligns frames; LSM6DSOX continuous
+/// mode, whole 7-byte words).
+public final class SimulatedFIFO {
+    public enum WhenFull: Sendable { case stop, overwriteBytes, overwriteWords(Int) }
+    public let capacity: Int
+    public var whenFull: WhenFull
+    public private(set) var overflowed = false
+    /// Samples that found no room (dropped or pushed out older ones).
+    public private(set) var overflowedSamples = 0
+    /// Samples appended since the model was made.
+    public private(set) var written = 0
+    private var bytes: [UInt8] = []
+    private var head = 0
+    private var lastIndex: Int64?
+
+    public init(capacity: Int, whenFull: WhenFull) {
+        self.capacity = capacity
+        self.whenFull = whenFull
+    }
+
+    public var count: Int { bytes.count - head }
+    public var running: Bool { lastIndex != nil }
+
+    /// Empties it (a FIFO reset); whether it runs is unchanged.
+    public func clear() {
+        bytes.removeAll(keepingCapacity: true)
+        head = 0
+        overflowed = false
+    }
+
+    /// Starts taking samples from the next sample instant after `now` (FIFO enabled).
+    public func start(at now: Double, rate: Double) {
+        if lastIndex == nil { lastIndex = Int64((now * rate).rounded(.down)) }
+    }
+
+    /// Stops taking samples; what it holds stays readable.
+    public func stop() { lastIndex = nil }
+
+    public func clearOverflow() { overflowed = false }
+
+    /// Appends every sample due by `now` at `rate` Hz; `frame(t)` makes the bytes of one.
+    public func advance(to now: Double, rate: Double, frame: (Double) -> [UInt8]) {
+        guard let last = lastIndex, rate > 0 else { return }
+        let index = Int64((now * rate).rounded(.down))
+        guard index > last else { return }
+        // A long jump (a test moving the clock by minutes) need not make every lost sample.
+        let keep: Int64 = Int64(capacity) + 2
+        var first = last + 1
+        if index - first > keep {
+            overflowedSamples += Int(index - first - keep)
+            overflowed = true
+            first = index - keep
+        }
+        for k in first...index { append(frame(Double(k) / rate)) }
+        lastIndex = index
+    }
+
+    private func append(_ f: [UInt8]) {
+        written += 1
+        if count + f.count > capacity {
+            overflowed = true
+            overflowedSamples += 1
+            switch whenFull {
+            case .stop: return
+            case .overwriteBytes: head += count + f.count - capacity
+            case .overwriteWords(let w):
+                let excess = count + f.count - capacity
+                head += (excess + w - 1) / w * w
+            }
+        }
+        bytes.append(contentsOf: f)
+        if head > 4096 {
+            bytes.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// The next byte; an empty FIFO reads 0 (the count said not to read it).
+    public func pop() -> UInt8 {
+        guard head < bytes.count else { return 0 }
+        head += 1
+        return bytes[head - 1]
+    }
+
+    /// Stores a signed 16-bit value into `out`, big- or little-endian.
+    public static func append(_ v: Int16, to out: inout [UInt8], bigEndian: Bool) {
+        let u = UInt16(bitPattern: v)
+        let hi = UInt8(u >> 8), lo = UInt8(u & 0xFF)
+        out.append(bigEndian ? hi : lo)
+        out.append(bigEndian ? lo : hi)
+    }
+
+    public static func append(_ v: IMUVector, perCount: Double, to out: inout [UInt8], bigEndian: Bool) {
+        append(IMUConvert.counts(v.x, perCount: perCount), to: &out, bigEndian: bigEndian)
+        append(IMUConvert.counts(v.y, perCount: perCount), to: &out, bigEndian: bigEndian)
+        append(IMUConvert.counts(v.z, perCount: perCount), to: &out, bigEndian: bigEndian)
     }
 }
 

@@ -10,9 +10,12 @@ public final class SimulatedMPU: SimulatedIMUChip {
     /// DEVICE_RESET pulses seen (a test asserts the driver resets the chip).
     public private(set) var resets = 0
     private var dataReadyLatched = false
+    /// The hardware FIFO (1024 bytes on the 6050, 512 on the 6500/9250).
+    public let fifo: SimulatedFIFO
 
     public init(variant: MPUDriver.Variant, truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
         self.variant = variant
+        fifo = SimulatedFIFO(capacity: variant == .mpu6050 ? 1024 : 512, whenFull: .overwriteBytes)
         super.init(registers: [:], truth: truth, clock: clock, mounting: mounting)
         if variant == .mpu9250 {
             let ak = SimulatedAKMagnetometer(model: .ak8963, truth: truth, clock: clock, mounting: mounting)
@@ -35,6 +38,8 @@ public final class SimulatedMPU: SimulatedIMUChip {
         registers[Int(MPUDriver.Reg.pwrMgmt1)] = variant == .mpu6050 ? 0x40 : 0x01
         registers[Int(MPUDriver.Reg.whoAmI)] = whoAmI
         dataReadyLatched = false
+        fifo.stop()
+        fifo.clear()
         forgetSamples()
     }
 
@@ -61,8 +66,14 @@ public final class SimulatedMPU: SimulatedIMUChip {
             powerOnReset() // the reset bit clears itself
             return
         }
+        if register == MPUDriver.Reg.userCtrl {
+            if value & MPUDriver.Reg.fifoReset != 0 { fifo.clear() }
+            if value & MPUDriver.Reg.fifoEnable != 0 { fifo.start(at: clock(), rate: sampleRate) } else { fifo.stop() }
+            super.writeRegister(register, value & ~MPUDriver.Reg.fifoReset) // the reset bit clears itself
+            return
+        }
         switch register {
-        case MPUDriver.Reg.whoAmI, MPUDriver.Reg.intStatus, 0x3B...0x48: return // read-only
+        case MPUDriver.Reg.whoAmI, MPUDriver.Reg.intStatus, 0x3B...0x48, 0x72...0x74: return // read-only
         case MPUDriver.Reg.accelConfig2 where variant == .mpu6050: return    // not on the 6050
         default: super.writeRegister(register, value)
         }
@@ -71,14 +82,53 @@ public final class SimulatedMPU: SimulatedIMUChip {
     public override func readRegister(_ register: UInt8) -> UInt8 {
         if register == MPUDriver.Reg.intStatus {
             // Cleared by reading.
-            let v: UInt8 = dataReadyLatched ? MPUDriver.Reg.dataReady : 0
+            let v: UInt8 = (dataReadyLatched ? MPUDriver.Reg.dataReady : 0) | (fifo.overflowed ? MPUDriver.Reg.fifoOverflow : 0)
             dataReadyLatched = false
+            fifo.clearOverflow()
             return v
         }
+        if register == MPUDriver.Reg.fifoRW { return fifo.pop() }
         return super.readRegister(register)
     }
 
+    /// FIFO_R_W does not advance: a burst there keeps draining the FIFO.
+    public override func nextRegister(after register: UInt8) -> UInt8 {
+        register == MPUDriver.Reg.fifoRW ? register : register &+ 1
+    }
+
+    /// FIFO_MODE (6500/9250) picks stop-when-full; otherwise the oldest bytes are overwritten.
+    private func advanceFIFO() {
+        let stop = variant != .mpu6050 && registers[Int(MPUDriver.Reg.config)] & MPUDriver.Reg.fifoMode != 0
+        fifo.whenFull = stop ? .stop : .overwriteBytes
+        fifo.advance(to: clock(), rate: sampleRate) { [unowned self] t in self.fifoFrame(at: t) }
+        let n = UInt16(fifo.count)
+        registers[0x72] = UInt8(n >> 8)
+        registers[0x73] = UInt8(n & 0xFF)
+    }
+
+    /// One sample as the FIFO_EN bits select it, in register order: accel, temp, gyro X/Y/Z.
+    func fifoFrame(at time: Double) -> [UInt8] {
+        let en = registers[Int(MPUDriver.Reg.fifoEn)]
+        let t = chipTruth(at: time)
+        var out: [UInt8] = []
+        if en & MPUDriver.Reg.fifoAccel != 0 {
+            SimulatedFIFO.append(t.accel, perCount: IMUConvert.invensenseAccelScale(accelRange), to: &out, bigEndian: true)
+        }
+        if en & MPUDriver.Reg.fifoTemp != 0 { SimulatedFIFO.append(temperatureCounts, to: &out, bigEndian: true) }
+        let g = IMUConvert.invensenseGyroScale(gyroRange)
+        for (bit, v) in [(UInt8(0x40), t.gyro.x), (0x20, t.gyro.y), (0x10, t.gyro.z)] where en & bit != 0 {
+            SimulatedFIFO.append(IMUConvert.counts(v, perCount: g), to: &out, bigEndian: true)
+        }
+        return out
+    }
+
+    var temperatureCounts: Int16 {
+        let tempRaw = variant == .mpu6050 ? (temperature - 36.53) * 340 : (temperature - 21) * 333.87
+        return Int16(max(-32768, min(32767, tempRaw.rounded())))
+    }
+
     public override func transfer(write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
+        if fifo.running { advanceFIFO() }
         if read.count > 0, let start = write.first, (MPUDriver.Reg.intStatus...0x48).contains(start) { latch() }
         try super.transfer(write: write, read: read)
     }
@@ -88,8 +138,7 @@ public final class SimulatedMPU: SimulatedIMUChip {
         guard !asleep, takeNewSample(rate: sampleRate) else { return }
         let t = chipTruth()
         store(t.accel, perCount: IMUConvert.invensenseAccelScale(accelRange), at: 0x3B, bigEndian: true)
-        let tempRaw = variant == .mpu6050 ? (temperature - 36.53) * 340 : (temperature - 21) * 333.87
-        store(Int16(max(-32768, min(32767, tempRaw.rounded()))), at: 0x41, bigEndian: true)
+        store(temperatureCounts, at: 0x41, bigEndian: true)
         store(t.gyro, perCount: IMUConvert.invensenseGyroScale(gyroRange), at: 0x43, bigEndian: true)
         dataReadyLatched = true
     }

@@ -7,6 +7,11 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
     typealias R = LSM6DSOXDriver.Reg
     public private(set) var resets = 0
     private var statusLatched: UInt8 = 0
+    /// The FIFO in 7-byte words (tag + data); a batch is a gyro word then an accel word.
+    /// Capacity 9 KB ("up to 9 kbytes"); continuous mode drops the oldest whole words.
+    public let fifo = SimulatedFIFO(capacity: 9 * 1024, whenFull: .overwriteWords(7))
+    private var batch: UInt8 = 0
+    private var word: [UInt8] = Array(repeating: 0, count: 7)
 
     public init(truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
         super.init(registers: [:], truth: truth, clock: clock, mounting: mounting)
@@ -18,7 +23,36 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
         registers[Int(R.whoAmI)] = 0x6C
         registers[Int(R.ctrl3C)] = R.ifInc
         statusLatched = 0
+        fifo.stop()
+        fifo.clear()
         forgetSamples()
+    }
+
+    /// Batch rate of the accelerometer (FIFO_CTRL3 BDR_XL, codes as the ODR's).
+    public var batchRate: Double {
+        let code = registers[Int(R.fifoCtrl3)] & 0x0F
+        return LSM6DSOXDriver.odr.first { $0.code == code }?.hz ?? 0
+    }
+
+    private func advanceFIFO() {
+        let mode = registers[Int(R.fifoCtrl4)] & 0x07
+        fifo.whenFull = mode == 0x01 ? .stop : .overwriteWords(R.fifoWordBytes)
+        fifo.advance(to: clock(), rate: batchRate) { [unowned self] t in self.fifoBatch(at: t) }
+        let words = fifo.count / R.fifoWordBytes
+        registers[Int(R.fifoStatus1)] = UInt8(words & 0xFF)
+        registers[Int(R.fifoStatus1) + 1] = UInt8(words >> 8 & 0x03) | (fifo.overflowed ? R.fifoOverrun : 0)
+    }
+
+    /// A gyro word and an accel word with the batch's TAG_CNT (parity bit left 0).
+    func fifoBatch(at time: Double) -> [UInt8] {
+        let t = chipTruth(at: time)
+        let cnt = batch << 1
+        batch = (batch + 1) & 3
+        var out: [UInt8] = [IMUFifoFrames.stGyroTag << 3 | cnt]
+        SimulatedFIFO.append(t.gyro, perCount: IMUConvert.lsm6dsoxGyroScale(gyroRange), to: &out, bigEndian: false)
+        out.append(IMUFifoFrames.stAccelTag << 3 | cnt)
+        SimulatedFIFO.append(t.accel, perCount: IMUConvert.lsm6dsoxAccelScale(accelRange), to: &out, bigEndian: false)
+        return out
     }
 
     public var accelODR: Double {
@@ -33,8 +67,10 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
 
     public var gyroRange: GyroRange { GyroRange.allCases[Int(registers[Int(R.ctrl2G)] >> 2 & 3)] }
 
+    /// After FIFO_DATA_OUT_Z_H (7Eh) the pointer rolls back to the tag (78h): one burst reads words.
     public override func nextRegister(after register: UInt8) -> UInt8 {
-        registers[Int(R.ctrl3C)] & R.ifInc != 0 ? register &+ 1 : register
+        if register == R.fifoDataOutTag + 6 { return R.fifoDataOutTag }
+        return registers[Int(R.ctrl3C)] & R.ifInc != 0 ? register &+ 1 : register
     }
 
     public override func writeRegister(_ register: UInt8, _ value: UInt8) {
@@ -43,8 +79,12 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
             powerOnReset()
             return
         }
-        if register == R.whoAmI || (R.statusReg...0x2D).contains(register) { return }
+        if register == R.whoAmI || (R.statusReg...0x2D).contains(register) || (0x3A...0x3B).contains(register) || register >= 0x78 { return }
         super.writeRegister(register, value)
+        if register == R.fifoCtrl4 {
+            // Bypass empties it; any other mode with a batch rate runs it.
+            if value & 0x07 == 0 { fifo.stop(); fifo.clear() } else { fifo.start(at: clock(), rate: batchRate) }
+        }
     }
 
     public override func readRegister(_ register: UInt8) -> UInt8 {
@@ -53,10 +93,16 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
             statusLatched = 0
             return v
         }
+        if register == R.fifoDataOutTag {
+            for i in 0..<R.fifoWordBytes { word[i] = fifo.pop() }
+            return word[0]
+        }
+        if register > R.fifoDataOutTag, register <= R.fifoDataOutTag + 6 { return word[Int(register - R.fifoDataOutTag)] }
         return super.readRegister(register)
     }
 
     public override func transfer(write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
+        if fifo.running { advanceFIFO() }
         if read.count > 0, let start = write.first, (R.statusReg...0x2D).contains(start) { latch() }
         try super.transfer(write: write, read: read)
     }

@@ -24,7 +24,10 @@ What the agent's drivers do against these chips (read from Sources/, see README.
           bytes at 0xF7 (0x80000 in adc_T or adc_P means "no conversion yet").
   MPU9250 reads WHO_AM_I 0x75; writes PWR_MGMT_1 0x80 then (100 ms later) 0x01 without
           polling; SMPLRT_DIV, CONFIG, GYRO/ACCEL_CONFIG(2); USER_CTRL 0, INT_PIN_CFG 0x02
-          (bypass); INT_ENABLE 1; each sample reads 15 bytes at 0x3A (INT_STATUS + data).
+          (bypass); INT_ENABLE 1; FIFO_EN 0x23 = 0x78, USER_CTRL 0x6A = 0x00/0x04/0x40 (FIFO reset,
+          on); every 0.21 s reads 2 bytes at 0x72 (FIFO_COUNT), then count/12 frames at 0x74
+          (FIFO_R_W), <= 120 bytes per read (fifo pacing, the default); with [imu] fifo = false
+          each sample reads 15 bytes at 0x3A (INT_STATUS + data).
   AK8963  reads WIA 0x00; writes CNTL2 0x0B = 0x01 (soft reset, not polled), CNTL1 0x0A =
           0x00 / 0x0F (fuse ROM) / 0x00 / 0x16; reads ASA 0x10–0x12; each sample reads 8 bytes
           at 0x02 (ST1 … ST2) and uses the data only if ST1 bit 0 (DRDY) = 1 and ST2 bit 3
@@ -61,6 +64,22 @@ DEFAULT_FIELD_NORTH_UT, DEFAULT_FIELD_DOWN_UT = 20.0, 45.0
 # Fuse-ROM sensitivity adjustment bytes (real parts read 0xA0–0xBF or so).
 DEFAULT_ASA = (0xB0, 0xB4, 0xA5)
 IMU_DIE_CELSIUS = 25.0
+
+# The agent's FIFO pacing ([imu] fifo = true, the default) on a memory-only chip. The driver
+# (MPUDriver.readFIFO) reads FIFO_COUNTH/L (0x72-0x73), then count/12 whole frames from
+# FIFO_R_W (0x74), at most 10 frames (120 bytes) per I2C read (IMUFifoLayout.maxTransferBytes
+# 128), each read starting at 0x74 again. On the stub the pointer auto-increments and nothing
+# drains, so every read returns 0x74.. again: 10 copies of the frame there decode to the planned
+# sample whatever the count, and the count never changes. It is set to what the chip would hold
+# at each burst: 100 Hz x 0.21 s = 21 frames (the MPU-9250's 512-byte FIFO half full caps the
+# 0.25 s flush interval: IMUFifoLayout.halfFullInterval), so the times the agent reconstructs
+# are 10 ms apart, as on a real chip. 0x75 inside the first frame is WHO_AM_I (0x71), which the
+# driver reads at open: the frame's second byte (ACCEL_XOUT_L) must be 0x71, so the accel x
+# count is chosen with that low byte (imu_design).
+FIFO_FRAME_BYTES = 12            # IMUFifoFrames.invensense: ACCEL_X/Y/Z then GYRO_X/Y/Z, big-endian
+FIFO_FRAMES_PER_BURST = 21       # count register: 21 * 12 = 252 bytes
+FIFO_FRAMES_PER_TRANSFER = 10    # 128 // 12
+MPU_WHO_AM_I = 0x71
 
 # Fixture rows used without --bmp280: the datasheet-example calibration set, the rows whose
 # values look like weather (900–1100 hPa, −10…45 °C), in case order. Case 0 is the datasheet's
@@ -430,6 +449,9 @@ def imu_design(heading, pitch, roll, accel_range_g=4, gyro_range_dps=500, gyro_d
     for bits in range(1 << 6):
         # accel: rounding both ways per axis; the mag: both ways per axis
         acc = [math.floor(v) + (bits >> i & 1) for i, v in enumerate(acc_ideal)]
+        # ACCEL_XOUT_L sits at 0x75 (WHO_AM_I) in the FIFO region: the two nearest counts with that low byte
+        below = math.floor((acc_ideal[0] - MPU_WHO_AM_I) / 256) * 256 + MPU_WHO_AM_I
+        acc[0] = below + 256 * (bits & 1)
         ak = [math.floor(v) + (bits >> (3 + i) & 1) for i, v in enumerate(ak_ideal)]
         a, m = meaning(acc, ak)
         _, h, p, ro = android_angles(attitude(a, m))
@@ -581,6 +603,13 @@ def build(args):
     load.append("0x%02x 0x75 71" % MPU_ADDR)
     load.append("0x%02x 0x6b 01" % MPU_ADDR)
     load.append("0x%02x 0x3a 01 %s" % (MPU_ADDR, hexbytes(data)))
+    frame = data[:6] + data[8:14]      # the FIFO frame: accel and gyro, no temperature
+    assert len(frame) == FIFO_FRAME_BYTES and frame[1] == MPU_WHO_AM_I, "ACCEL_XOUT_L must read as WHO_AM_I"
+    fifo_count = FIFO_FRAMES_PER_BURST * FIFO_FRAME_BYTES
+    load.append("# FIFO (fifo pacing): FIFO_COUNTH/L 0x72-0x73 = %d (%d frames), then %d copies of the 12-byte frame"
+                % (fifo_count, FIFO_FRAMES_PER_BURST, FIFO_FRAMES_PER_TRANSFER))
+    load.append("# from FIFO_R_W 0x74 (0x75 = WHO_AM_I 71 is the frame's ACCEL_XOUT_L); every FIFO read returns these")
+    load.append("0x%02x 0x72 %s" % (MPU_ADDR, hexbytes([fifo_count >> 8, fifo_count & 0xFF] + frame * FIFO_FRAMES_PER_TRANSFER)))
     load.append("# AK8963 at 0x%02x (always answers on the stub, bypass or not): WIA 0x00, then 0x02-0x09:" % AK_ADDR)
     load.append("# ST1 = 0x01 (DRDY, stays set), HXL..HZH (little-endian), ST2 = 0x10 (BITM 16-bit, HOFL 0); fuse ROM ASA 0x10-0x12")
     load.append("0x%02x 0x00 48" % AK_ADDR)
@@ -651,6 +680,10 @@ def build(args):
                                    "keeps it chattering within about +-0.12 deg of this attitude; judge samples "
                                    "published 2 s or more after start"),
             },
+            "fifo": {"count_bytes": FIFO_FRAMES_PER_BURST * FIFO_FRAME_BYTES, "frames_per_burst": FIFO_FRAMES_PER_BURST,
+                     "burst_interval_s": FIFO_FRAMES_PER_BURST / 100.0,
+                     "note": "fifo pacing: every burst decodes to this same sample, 21 of them 10 ms apart; the "
+                             "magnetometer is read once per burst, so it is new on each burst's last sample"},
             "published_each_sample": "accelerometer, gyroscope, magnetometer (ST1.DRDY stays 1, so every "
                                      "sample is a new magnetometer sample) exactly as above",
         },
