@@ -118,7 +118,7 @@ final class IMUFifoInputTests: XCTestCase {
             times.append($0.t)
             if $0.magIsNew { newMag += 1 }
         }
-        XCTAssertEqual(input.pollInterval, 0.1, accuracy: 1e-12, "the asked interval, under the 0.21 s cap")
+        XCTAssertEqual(input.pollInterval, 0.1, accuracy: 1e-12, "the asked interval, under the 0.28 s cap")
         try input.start()
         try loop.run(until: EventLoop.deadline(after: 0.65))
         input.stop()
@@ -127,7 +127,9 @@ final class IMUFifoInputTests: XCTestCase {
         for (a, b) in zip(times, times.dropFirst()) { XCTAssertGreaterThan(b, a) }
         let gaps = zip(times, times.dropFirst()).map { $1 - $0 }.sorted()
         XCTAssertEqual(gaps[gaps.count / 2], 0.01, accuracy: 1e-6, "samples 1/rate apart")
-        XCTAssertEqual(newMag, input.poller.polls + 1, "one magnetometer reading per burst (+ the first sample)")
+        // The first burst comes at the next 100 ms of the loop's grid: it may find no whole frame yet.
+        XCTAssertTrue((input.poller.polls...(input.poller.polls + 1)).contains(newMag),
+                      "one magnetometer reading per burst with samples (+ the first sample): \(newMag) for \(input.poller.polls)")
         XCTAssertEqual(input.fifoOverflows, 0)
     }
 

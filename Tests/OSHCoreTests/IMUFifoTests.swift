@@ -3,13 +3,17 @@ import XCTest
 
 /// The pure half of FIFO reads: geometry, the burst interval cap, sample times, frame decoding.
 final class IMUFifoTests: XCTestCase {
-    func testGeometryAndTheHalfFullCap() {
+    func testGeometryAndTheFillCapOnTheFlushGrid() {
         let mpu9250 = IMUFifoLayout(capacityBytes: 512, frameBytes: 12, rateHz: 100)
-        XCTAssertEqual(mpu9250.halfFullFrames, 21)
-        XCTAssertEqual(mpu9250.halfFullInterval, 0.21, accuracy: 1e-12)
-        XCTAssertEqual(mpu9250.burstInterval(asked: 0.25), 0.21, accuracy: 1e-12, "the flush interval, capped at half full")
+        XCTAssertEqual(mpu9250.readFrames, 28)
+        XCTAssertEqual(mpu9250.fillInterval, 0.28, accuracy: 1e-12)
+        XCTAssertEqual(mpu9250.burstInterval(asked: 0.25), 0.25, accuracy: 1e-12, "the flush interval: one wake-up for both")
         XCTAssertEqual(mpu9250.burstInterval(asked: 0.1), 0.1, accuracy: 1e-12)
-        XCTAssertEqual(mpu9250.burstInterval(asked: .nan), 0.21, accuracy: 1e-12)
+        XCTAssertEqual(mpu9250.burstInterval(asked: 0.5), 0.25, accuracy: 1e-12, "half the flush interval, on its grid")
+        XCTAssertEqual(mpu9250.burstInterval(asked: 1), 0.25, accuracy: 1e-12, "a quarter")
+        XCTAssertEqual(IMUFifoLayout(capacityBytes: 512, frameBytes: 12, rateHz: 200).burstInterval(asked: 0.25), 0.125,
+                       accuracy: 1e-12, "200 Hz fills 28 frames in 0.14 s")
+        XCTAssertEqual(mpu9250.burstInterval(asked: .nan), 0.28, accuracy: 1e-12)
         XCTAssertEqual(mpu9250.framesPerTransfer, 10, "≤ 128 bytes per I²C read")
         XCTAssertEqual(IMUFifoLayout(capacityBytes: 1024, frameBytes: 12, rateHz: 100).burstInterval(asked: 0.25), 0.25)
         XCTAssertEqual(IMUFifoLayout(capacityBytes: 9216, frameBytes: 14, rateHz: 104).framesPerTransfer, 9)

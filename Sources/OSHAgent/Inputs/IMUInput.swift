@@ -33,7 +33,7 @@ public struct IMUSettings: Sendable, Equatable {
     public var magnetometerMounting: AxisMap
     public var pacing: Pacing
     /// Seconds between FIFO bursts as asked: the publisher's flush interval (observations
-    /// leave only then). The input caps it so the chip's FIFO is at most half full between reads.
+    /// leave only then). The input divides it so the chip's FIFO is at most two-thirds full between reads.
     public var burstInterval: Double
 
     public init(bus: Int = 1, chip: String = "auto", address: UInt8? = nil, magnetometer: String = "auto",
@@ -119,7 +119,7 @@ public final class IMUInput {
         let rate: Double
         if settings.pacing == .fifo, let f = d.fifo {
             rate = 1 / f.burstInterval(asked: settings.burstInterval)
-            burst.reserveCapacity(4 * f.halfFullFrames)
+            burst.reserveCapacity(4 * f.readFrames)
         } else {
             rate = settings.pacing == .dataReady ? 2 * settings.rateHz : settings.rateHz
         }

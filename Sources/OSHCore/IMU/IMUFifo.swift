@@ -26,12 +26,12 @@ public struct IMUFifoLayout: Sendable, Equatable {
     /// Whole frames per transfer (10 for 12-byte frames, 9 for the LSM6DSOX's 14).
     public var framesPerTransfer: Int { max(1, Self.maxTransferBytes / frameBytes) }
 
-    /// Whole frames that fit in half the FIFO.
-    public var halfFullFrames: Int { max(1, capacityBytes / 2 / frameBytes) }
+    /// Whole frames a read may find: two thirds of the FIFO, the last third left for a late loop
+    /// (512 bytes, 12-byte frames: 28 frames; at 100 Hz the FIFO is full 140 ms after that).
+    public var readFrames: Int { max(1, capacityBytes * 2 / 3 / frameBytes) }
 
-    /// The longest wait between reads that keeps the FIFO at most half full at `rateHz`
-    /// (512 bytes, 12-byte frames, 100 Hz: 21 frames → 0.21 s).
-    public var halfFullInterval: Double { Double(halfFullFrames) / max(rateHz, 0.001) }
+    /// The longest wait between reads that keeps to `readFrames` at `rateHz` (0.28 s above).
+    public var fillInterval: Double { Double(readFrames) / max(rateHz, 0.001) }
 
     /// A count this close to the capacity means a sample may have found no room: the FIFO
     /// overflowed (InvenSense stop-when-full mode stops a frame short of full; the MPU-6050
@@ -42,10 +42,13 @@ public struct IMUFifoLayout: Sendable, Equatable {
     public func wholeFrames(count: Int) -> Int { max(0, count) / frameBytes }
 
     /// The seconds between reads: the asked interval (the publisher's flush interval —
-    /// observations leave only then, so reading sooner gains nothing), capped at half full.
+    /// observations leave only then, so reading sooner gains nothing), or the largest whole
+    /// fraction of it (½, ⅓ …) within `fillInterval`: the reads stay on the loop's grid, in the
+    /// flush's own wake-up.
     public func burstInterval(asked: Double) -> Double {
-        let a = asked.isFinite && asked > 0 ? asked : halfFullInterval
-        return min(a, halfFullInterval)
+        guard asked.isFinite, asked > 0 else { return fillInterval }
+        let parts = max(1, (asked / fillInterval).rounded(.up))
+        return asked / parts
     }
 }
 
