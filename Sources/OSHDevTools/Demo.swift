@@ -75,6 +75,7 @@ public enum Demo {
         var plan = HardwarePlan()
         plan.barometer = .simulated
         plan.imu = .simulated
+        plan.magnetometerRate = OutputSettings.defaults(for: OutputKind.magnetometer.settingsKey).rate
         try? StateFiles.makeDirectories(config.stateDirectory)
         plan.audio = o.audio ? .simulated : nil
         if o.audio {

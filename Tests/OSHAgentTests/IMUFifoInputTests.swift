@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import OSHAgent
+@testable import OSHAgent
 import OSHCore
 import OSHPlatform
 import XCTest
@@ -163,5 +163,39 @@ final class IMUFifoInputTests: XCTestCase {
         c.fifo = false
         XCTAssertEqual(IMUSettings(config: c, bus: 1).pacing, .timer)
         XCTAssertFalse(IMUSettings(config: c, bus: 1).driverSettings.fifo)
+    }
+
+    /// The magnetometer has no FIFO: it is read once per burst, so its output's rate sets the
+    /// longest burst interval (10 Hz: a burst per 100 ms, not per 250 ms flush); without a
+    /// magnetometer, or with its output off, the flush interval stands.
+    func testTheMagnetometerOutputsRateBoundsTheBurstInterval() throws {
+        func interval(chip: String, magnetometerInterval: Double?) throws -> Double {
+            let loop = try EventLoop(time: .virtual())
+            let bus = SimulatedI2CBus(recordsTrace: false)
+            _ = try SimulatedIMUBoard.attach(to: bus, chip: chip, motion: SimulatedMotion())
+            var settings = IMUSettings(chip: chip, pacing: .fifo, burstInterval: 0.25)
+            settings.magnetometerInterval = magnetometerInterval
+            return try IMUInput(loop: loop, bus: bus, settings: settings, sleep: noSleep) { _ in }.pollInterval
+        }
+        XCTAssertEqual(try interval(chip: "MPU9250", magnetometerInterval: 0.1), 0.1, accuracy: 1e-12)
+        XCTAssertEqual(try interval(chip: "MPU9250", magnetometerInterval: nil), 0.25, accuracy: 1e-12)
+        XCTAssertEqual(try interval(chip: "MPU9250", magnetometerInterval: 1), 0.25, accuracy: 1e-12)
+        XCTAssertEqual(try interval(chip: "MPU6500", magnetometerInterval: 0.1), 0.25, accuracy: 1e-12, "no magnetometer on the chip")
+        let on = try AgentSettings.parse(bytes: Array("""
+            [server.main]
+            url = "http://127.0.0.1:1/sensorhub/api"
+            [outputs.magnetometer]
+            enabled = true
+            [outputs.quat_orientation_data]
+            enabled = true
+            """.utf8), path: "mag.conf")
+        XCTAssertEqual(Daemon.plan(on).magnetometerRate, 10, "the magnetometer output's default rate")
+        let off = try AgentSettings.parse(bytes: Array("""
+            [server.main]
+            url = "http://127.0.0.1:1/sensorhub/api"
+            [outputs.quat_orientation_data]
+            enabled = true
+            """.utf8), path: "nomag.conf")
+        XCTAssertEqual(Daemon.plan(off).magnetometerRate, 0)
     }
 }

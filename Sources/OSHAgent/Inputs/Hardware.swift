@@ -25,6 +25,8 @@ public struct HardwarePlan: Sendable {
     public var imuRate: Double = 100
     /// The publisher's flush interval: how often the IMU reads its FIFO (capped per chip).
     public var flushInterval: Double = 0.25
+    /// The magnetometer output's rate, 0 when it is off: its observations need a burst each.
+    public var magnetometerRate: Double = 0
     public var north: NorthReference = .true
     /// Scratch space for ALSA's file-plugin configuration (simulated audio).
     public var scratchDirectory = "/tmp"
@@ -129,6 +131,7 @@ public final class Hardware {
             settings.gyroRange = d.imu.gyroRange
             settings.pacing = d.imu.fifo ? .fifo : .timer
             settings.burstInterval = plan.flushInterval
+            if plan.magnetometerRate > 0 { settings.magnetometerInterval = 1 / plan.magnetometerRate }
             if source == .board { settings.mounting = d.imu.mounting }
             do {
                 let i = try IMUInput(loop: loop, bus: bus, settings: settings) { [unowned self] s in self.imuSample(s) }

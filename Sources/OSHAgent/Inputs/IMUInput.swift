@@ -35,6 +35,10 @@ public struct IMUSettings: Sendable, Equatable {
     /// Seconds between FIFO bursts as asked: the publisher's flush interval (observations
     /// leave only then). The input divides it so the chip's FIFO is at most two-thirds full between reads.
     public var burstInterval: Double
+    /// The magnetometer output's period when it is published (nil when not). The magnetometer
+    /// has no FIFO: it is read once per burst, so its observations come no faster than the
+    /// bursts, and a burst comes at least this often.
+    public var magnetometerInterval: Double?
 
     public init(bus: Int = 1, chip: String = "auto", address: UInt8? = nil, magnetometer: String = "auto",
                 magnetometerAddress: UInt8? = nil, accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500,
@@ -118,7 +122,9 @@ public final class IMUInput {
         }
         let rate: Double
         if settings.pacing == .fifo, let f = d.fifo {
-            rate = 1 / f.burstInterval(asked: settings.burstInterval)
+            var asked = settings.burstInterval
+            if d.magnetometerName != nil, let m = settings.magnetometerInterval, m > 0, m < asked { asked = m }
+            rate = 1 / f.burstInterval(asked: asked)
             burst.reserveCapacity(4 * f.readFrames)
         } else {
             rate = settings.pacing == .dataReady ? 2 * settings.rateHz : settings.rateHz

@@ -93,6 +93,7 @@ public enum Daemon {
         // The filter runs at 100 Hz whatever the outputs' rates (they are thinned), faster if asked.
         p.imuRate = max(100, OutputKind.inertial.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 100)
         p.flushInterval = settings.publisher.flushInterval
+        if let m = output(.magnetometer), m.enabled { p.magnetometerRate = m.rate }
         p.audio = source([.audioLevel])
         p.camera = source([.video])
         p.cameraFPS = output(.video)?.rate ?? 10

@@ -25,7 +25,7 @@ What the agent's drivers do against these chips (read from Sources/, see README.
   MPU9250 reads WHO_AM_I 0x75; writes PWR_MGMT_1 0x80 then (100 ms later) 0x01 without
           polling; SMPLRT_DIV, CONFIG, GYRO/ACCEL_CONFIG(2); USER_CTRL 0, INT_PIN_CFG 0x02
           (bypass); INT_ENABLE 1; FIFO_EN 0x23 = 0x78, USER_CTRL 0x6A = 0x00/0x04/0x40 (FIFO reset,
-          on); every 0.25 s reads 2 bytes at 0x72 (FIFO_COUNT), then count/12 frames at 0x74
+          on); every 0.1 s reads 2 bytes at 0x72 (FIFO_COUNT), then count/12 frames at 0x74
           (FIFO_R_W), <= 120 bytes per read (fifo pacing, the default); with [imu] fifo = false
           each sample reads 15 bytes at 0x3A (INT_STATUS + data).
   AK8963  reads WIA 0x00; writes CNTL2 0x0B = 0x01 (soft reset, not polled), CNTL1 0x0A =
@@ -71,13 +71,13 @@ IMU_DIE_CELSIUS = 25.0
 # 128), each read starting at 0x74 again. On the stub the pointer auto-increments and nothing
 # drains, so every read returns 0x74.. again: 10 copies of the frame there decode to the planned
 # sample whatever the count, and the count never changes. It is set to what the chip would hold
-# at each burst: 100 Hz x 0.25 s = 25 frames (a burst per 0.25 s flush interval: within
-# IMUFifoLayout.fillInterval, two-thirds of the 512-byte FIFO), so the times the agent reconstructs
+# at each burst: 100 Hz x 0.1 s = 10 frames (a burst per 0.1 s: the magnetometer output's
+# 10 Hz — the AK8963 has no FIFO, one read per burst — under the 0.25 s flush interval), so the times the agent reconstructs
 # are 10 ms apart, as on a real chip. 0x75 inside the first frame is WHO_AM_I (0x71), which the
 # driver reads at open: the frame's second byte (ACCEL_XOUT_L) must be 0x71, so the accel x
 # count is chosen with that low byte (imu_design).
 FIFO_FRAME_BYTES = 12            # IMUFifoFrames.invensense: ACCEL_X/Y/Z then GYRO_X/Y/Z, big-endian
-FIFO_FRAMES_PER_BURST = 25       # count register: 25 * 12 = 300 bytes
+FIFO_FRAMES_PER_BURST = 10       # count register: 10 * 12 = 120 bytes
 FIFO_FRAMES_PER_TRANSFER = 10    # 128 // 12
 MPU_WHO_AM_I = 0x71
 
