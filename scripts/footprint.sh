@@ -23,11 +23,12 @@
 #   scripts/footprint.sh --dry-run [--vpi-summary FILE]          the plan (and the arm64 column), no run
 #   PORT=18190 BUILD=0 KEEP=1 PEER=0 COLLECTD=0 CORES="0 1 0" …
 #
-# BUILD=1 (default) builds osh-edge-sim with the static Swift stdlib into .build/static (the normal
-# .build is left alone) and osh-edge-dev (the node) in release. SIM_BIN / NODE_BIN override the
-# binaries. The Python peer runs in the venv VENV (default /var/cache/osh-edge/bench-venv), made
-# with PYTHON -m venv and `pip install ahrs numpy requests` when missing; PEER=0, or no venv,
-# skips it with a note; COLLECTD=0, or no collectd installed, skips collectd.
+# BUILD=1 (default) builds osh-edge-sim with the static Swift stdlib into .build/static (its own
+# scratch path, so .build/release keeps its builds) and osh-edge-dev (the node) in release.
+# SIM_BIN / NODE_BIN override the binaries. The Python peer runs in the venv VENV (default
+# /var/cache/osh-edge/bench-venv), made with PYTHON -m venv and `pip install ahrs numpy requests`
+# when missing; PEER=0, or no venv, skips it with a note; COLLECTD=0, or no collectd installed,
+# skips collectd.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -131,7 +132,7 @@ fi
 collectd_bin=""
 if [ "$COLLECTD" = 1 ]; then
   collectd_bin=$(command -v collectd || ls /usr/sbin/collectd 2>/dev/null || true)
-  [ -n "$collectd_bin" ] || note "collectd skipped: not installed (apt-get install collectd-core)"
+  [ -n "$collectd_bin" ] || note "collectd skipped: not installed (apt-get install collectd-core libyajl2)"
 else
   note "collectd skipped: COLLECTD=0"
 fi
