@@ -2,12 +2,14 @@
 // osh-edge — an OpenSensorHub sensor agent for Raspberry Pi and other ARM Linux boards.
 //
 // Layers (arrows point down only):
-//   osh-edge (executable, CLI; what the .deb ships) → OSHCLI → OSHAgent (composition root) → OSHPlatform → OSHCore
-//   osh-edge-dev (development executable) → OSHDevTools (demo, benches) → OSHAgent, OSHDevNode, OSHSimulation
+//   osh-edge (executable, CLI; what the .deb ships) → OSHEdgeCommands (its commands) → OSHCLI → OSHAgent (composition root) → OSHPlatform → OSHCore
+//   osh-edge-sim (benchmarks, soak runs; not shipped) → OSHEdgeCommands, OSHSimulatedSources → OSHAgent, OSHSimulation
+//   osh-edge-dev (development executable) → OSHDevTools (demo, benches) → OSHSimulatedSources, OSHDevNode
 //   OSHSimulation (simulated chips, mock V4L2, simulated values) → OSHPlatform; OSHDevNode (libmicrohttpd) → OSHPlatform
 //   OSHPlatform → CShim + system-library targets (Debian -dev packages)
-// Only osh-edge-dev and the tests link OSHSimulation and OSHDevNode: the service binary has no
-// simulator and no libmicrohttpd; `source = "simulated"` reaches OSHSimulation through OSHAgent's SimulationHooks.
+// Only osh-edge-dev, osh-edge-sim and the tests link OSHSimulation, and only osh-edge-dev and the tests
+// OSHDevNode: the service binary has no simulator and no libmicrohttpd; `source = "simulated"` reaches
+// OSHSimulation through OSHAgent's SimulationHooks, which OSHSimulatedSources fills.
 // OSHCore is pure Swift with no I/O and no dependencies: it builds and tests on any Linux.
 import PackageDescription
 
@@ -18,6 +20,7 @@ let package = Package(
     products: [
         .executable(name: "osh-edge", targets: ["osh-edge"]),
         .executable(name: "osh-edge-dev", targets: ["osh-edge-dev"]),
+        .executable(name: "osh-edge-sim", targets: ["osh-edge-sim"]),
         .library(name: "OSHCore", targets: ["OSHCore"]),
     ],
     targets: [
@@ -63,12 +66,23 @@ let package = Package(
         // MARK: What both executables' command lines share (option reading, run, config check, calibrate).
         .target(name: "OSHCLI", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform"], swiftSettings: swift6),
 
-        // MARK: The executable the .deb ships: CLI parsing and printing only.
-        .executableTarget(name: "osh-edge", dependencies: ["OSHCLI", "OSHAgent", "OSHCore", "OSHPlatform"],
+        // MARK: The executable the .deb ships: CLI parsing and printing only, in OSHEdgeCommands so that
+        // osh-edge-sim runs the same main.
+        .target(name: "OSHEdgeCommands", dependencies: ["OSHCLI", "OSHAgent", "OSHCore", "OSHPlatform"],
+                swiftSettings: swift6),
+        .executableTarget(name: "osh-edge", dependencies: ["OSHEdgeCommands"], swiftSettings: swift6),
+
+        // MARK: The simulation behind `source = "simulated"` (the demo's chips and values), without the node.
+        .target(name: "OSHSimulatedSources", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHSimulation"],
+                swiftSettings: swift6),
+        // The shipped agent plus the simulated sources, no development node: what benchmarks and soak
+        // runs use (scripts/footprint.sh). Not in the .deb.
+        .executableTarget(name: "osh-edge-sim", dependencies: ["OSHEdgeCommands", "OSHSimulatedSources"],
                           swiftSettings: swift6),
 
         // MARK: Development: the demo, the benches, the development node, the agent with simulation.
-        .target(name: "OSHDevTools", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode", "OSHSimulation"],
+        .target(name: "OSHDevTools",
+                dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode", "OSHSimulation", "OSHSimulatedSources"],
                 swiftSettings: swift6),
         .executableTarget(name: "osh-edge-dev",
                           dependencies: ["OSHDevTools", "OSHCLI", "OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode"],
@@ -83,7 +97,7 @@ let package = Package(
         // Depends on the executables so the CLI tests can run the binaries that were just built.
         .testTarget(name: "OSHAgentTests",
                     dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHSimulation", "OSHDevTools", "OSHDevNode",
-                                   "osh-edge", "osh-edge-dev"],
+                                   "OSHSimulatedSources", "osh-edge", "osh-edge-dev", "osh-edge-sim"],
                     swiftSettings: swift6),
         .testTarget(name: "OSHDevNodeTests", dependencies: ["OSHDevNode", "OSHCore"], swiftSettings: swift6),
     ]

@@ -15,6 +15,6 @@ simulated=$({ grep -a -o 'Simulated' -- "$BIN" || true; } | wc -l)  # no match i
 printf 'NEEDED: %s; Simulated: %s\n' "${needed% }" "$simulated"
 if [[ -n $dev_libs ]] || ((simulated > 0)); then
   printf 'check-hygiene.sh: %s links development code:%s%s\n' "$BIN" \
-    "${dev_libs:+ libraries ${dev_libs% };}" "$( ((simulated > 0)) && printf ' %s Simulated strings (a simulator is linked: check the dependencies of OSHAgent/osh-edge in Package.swift)' "$simulated")" >&2
+    "${dev_libs:+ libraries ${dev_libs% };}" "$( ((simulated > 0)) && printf ' %s Simulated strings (a simulator is linked: check the dependencies of OSHAgent, OSHEdgeCommands and osh-edge in Package.swift)' "$simulated")" >&2
   exit 1
 fi

@@ -6,15 +6,34 @@ import OSHPlatform
 import XCTest
 
 /// The binary the .deb ships (osh-edge) links no development code; the development commands
-/// and `source = "simulated"` are osh-edge-dev's, and osh-edge says so.
+/// and `source = "simulated"` are osh-edge-dev's, and osh-edge says so. osh-edge-sim, the
+/// benchmarks' agent, is osh-edge plus the simulation, without the development node.
 final class TargetHygieneTests: XCTestCase {
     func testTheServiceBinaryLinksNoSimulatorAndNoLibmicrohttpd() throws {
         let exe = builtBinary("osh-edge").path
         let bytes = try XCTUnwrap(FileManager.default.contents(atPath: exe), "\(exe) was not built")
         // Type and symbol names survive in Swift's metadata even in a stripped binary.
         XCTAssertNil(bytes.range(of: Data("Simulated".utf8)), "osh-edge contains a Simulated* type: a simulator is linked")
+        try assertNoDevelopmentNodeLibraries("osh-edge")
+    }
+
+    /// osh-edge-sim (the benchmarks' agent) has the simulation but not the node's libmicrohttpd and
+    /// GnuTLS, which would count in its RSS.
+    func testTheBenchmarkBinaryLinksTheSimulationButNoLibmicrohttpd() throws {
+        try assertNoDevelopmentNodeLibraries("osh-edge-sim")
+        let r = try runOSHEdge(["version"], binary: "osh-edge-sim")
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("osh-edge-sim \(Agent.version)\n"), r.out)
+        XCTAssertFalse(r.out.contains("libmicrohttpd"), r.out)
+        let help = try runOSHEdge(["help"], binary: "osh-edge-sim")
+        XCTAssertTrue(help.out.hasPrefix("usage: osh-edge-sim <command>"), help.out)
+        XCTAssertTrue(help.out.contains("config check [FILE]"), "osh-edge-sim runs osh-edge's commands:\n\(help.out)")
+    }
+
+    private func assertNoDevelopmentNodeLibraries(_ binary: String) throws {
+        let exe = builtBinary(binary).path
         guard let readelf = ["/usr/bin/readelf", "/bin/readelf"].first(where: FileManager.default.isExecutableFile(atPath:)) else {
-            throw XCTSkip("no readelf (binutils) to read osh-edge's NEEDED libraries")
+            throw XCTSkip("no readelf (binutils) to read \(binary)'s NEEDED libraries")
         }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: readelf)
@@ -25,9 +44,9 @@ final class TargetHygieneTests: XCTestCase {
         let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         p.waitUntilExit()
         let needed = text.split(separator: "\n").filter { $0.contains("(NEEDED)") }
-        XCTAssertTrue(needed.contains { $0.contains("libcurl") }, "readelf -d shows no NEEDED lines:\n\(text)")
+        XCTAssertTrue(needed.contains { $0.contains("libcurl") }, "readelf -d \(exe) shows no NEEDED lines:\n\(text)")
         for lib in ["libmicrohttpd", "libgnutls", "libnettle", "libp11-kit"] {
-            XCTAssertFalse(needed.contains { $0.contains(lib) }, "osh-edge links \(lib):\n\(needed.joined(separator: "\n"))")
+            XCTAssertFalse(needed.contains { $0.contains(lib) }, "\(binary) links \(lib):\n\(needed.joined(separator: "\n"))")
         }
     }
 
@@ -74,9 +93,11 @@ final class TargetHygieneTests: XCTestCase {
         XCTAssertEqual(refused.status, 1)
         XCTAssertEqual(refused.err, "osh-edge: \(path): source = \"simulated\" for barometer, gps_data: "
                        + SimulationHooks.unavailable + "\n")
-        let accepted = try runOSHEdge(["config", "check", path], binary: "osh-edge-dev")
-        XCTAssertEqual(accepted.status, 0, accepted.err)
-        XCTAssertTrue(accepted.out.hasPrefix("\(path): OK"), accepted.out)
+        for binary in ["osh-edge-dev", "osh-edge-sim"] {
+            let accepted = try runOSHEdge(["config", "check", path], binary: binary)
+            XCTAssertEqual(accepted.status, 0, "\(binary): \(accepted.err)")
+            XCTAssertTrue(accepted.out.hasPrefix("\(path): OK"), "\(binary): \(accepted.out)")
+        }
     }
 
     func testDefaultRatesComeFromTheOutputSpecs() {

@@ -43,16 +43,20 @@ fi
 } >"$B/service-ready.txt"
 systemctl status osh-edge.service --no-pager -l >"$B/systemctl-status.txt" 2>&1
 
-# /proc figures of the agent: VmRSS, PSS, CPU ticks (all threads), voluntary switches (all threads)
+# /proc figures of the agent: VmRSS (and its anonymous / file-mapped parts), PSS, CPU ticks (all
+# threads), voluntary and involuntary switches (all threads)
 proc_sample() {
   local pid=$1 t
   t=$(cut -d' ' -f1 /proc/uptime)
-  local rss pss ticks vcs
+  local rss anon file pss ticks vcs ics
   rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status")
+  anon=$(awk '/^RssAnon:/ { print $2 }' "/proc/$pid/status")
+  file=$(awk '/^RssFile:/ { print $2 }' "/proc/$pid/status")
   pss=$(awk '/^Pss:/ { print $2 }' "/proc/$pid/smaps_rollup")
   ticks=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
   vcs=$(cat /proc/"$pid"/task/*/status | awk '/^voluntary_ctxt_switches/ { s += $2 } END { print s }')
-  echo "uptime=$t rss_kb=$rss pss_kb=$pss cpu_ticks=$ticks vol_ctxt=$vcs threads=$(ls /proc/"$pid"/task | wc -l)"
+  ics=$(cat /proc/"$pid"/task/*/status | awk '/^nonvoluntary_ctxt_switches/ { s += $2 } END { print s }')
+  echo "uptime=$t rss_kb=$rss rss_anon_kb=$anon rss_file_kb=$file pss_kb=$pss cpu_ticks=$ticks vol_ctxt=$vcs invol_ctxt=$ics threads=$(ls /proc/"$pid"/task | wc -l)"
 }
 
 snapshot() { # snapshot TAG: the node's systems, datastreams and control streams now

@@ -559,9 +559,17 @@ def analyse(share, used, boots, host_events, image_dir):
             "cpu_s_per_min": round((int(p1["cpu_ticks"]) - int(p0["cpu_ticks"])) / 100.0 / dt * 60, 2),
             "ctx_switches_per_s": round((int(p1["vol_ctxt"]) - int(p0["vol_ctxt"])) / dt, 1),
             "threads": int(p1["threads"]),
+        }
+        # Newer guests also sample these (footprint.sh's arm64 column); older summaries lack them.
+        for key in ("rss_anon_kb", "rss_file_kb"):
+            if p1.get(key, "").isdigit():
+                measured[key] = int(p1[key])
+        if p0.get("invol_ctxt", "").isdigit() and p1.get("invol_ctxt", "").isdigit():
+            measured["invol_ctx_switches_per_s"] = round((int(p1["invol_ctxt"]) - int(p0["invol_ctxt"])) / dt, 1)
+        measured.update({
             "note": "QEMU TCG (cortex-a72 emulated on a shared 2-core x86-64 host): CPU figures are "
                     "emulated time, several times a real Pi 4's",
-        }
+        })
     except (KeyError, ValueError):
         pass
     summary["measured"] = measured

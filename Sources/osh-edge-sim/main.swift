@@ -1,0 +1,9 @@
+// osh-edge-sim — the shipped agent plus the simulated sources, no development node: what
+// benchmarks and soak runs use (`source = "simulated"` without libmicrohttpd's GnuTLS and
+// friends in the address space). Not in the .deb.
+import OSHEdgeCommands
+import OSHSimulatedSources
+
+// Before any agent runs, as in osh-edge-dev.
+DemoSimulation.install()
+runOSHEdgeCommandLine()
