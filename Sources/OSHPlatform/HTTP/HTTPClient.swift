@@ -18,8 +18,9 @@ import Glibc
 ///
 /// Connections are kept alive in the multi handle's cache (at most `maxHostConnections` to the
 /// node; further requests queue inside libcurl), and easy handles, header and body buffers are
-/// pooled, so steady-state requests reuse everything of ours. libcurl still allocates per request
-/// (header list, its own state).
+/// pooled. A request sent again and again (a datastream's observations) keeps its own configured
+/// handle (`prepare`), so per request only its body is set; libcurl still allocates its own
+/// per-transfer state.
 public final class HTTPClient {
     public let server: HTTPServer
     /// Response bytes kept per request; the rest is read and dropped (`HTTPResult.bodyTruncated`).
@@ -30,7 +31,14 @@ public final class HTTPClient {
     private var timer: EventLoop.Timer?
     /// When libcurl next wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (monotonic ns).
     private var curlDeadline: UInt64?
-    private var sockets: [Int32: EventLoop.Registration] = [:]
+    /// What the loop timer is armed at (nil: disarmed): re-armed only when the deadline moves.
+    private var armedAt: UInt64?
+    /// Set while we call libcurl from a place that serves its "timeout 0" right after (`callCurl`).
+    private var servingZeroTimeout = false
+    private var zeroTimeoutWanted = false
+    /// Loop timer (re)arms, for tests: a steady stream of requests should not move it per request.
+    public private(set) var timerArms = 0
+    private var sockets: [Int32: WatchedSocket] = [:]
     private var active: [HTTPTransfer] = []
     private var idle: [HTTPTransfer] = []
     /// Requests that failed before reaching libcurl; delivered from the loop.
@@ -128,7 +136,7 @@ public final class HTTPClient {
         // Nothing may call back into a half-destroyed client.
         _ = osh_curl_multi_setopt_socket_cb(multi, nil)
         _ = osh_curl_multi_setopt_timer_cb(multi, nil)
-        for (_, r) in sockets { loop.remove(r) }
+        for (_, w) in sockets { loop.remove(w.registration) }
         sockets.removeAll()
         if let timer { loop.cancel(timer) }
         // libcurl's order: remove every easy handle, clean them up, then the multi handle.
@@ -159,9 +167,51 @@ public final class HTTPClient {
         launch(completion) { configure($0, request, body) }
     }
 
+    /// `request` for sending again and again with `send(_:body:completion:)`: checked and
+    /// configured on its first send, then only the body is set per request.
+    public func prepare(_ request: CSRequest) -> PreparedRequest {
+        PreparedRequest(request: request, client: ObjectIdentifier(self))
+    }
+
+    /// Sends `prepared.request` as `send(_:body:completion:)` does, on the handle kept for it: after
+    /// the first request only the body (pointer and length) is set. While that handle is busy (a
+    /// second request before the first completed) a pooled handle carries the request.
+    @discardableResult
+    public func send(_ prepared: PreparedRequest, body: UnsafeRawBufferPointer? = nil,
+                     completion: @escaping (HTTPResult) -> Void) -> TransferID {
+        guard prepared.client == ObjectIdentifier(self) else {
+            return launch(completion, refusal: "the prepared request was made by another HTTPClient; prepare it on this one") { _ in nil }
+        }
+        let request = prepared.request
+        guard let t = prepared.transfer else {
+            // First send: configure a handle of its own and keep it if the request is sound.
+            guard let fresh = HTTPTransfer(bodyLimit: maxResponseBody) else {
+                return launch(completion) { configure($0, request, body) }
+            }
+            fresh.isPrepared = true
+            return launch(completion, on: fresh) { t in
+                let problem = configure(t, request, body)
+                if problem == nil { prepared.transfer = t }
+                return problem
+            }
+        }
+        // Busy, or a DELETE whose body comes or goes (its header list differs): a pooled handle.
+        guard t.completion == nil, t.preparedWithBody == Self.hasBody(request, body) else {
+            return launch(completion) { configure($0, request, body) }
+        }
+        t.bodyLimit = maxResponseBody
+        prepared.reuses &+= 1
+        return launch(completion, on: t) { t in
+            var s = OptionSetter(t.easy)
+            setBody(&s, t, request, body)
+            return s.problem
+        }
+    }
+
     /// Mints the transfer's id, then: `refusal`, or no transfer to be had, or a problem `setUp`
-    /// reports fails the request without sending it; else the transfer starts.
-    private func launch(_ completion: @escaping (HTTPResult) -> Void, refusal: String? = nil,
+    /// reports fails the request without sending it; else the transfer starts. `given`: a
+    /// prepared request's own handle, else one from the pool.
+    private func launch(_ completion: @escaping (HTTPResult) -> Void, refusal: String? = nil, on given: HTTPTransfer? = nil,
                         setUp: (HTTPTransfer) -> String?) -> TransferID {
         let id = TransferID(rawValue: nextID)
         nextID &+= 1
@@ -169,7 +219,7 @@ public final class HTTPClient {
             fail(completion, .invalidRequest, refusal)
             return id
         }
-        guard let t = obtainTransfer() else {
+        guard let t = given ?? obtainTransfer() else {
             fail(completion, .other, "curl_easy_init failed (out of memory)")
             return id
         }
@@ -241,7 +291,8 @@ public final class HTTPClient {
 
     private func start(_ t: HTTPTransfer, _ completion: @escaping (HTTPResult) -> Void) {
         t.completion = completion
-        let rc = curl_multi_add_handle(multi, t.easy)
+        var rc = CURLM_OK
+        callCurl { rc = curl_multi_add_handle(multi, t.easy) }
         guard rc == CURLM_OK else {
             t.completion = nil
             recycle(t)
@@ -249,6 +300,9 @@ public final class HTTPClient {
             return
         }
         active.append(t)
+        // The first step ran inside callCurl; what it finished (a refused connection) completes
+        // from the loop, never inside send.
+        drainCompletions(deliver: false)
     }
 
     /// Sets every option of one request on a blank handle. Returns what is wrong with the request, if anything.
@@ -304,44 +358,55 @@ public final class HTTPClient {
             }
         }
 
-        // Body: the caller's memory as is, or our copy of request.body.
-        var bodyPointer: UnsafeRawPointer = UnsafeRawPointer(t.ownedBody)
-        var bodyCount = 0
-        if request.method != .get {
-            if let b = body {
-                if let base = b.baseAddress, b.count > 0 {
-                    bodyPointer = base
-                    bodyCount = b.count
-                }
-            } else if let owned = request.body, !owned.isEmpty {
-                bodyPointer = t.own(owned)
-                bodyCount = owned.count
-            }
-        }
-        let hasBody: Bool
         switch request.method {
         case .get:
             s.long(CURLOPT_HTTPGET, 1, "CURLOPT_HTTPGET")
-            hasBody = false
         case .post:
-            hasBody = true
+            break
         case .put:
             s.str(CURLOPT_CUSTOMREQUEST, "PUT", "CURLOPT_CUSTOMREQUEST")
-            hasBody = true
         case .delete:
             s.str(CURLOPT_CUSTOMREQUEST, "DELETE", "CURLOPT_CUSTOMREQUEST")
-            hasBody = bodyCount > 0
         }
-        if hasBody {
-            // POSTFIELDS points at the bytes (never COPYPOSTFIELDS); an empty body still needs a
-            // valid pointer, or libcurl would read the body from stdin.
-            s.off(CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyCount), "CURLOPT_POSTFIELDSIZE_LARGE")
-            s.ptr(CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bodyPointer), "CURLOPT_POSTFIELDS")
-        }
+        let hasBody = setBody(&s, t, request, body)
+        t.preparedWithBody = hasBody
 
         if let problem = buildHeaders(t, request, hasBody: hasBody) { return problem }
         s.slist(CURLOPT_HTTPHEADER, t.headers, "CURLOPT_HTTPHEADER")
         return s.problem
+    }
+
+    /// Whether `request` sends a body (the header list differs): not GET, and for DELETE only a non-empty one.
+    private static func hasBody(_ request: CSRequest, _ body: UnsafeRawBufferPointer?) -> Bool {
+        switch request.method {
+        case .get: return false
+        case .post, .put: return true
+        case .delete: return (body.map { $0.count } ?? request.body?.count ?? 0) > 0
+        }
+    }
+
+    /// The body options: the caller's memory as is, or our copy of request.body. Returns whether
+    /// the request has a body.
+    @discardableResult
+    private func setBody(_ s: inout OptionSetter, _ t: HTTPTransfer, _ request: CSRequest,
+                         _ body: UnsafeRawBufferPointer?) -> Bool {
+        guard Self.hasBody(request, body) else { return false }
+        var bodyPointer: UnsafeRawPointer = UnsafeRawPointer(t.ownedBody)
+        var bodyCount = 0
+        if let b = body {
+            if let base = b.baseAddress, b.count > 0 {
+                bodyPointer = base
+                bodyCount = b.count
+            }
+        } else if let owned = request.body, !owned.isEmpty {
+            bodyPointer = t.own(owned)
+            bodyCount = owned.count
+        }
+        // POSTFIELDS points at the bytes (never COPYPOSTFIELDS); an empty body still needs a
+        // valid pointer, or libcurl would read the body from stdin.
+        s.off(CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyCount), "CURLOPT_POSTFIELDSIZE_LARGE")
+        s.ptr(CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bodyPointer), "CURLOPT_POSTFIELDS")
+        return true
     }
 
     /// Options every transfer gets, probes included.
@@ -479,16 +544,28 @@ public final class HTTPClient {
 
     // MARK: Completion
 
-    private func finish(_ t: HTTPTransfer, code: CURLcode, cancelled: Bool = false) {
+    /// Ends a transfer; `deliver` false queues its completion for the loop (inside `send`).
+    private func finish(_ t: HTTPTransfer, code: CURLcode, cancelled: Bool = false, deliver: Bool = true) {
         let result = makeResult(t, code: code, cancelled: cancelled)
         curl_multi_remove_handle(multi, t.easy)
         if let i = active.firstIndex(where: { $0 === t }) { active.remove(at: i) }
         let completion = t.completion
         recycle(t)
-        completion?(result)
+        guard let completion else { return }
+        if deliver {
+            completion(result)
+        } else {
+            ready.append((result, completion))
+            armTimer()
+        }
     }
 
+    /// A prepared request's handle keeps its options; any other goes back to the pool blank.
     private func recycle(_ t: HTTPTransfer) {
+        if t.isPrepared {
+            t.clearResponse()
+            return
+        }
         t.recycle()
         if idle.count < poolLimit { idle.append(t) }
     }
@@ -565,24 +642,29 @@ public final class HTTPClient {
     /// CURLMOPT_SOCKETFUNCTION: watch, re-watch or forget one of libcurl's sockets.
     private func watch(fd: Int32, what: Int32) {
         if what == CURL_POLL_REMOVE {
-            if let r = sockets.removeValue(forKey: fd) { loop.remove(r) }
+            if let w = sockets.removeValue(forKey: fd) { loop.remove(w.registration) }
             return
         }
         var events: EventLoop.Events = []
         if what & CURL_POLL_IN != 0 { events.insert(.readable) }
         if what & CURL_POLL_OUT != 0 { events.insert(.writable) }
-        if let r = sockets[fd] {
+        if let w = sockets[fd] {
+            // libcurl reports a socket again when any transfer's interest is recomputed; an
+            // unchanged one needs no epoll_ctl.
+            if w.events == events { return }
             do {
-                try loop.modify(r, events: events)
+                try loop.modify(w.registration, events: events)
+                sockets[fd]?.events = events
                 return
             } catch {
                 // The fd was closed and its number reused without a REMOVE: register it afresh.
-                loop.remove(r)
+                loop.remove(w.registration)
                 sockets[fd] = nil
             }
         }
         do {
-            sockets[fd] = try loop.add(fd: fd, events: events) { [weak self] e in self?.onSocket(fd: fd, events: e) }
+            let r = try loop.add(fd: fd, events: events) { [weak self] e in self?.onSocket(fd: fd, events: e) }
+            sockets[fd] = WatchedSocket(registration: r, events: events)
         } catch {
             lastLoopError = "watching libcurl socket \(fd): \(error)"
         }
@@ -593,41 +675,83 @@ public final class HTTPClient {
         if events.contains(.readable) { flags |= CURL_CSELECT_IN }
         if events.contains(.writable) { flags |= CURL_CSELECT_OUT }
         if events.contains(.error) || events.contains(.hangup) { flags |= CURL_CSELECT_ERR }
-        var running: Int32 = 0
-        _ = curl_multi_socket_action(multi, fd, flags, &running)
+        callCurl {
+            var running: Int32 = 0
+            _ = curl_multi_socket_action(multi, fd, flags, &running)
+        }
         drainCompletions()
     }
 
-    /// CURLMOPT_TIMERFUNCTION: only records the deadline; the loop's timer acts on it.
-    private func curlTimer(ms: Int) {
-        curlDeadline = ms < 0 ? nil : osh_monotonic_ns() &+ UInt64(ms) &* 1_000_000
+    /// Calls libcurl (`body`), then serves at once a "timeout 0" libcurl asked for meanwhile —
+    /// what the loop timer would do a moment later, without arming the timerfd and a turn for it
+    /// (libcurl asks for 0 on every new transfer). A few rounds at most; a deadline still due
+    /// after them is left to the loop timer.
+    private func callCurl(_ body: () -> Void) {
+        let outer = servingZeroTimeout
+        servingZeroTimeout = true
+        body()
+        var rounds = 0
+        while zeroTimeoutWanted, rounds < 3 {
+            zeroTimeoutWanted = false
+            rounds += 1
+            var running: Int32 = 0
+            _ = osh_curl_multi_socket_timeout(multi, &running)
+        }
+        zeroTimeoutWanted = false
+        servingZeroTimeout = outer
         armTimer()
+    }
+
+    /// CURLMOPT_TIMERFUNCTION: only records the deadline; `callCurl` or the loop's timer acts on it.
+    /// Deadlines are whole milliseconds (what libcurl reports), rounded up so the timer never fires early.
+    private func curlTimer(ms: Int) {
+        if ms < 0 {
+            curlDeadline = nil
+        } else {
+            let ns = osh_monotonic_ns() &+ UInt64(ms) &* 1_000_000
+            curlDeadline = ms == 0 ? ns : (ns / 1_000_000 &+ 1) &* 1_000_000
+            if ms == 0, servingZeroTimeout {
+                zeroTimeoutWanted = true
+                return
+            }
+        }
+        // Inside a call from callCurl the timer is armed once, after it.
+        if !servingZeroTimeout { armTimer() }
     }
 
     private func armTimer() {
         guard let timer else { return }
         // Early failures are delivered at once (an absolute time of 1 ns has passed).
-        let at: UInt64? = ready.isEmpty ? curlDeadline : 1
+        let at: UInt64? = ready.isEmpty ? curlDeadline.map { max($0, 1) } : 1
+        guard at != armedAt else { return }
         guard let at else {
             loop.disarm(timer)
+            armedAt = nil
             return
         }
         do {
-            try loop.rearm(timer, at: max(at, 1))
+            try loop.rearm(timer, at: at)
+            armedAt = at
+            timerArms &+= 1
         } catch {
+            armedAt = nil
             lastLoopError = "arming the libcurl timer: \(error)"
         }
     }
 
     private func onTimer() {
+        // A one-shot: the loop disarmed it before this call.
+        armedAt = nil
         if !ready.isEmpty {
             let batch = ready
             ready.removeAll()
             for (result, completion) in batch { completion(result) }
         }
         if let due = curlDeadline, osh_monotonic_ns() >= due {
-            var running: Int32 = 0
-            _ = osh_curl_multi_socket_timeout(multi, &running)
+            callCurl {
+                var running: Int32 = 0
+                _ = osh_curl_multi_socket_timeout(multi, &running)
+            }
             if curlDeadline == due {
                 // libcurl did not move its deadline (its clock had not quite reached it): look again
                 // in a millisecond rather than spin, or stop if nothing is left to time.
@@ -638,13 +762,14 @@ public final class HTTPClient {
         armTimer()
     }
 
-    private func drainCompletions() {
+    /// Collects finished transfers; `deliver` false queues their completions for the loop.
+    private func drainCompletions(deliver: Bool = true) {
         var left: Int32 = 0
         while let msg = curl_multi_info_read(multi, &left) {
             guard msg.pointee.msg == CURLMSG_DONE, let easy = msg.pointee.easy_handle else { continue }
             let code = osh_curl_msg_result(msg)
             guard let t = active.first(where: { $0.easy == easy }) else { continue }
-            finish(t, code: code)
+            finish(t, code: code, deliver: deliver)
         }
     }
 
@@ -693,6 +818,12 @@ public final class HTTPClient {
         guard seconds.isFinite, seconds > 0 else { return 0 }
         return max(1, Int(min(seconds, 86_400) * 1000))
     }
+}
+
+/// One libcurl socket on the loop, with the interest it is registered for.
+private struct WatchedSocket {
+    let registration: EventLoop.Registration
+    var events: EventLoop.Events
 }
 
 /// Sets options on one easy handle and keeps the first refusal, named, for the error message.

@@ -21,6 +21,10 @@ final class HTTPTransfer {
     var headers: UnsafeMutablePointer<curl_slist>?
     var completion: ((HTTPResult) -> Void)?
     var id: UInt64 = 0
+    /// Owned by a `PreparedRequest`: its options stay set between requests and it never enters the pool.
+    var isPrepared = false
+    /// Whether the configured request sends a body (its header list says so).
+    var preparedWithBody = false
 
     init?(bodyLimit: Int) {
         guard let h = curl_easy_init() else { return nil }
@@ -58,6 +62,13 @@ final class HTTPTransfer {
     func recycle() {
         curl_slist_free_all(headers)
         headers = nil
+        clearResponse()
+        curl_easy_reset(easy)
+    }
+
+    /// Forgets the last response but keeps every option and the header list: the next request
+    /// of a `PreparedRequest` then only sets its body.
+    func clearResponse() {
         completion = nil
         location = nil
         contentType = nil
@@ -72,7 +83,6 @@ final class HTTPTransfer {
             ownedBodyCapacity = 256
             ownedBody = .allocate(byteCount: ownedBodyCapacity, alignment: 16)
         }
-        curl_easy_reset(easy)
     }
 
     // MARK: Callbacks (called by libcurl on the loop's thread, inside curl_multi_socket_action)
