@@ -17,7 +17,9 @@ import Glibc
 /// complete the cancelled transfers before they return.
 ///
 /// Connections are kept alive in the multi handle's cache (at most `maxHostConnections` to the
-/// node; further requests queue inside libcurl), and easy handles, header and body buffers are
+/// node). Requests beyond that many wait in the client, not in libcurl: a transfer libcurl holds
+/// pending parses its URL and builds a connection to match again each time it is woken. A waiting
+/// request's timeout starts when it is handed to libcurl. Easy handles, header and body buffers are
 /// pooled. A request sent again and again (a datastream's observations) keeps its own configured
 /// handle (`prepare`), so per request only its body is set; libcurl still allocates its own
 /// per-transfer state.
@@ -40,6 +42,9 @@ public final class HTTPClient {
     public private(set) var timerArms = 0
     private var sockets: [Int32: WatchedSocket] = [:]
     private var active: [HTTPTransfer] = []
+    /// Started while `maxActive` transfers were in libcurl; handed over in order as they finish.
+    private var waiting: [HTTPTransfer] = []
+    private let maxActive: Int
     private var idle: [HTTPTransfer] = []
     /// Requests that failed before reaching libcurl; delivered from the loop.
     private var ready: [(result: HTTPResult, completion: (HTTPResult) -> Void)] = []
@@ -53,7 +58,8 @@ public final class HTTPClient {
     private let isHTTPS: Bool
     private let authorizationLine: String?
     private let pin: String?
-    private let userAgent: String
+    /// "User-Agent: …" as a header line: CURLOPT_USERAGENT would make libcurl format it anew per request.
+    private let userAgentLine: String?
     private let connectTimeoutMs: Int
     private let requestTimeoutMs: Int
 
@@ -94,18 +100,20 @@ public final class HTTPClient {
         self.maxResponseBody = max(0, maxResponseBody)
         self.multi = m
         self.poolLimit = max(1, handlePool)
+        self.maxActive = max(1, maxHostConnections)
         self.root = parsed.root
         self.originLower = parsed.origin.map(HTTPBytes.lower)
         self.origin = String(decoding: parsed.origin, as: UTF8.self)
         self.isHTTPS = parsed.https
         self.authorizationLine = server.credentials.authorization.map { "Authorization: " + $0 }
         self.pin = pinValue
-        self.userAgent = userAgent
+        self.userAgentLine = userAgent.isEmpty ? nil : "User-Agent: " + userAgent
         self.connectTimeoutMs = Self.milliseconds(server.connectTimeout)
         self.requestTimeoutMs = Self.milliseconds(server.requestTimeout)
         urlScratch.reserveCapacity(256)
         lineScratch.reserveCapacity(256)
-        active.reserveCapacity(16)
+        active.reserveCapacity(maxActive)
+        waiting.reserveCapacity(16)
         idle.reserveCapacity(poolLimit)
 
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -142,12 +150,13 @@ public final class HTTPClient {
         // libcurl's order: remove every easy handle, clean them up, then the multi handle.
         for t in active { curl_multi_remove_handle(multi, t.easy) }
         active.removeAll()
+        waiting.removeAll()
         idle.removeAll()
         curl_multi_cleanup(multi)
     }
 
     /// Requests started and not yet completed.
-    public var inFlight: Int { active.count + ready.count }
+    public var inFlight: Int { active.count + waiting.count + ready.count }
 
     /// Open libcurl sockets watched on the loop (tests, status).
     public var watchedSockets: Int { sockets.count }
@@ -265,18 +274,33 @@ public final class HTTPClient {
     /// Cancels one transfer; its completion runs now with `.cancelled`. False if it already completed.
     @discardableResult
     public func cancel(_ id: TransferID) -> Bool {
+        if let i = waiting.firstIndex(where: { $0.id == id.rawValue }) {
+            dropWaiting(waiting.remove(at: i))
+            return true
+        }
         guard let t = active.first(where: { $0.id == id.rawValue }) else { return false }
         finish(t, code: CURLE_OK, cancelled: true)
         return true
     }
 
-    /// Cancels every transfer in libcurl; their completions run now with `.cancelled`. Afterwards
-    /// libcurl holds no pointer into any caller's body.
+    /// Cancels every transfer, waiting or in libcurl; their completions run now with `.cancelled`.
+    /// Afterwards libcurl holds no pointer into any caller's body.
     public func cancelAll() {
+        // The waiting first, so none is handed to libcurl as the active ones end.
+        let queued = waiting
+        waiting.removeAll()
+        for t in queued { dropWaiting(t) }
         let victims = active
         for t in victims where active.contains(where: { $0 === t }) {
             finish(t, code: CURLE_OK, cancelled: true)
         }
+    }
+
+    /// Completes a request that never reached libcurl as cancelled.
+    private func dropWaiting(_ t: HTTPTransfer) {
+        let completion = t.completion
+        recycle(t)
+        completion?(HTTPResult(status: 0, error: TransportError(kind: .cancelled, message: "cancelled", origin: origin)))
     }
 
     // MARK: Request set-up
@@ -291,6 +315,16 @@ public final class HTTPClient {
 
     private func start(_ t: HTTPTransfer, _ completion: @escaping (HTTPResult) -> Void) {
         t.completion = completion
+        if active.count >= maxActive {
+            waiting.append(t)
+            return
+        }
+        handOver(t)
+    }
+
+    /// Adds a started transfer to libcurl.
+    private func handOver(_ t: HTTPTransfer) {
+        guard let completion = t.completion else { return }
         var rc = CURLM_OK
         callCurl { rc = curl_multi_add_handle(multi, t.easy) }
         guard rc == CURLM_OK else {
@@ -305,6 +339,13 @@ public final class HTTPClient {
         drainCompletions(deliver: false)
     }
 
+    /// Hands waiting transfers to libcurl while there is room.
+    private func handOverWaiting() {
+        while active.count < maxActive, !waiting.isEmpty {
+            handOver(waiting.removeFirst())
+        }
+    }
+
     /// Sets every option of one request on a blank handle. Returns what is wrong with the request, if anything.
     private func configure(_ t: HTTPTransfer, _ request: CSRequest, _ body: UnsafeRawBufferPointer?) -> String? {
         if let problem = buildURL(request.path) { return problem }
@@ -313,7 +354,6 @@ public final class HTTPClient {
         urlScratch.withUnsafeBufferPointer { u in
             u.withMemoryRebound(to: CChar.self) { s.cstr(CURLOPT_URL, $0.baseAddress, "CURLOPT_URL") }
         }
-        s.str(CURLOPT_USERAGENT, userAgent, "CURLOPT_USERAGENT")
         s.long(CURLOPT_TIMEOUT_MS, requestTimeoutMs, "CURLOPT_TIMEOUT_MS")
         if let low = server.lowSpeed, low.bytesPerSecond > 0, low.seconds > 0 {
             s.long(CURLOPT_LOW_SPEED_LIMIT, low.bytesPerSecond, "CURLOPT_LOW_SPEED_LIMIT")
@@ -463,7 +503,7 @@ public final class HTTPClient {
 
     /// Builds the request's curl_slist in order, plus the lines that switch libcurl's defaults off.
     private func buildHeaders(_ t: HTTPTransfer, _ request: CSRequest, hasBody: Bool) -> String? {
-        var hasAccept = false, hasContentType = false, hasAuthorization = false
+        var hasAccept = false, hasContentType = false, hasAuthorization = false, hasUserAgent = false
         for h in request.headers {
             let name = h.name.utf8
             if name.isEmpty { return "a header has an empty name" }
@@ -476,6 +516,7 @@ public final class HTTPClient {
             if Self.equalsIgnoringCase(name, "accept") { hasAccept = true }
             if Self.equalsIgnoringCase(name, "content-type") { hasContentType = true }
             if Self.equalsIgnoringCase(name, "authorization") { hasAuthorization = true }
+            if Self.equalsIgnoringCase(name, "user-agent") { hasUserAgent = true }
             lineScratch.removeAll(keepingCapacity: true)
             lineScratch.append(contentsOf: name)
             if h.value.utf8.contains(where: { !HTTPBytes.isSpace($0) }) {
@@ -492,6 +533,7 @@ public final class HTTPClient {
         if !hasAuthorization, let auth = authorizationLine, !appendLine(t, auth) {
             return "out of memory building the header list"
         }
+        if !hasUserAgent, let ua = userAgentLine, !appendLine(t, ua) { return "out of memory building the header list" }
         // Without these libcurl adds `Accept: */*` (which turns node errors into HTML or a redirect),
         // `Expect: 100-continue` for large bodies, and a form Content-Type for POSTFIELDS.
         if !hasAccept, !appendLine(t, "Accept:") { return "out of memory building the header list" }
@@ -551,6 +593,7 @@ public final class HTTPClient {
         if let i = active.firstIndex(where: { $0 === t }) { active.remove(at: i) }
         let completion = t.completion
         recycle(t)
+        handOverWaiting()
         guard let completion else { return }
         if deliver {
             completion(result)
@@ -703,13 +746,11 @@ public final class HTTPClient {
     }
 
     /// CURLMOPT_TIMERFUNCTION: only records the deadline; `callCurl` or the loop's timer acts on it.
-    /// Deadlines are whole milliseconds (what libcurl reports), rounded up so the timer never fires early.
     private func curlTimer(ms: Int) {
         if ms < 0 {
             curlDeadline = nil
         } else {
-            let ns = osh_monotonic_ns() &+ UInt64(ms) &* 1_000_000
-            curlDeadline = ms == 0 ? ns : (ns / 1_000_000 &+ 1) &* 1_000_000
+            curlDeadline = osh_monotonic_ns() &+ UInt64(ms) &* 1_000_000
             if ms == 0, servingZeroTimeout {
                 zeroTimeoutWanted = true
                 return
@@ -724,6 +765,13 @@ public final class HTTPClient {
         // Early failures are delivered at once (an absolute time of 1 ns has passed).
         let at: UInt64? = ready.isEmpty ? curlDeadline.map { max($0, 1) } : 1
         guard at != armedAt else { return }
+        // libcurl moves a running transfer's deadline a little later on every read (its low-speed
+        // check expires 1 s after the last progress): an armed time that is a little early stays —
+        // firing early only re-arms (onTimer) — where re-arming each time would cost a heap move.
+        if let at, let armed = armedAt, at > armed {
+            let now = osh_monotonic_ns()
+            if at &- armed <= max(1_000_000, (at > now ? at &- now : 0) / 64) { return }
+        }
         guard let at else {
             loop.disarm(timer)
             armedAt = nil

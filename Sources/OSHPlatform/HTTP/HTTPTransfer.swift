@@ -16,6 +16,8 @@ final class HTTPTransfer {
     var bodyTruncated = false
     var location: String?
     var contentType: String?
+    /// The previous response's Content-Type, kept across requests (`onHeader`).
+    private var lastContentType: String?
     /// `sha256//<base64>` from libcurl's verbose pin line (pinned servers and probes only).
     var peerPublicKey: String?
     var headers: UnsafeMutablePointer<curl_slist>?
@@ -110,7 +112,14 @@ final class HTTPTransfer {
         if HTTPBytes.equalsIgnoringCase(name, "location") {
             location = HTTPBytes.trimmedString(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
         } else if HTTPBytes.equalsIgnoringCase(name, "content-type") {
-            contentType = HTTPBytes.trimmedString(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+            let value = HTTPBytes.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+            // A node answers with the same type again and again: keep the one String made for it.
+            if let last = lastContentType, last.utf8.elementsEqual(value) {
+                contentType = last
+            } else {
+                contentType = String(decoding: value, as: UTF8.self)
+                lastContentType = contentType
+            }
         }
     }
 
@@ -165,11 +174,15 @@ enum HTTPBytes {
         return nil
     }
 
-    static func trimmedString(_ bytes: UnsafeRawBufferPointer) -> String {
+    static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         var lo = 0
         var hi = bytes.count
         while lo < hi, isSpace(bytes[lo]) { lo += 1 }
         while hi > lo, isSpace(bytes[hi - 1]) { hi -= 1 }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[lo..<hi]), as: UTF8.self)
+        return UnsafeRawBufferPointer(rebasing: bytes[lo..<hi])
+    }
+
+    static func trimmedString(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(decoding: trimmed(bytes), as: UTF8.self)
     }
 }
