@@ -47,7 +47,9 @@ public final class HTTPClient {
     private let maxActive: Int
     private var idle: [HTTPTransfer] = []
     /// Requests that failed before reaching libcurl; delivered from the loop.
-    private var ready: [(result: HTTPResult, completion: (HTTPResult) -> Void)] = []
+    private var ready: [FinishedRequest] = []
+    /// `ready`'s twin while its completions run: both keep their capacity.
+    private var delivering: [FinishedRequest] = []
     private var nextID: UInt64 = 1
     private let poolLimit: Int
 
@@ -598,7 +600,7 @@ public final class HTTPClient {
         if deliver {
             completion(result)
         } else {
-            ready.append((result, completion))
+            ready.append(FinishedRequest(result: result, completion: completion))
             armTimer()
         }
     }
@@ -676,7 +678,7 @@ public final class HTTPClient {
     /// A request that never reached libcurl: completed from the loop, like every other.
     private func fail(_ completion: @escaping (HTTPResult) -> Void, _ kind: TransportError.Kind, _ message: String) {
         let result = HTTPResult(status: 0, error: TransportError(kind: kind, message: message, origin: origin))
-        ready.append((result, completion))
+        ready.append(FinishedRequest(result: result, completion: completion))
         armTimer()
     }
 
@@ -791,9 +793,9 @@ public final class HTTPClient {
         // A one-shot: the loop disarmed it before this call.
         armedAt = nil
         if !ready.isEmpty {
-            let batch = ready
-            ready.removeAll()
-            for (result, completion) in batch { completion(result) }
+            swap(&ready, &delivering)
+            for f in delivering { f.completion(f.result) }
+            delivering.removeAll(keepingCapacity: true)
         }
         if let due = curlDeadline, osh_monotonic_ns() >= due {
             callCurl {
@@ -866,6 +868,14 @@ public final class HTTPClient {
         guard seconds.isFinite, seconds > 0 else { return 0 }
         return max(1, Int(min(seconds, 86_400) * 1000))
     }
+}
+
+/// A request that ended where its completion may not run (inside `send`, or before reaching
+/// libcurl), waiting for the loop. A struct, not a tuple: a closure in a tuple array is re-wrapped
+/// (allocated) on every append.
+private struct FinishedRequest {
+    let result: HTTPResult
+    let completion: (HTTPResult) -> Void
 }
 
 /// One libcurl socket on the loop, with the interest it is registered for.
