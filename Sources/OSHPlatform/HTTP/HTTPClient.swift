@@ -181,7 +181,7 @@ public final class HTTPClient {
     /// `request` for sending again and again with `send(_:body:completion:)`: checked and
     /// configured on its first send, then only the body is set per request.
     public func prepare(_ request: CSRequest) -> PreparedRequest {
-        PreparedRequest(request: request, client: ObjectIdentifier(self))
+        PreparedRequest(request: request, client: self)
     }
 
     /// Sends `prepared.request` as `send(_:body:completion:)` does, on the handle kept for it: after
@@ -190,7 +190,7 @@ public final class HTTPClient {
     @discardableResult
     public func send(_ prepared: PreparedRequest, body: UnsafeRawBufferPointer? = nil,
                      completion: @escaping (HTTPResult) -> Void) -> TransferID {
-        guard prepared.client == ObjectIdentifier(self) else {
+        guard prepared.client === self else {
             return launch(completion, refusal: "the prepared request was made by another HTTPClient; prepare it on this one") { _ in nil }
         }
         let request = prepared.request

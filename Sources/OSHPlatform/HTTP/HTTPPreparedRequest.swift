@@ -10,13 +10,14 @@ import OSHCore
 public final class PreparedRequest {
     public let request: CSRequest
     /// The client it belongs to: its handle carries that client's server options (TLS, credentials).
-    let client: ObjectIdentifier
+    /// Weak, so a client made later at the same address is not mistaken for it.
+    weak var client: HTTPClient?
     /// Configured on the first send (and kept only when the request was sound).
     var transfer: HTTPTransfer?
     /// Requests the kept handle carried after its first (status, tests).
     public internal(set) var reuses = 0
 
-    init(request: CSRequest, client: ObjectIdentifier) {
+    init(request: CSRequest, client: HTTPClient) {
         self.request = request
         self.client = client
     }
