@@ -749,14 +749,13 @@ public final class HTTPClient {
 
     /// CURLMOPT_TIMERFUNCTION: only records the deadline; `callCurl` or the loop's timer acts on it.
     private func curlTimer(ms: Int) {
+        // Only the last word counts: "now" followed by a later deadline in the same call is not served.
+        if servingZeroTimeout { zeroTimeoutWanted = ms == 0 }
         if ms < 0 {
             curlDeadline = nil
         } else {
             curlDeadline = osh_monotonic_ns() &+ UInt64(ms) &* 1_000_000
-            if ms == 0, servingZeroTimeout {
-                zeroTimeoutWanted = true
-                return
-            }
+            if ms == 0, servingZeroTimeout { return }
         }
         // Inside a call from callCurl the timer is armed once, after it.
         if !servingZeroTimeout { armTimer() }
