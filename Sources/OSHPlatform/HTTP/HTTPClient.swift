@@ -1,4 +1,4 @@
-// Size (~750 lines, one type on purpose): libcurl's socket and timer callbacks, the transfer
+// Size (~930 lines, one type on purpose): libcurl's socket and timer callbacks, the transfer
 // table and the loop's registrations are one state machine; its parts mean nothing apart.
 import CCurl
 import CShim
