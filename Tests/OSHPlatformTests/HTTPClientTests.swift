@@ -1,4 +1,5 @@
-// Size (~700 lines): one test per libcurl path (status, redirects, TLS policy, timeouts, cancel), each short.
+// Size (~850 lines): one test per libcurl path (status, redirects, TLS policy, timeouts, cancel,
+// prepared requests), each short.
 import CShim
 import Foundation
 import Glibc
@@ -86,6 +87,18 @@ final class HTTPClientTests: XCTestCase {
         client.send(request, body: body) { result = $0 }
         try run(loop, until: { result != nil }, seconds: seconds)
         return try XCTUnwrap(result, "no completion within \(seconds) s")
+    }
+
+    /// Sends `prepared` with `text` as its body and waits for the result.
+    private func roundTrip(_ client: HTTPClient, _ loop: EventLoop, _ prepared: PreparedRequest,
+                           _ text: String) throws -> HTTPResult {
+        let bytes = Array(text.utf8)
+        return try bytes.withUnsafeBytes { body in
+            var result: HTTPResult?
+            client.send(prepared, body: body) { result = $0 }
+            try run(loop, until: { result != nil })
+            return try XCTUnwrap(result, "no completion within 10 s")
+        }
     }
 
     private func echo(_ r: HTTPResult) throws -> Echo {
@@ -239,6 +252,103 @@ final class HTTPClientTests: XCTestCase {
         // The connection survives the drop: the next request reuses it.
         let next = try roundTrip(client, loop, builder.request(.get, "/echo"))
         XCTAssertEqual(next.newConnections, 0)
+    }
+
+    // MARK: Prepared requests
+
+    func testPreparedRequestReusesItsHandleAndHonoursEachBodyLength() throws {
+        let srv = try startServer()
+        let loop = try EventLoop()
+        let client = try HTTPClient(loop: loop, server: HTTPServer(
+            apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
+        let prepared = client.prepare(builder.postObservations(datastreamID: "ds1", format: .omJSON))
+        let bodies = ["[1]", "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]", "", "[2]", String(repeating: "7", count: 5000)]
+        var conns: [Int] = []
+        for text in bodies {
+            let r = try roundTrip(client, loop, prepared, text)
+            XCTAssertNil(r.error)
+            XCTAssertEqual(r.status, 200)
+            let e = try echo(r)
+            XCTAssertEqual(e.method, "POST")
+            XCTAssertEqual(e.path, "/sensorhub/api/datastreams/ds1/observations")
+            XCTAssertEqual(String(decoding: e.body, as: UTF8.self), text, "each request sends its own body, whole")
+            XCTAssertEqual(e.header("Content-Length"), String(text.utf8.count))
+            XCTAssertEqual(e.header("Content-Type"), "application/om+json")
+            XCTAssertEqual(e.header("Accept"), "application/json")
+            XCTAssertEqual(e.headers.filter { $0[0].lowercased() == "authorization" }.count, 1)
+            XCTAssertFalse(e.has("Expect"))
+            XCTAssertEqual(e.headers.filter { $0[0].lowercased() == "user-agent" }.map { $0[1] }, ["osh-edge"])
+            conns.append(e.conn)
+        }
+        XCTAssertEqual(prepared.reuses, bodies.count - 1, "one handle configured once, then reused")
+        XCTAssertEqual(Set(conns).count, 1, "one kept-alive connection: \(conns)")
+        XCTAssertEqual(client.inFlight, 0)
+    }
+
+    func testPreparedRequestAnswersStatusesAndTransportErrorsAsAOneOffDoes() throws {
+        let srv = try startServer()
+        let loop = try EventLoop()
+        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let request = builder.request(.post, "/echo", contentType: "application/json")
+        let prepared = client.prepare(request)
+        let cases = ["{}", "!status=302", "!status=401", "!status=503", "!close", "!rst", "!status=302", "{\"n\":2}"]
+        for text in cases {
+            let reused = try roundTrip(client, loop, prepared, text)
+            let oneOff = try Array(text.utf8).withUnsafeBytes { try roundTrip(client, loop, request, body: $0) }
+            XCTAssertEqual(reused.status, oneOff.status, text)
+            XCTAssertEqual(reused.location, oneOff.location, text)
+            // An RST arrives as a reset or a receive error, whichever read sees it first.
+            if text != "!rst" { XCTAssertEqual(reused.error?.kind, oneOff.error?.kind, text) }
+            XCTAssertEqual(reused.error == nil, oneOff.error == nil, text)
+            switch text {
+            case "!status=302": XCTAssertEqual(reused.location, "/moved")
+            case "!status=401", "!status=503": XCTAssertNil(reused.location, "nothing left over from the 302 before")
+            case "!close": XCTAssertEqual(reused.error?.kind, .reset, "\(String(describing: reused.error))")
+            case "!rst": XCTAssertTrue([.reset, .recv].contains(reused.error?.kind), "\(String(describing: reused.error))")
+            default: XCTAssertEqual(try echo(reused).body, Array(text.utf8))
+            }
+        }
+        XCTAssertEqual(prepared.reuses, cases.count - 1, "errors do not cost the handle its configuration")
+    }
+
+    func testPreparedRequestWhileBusyTakesAPooledHandleAndRefusesAnotherClient() throws {
+        let srv = try startServer()
+        let loop = try EventLoop()
+        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let prepared = client.prepare(builder.request(.post, "/echo", contentType: "application/json"))
+        let first = Array("[1]".utf8), second = Array("[2,2]".utf8)
+        var results: [Int: HTTPResult] = [:]
+        try first.withUnsafeBytes { a in
+            try second.withUnsafeBytes { b in
+                client.send(prepared, body: a) { results[1] = $0 }
+                client.send(prepared, body: b) { results[2] = $0 }
+                try run(loop, until: { results.count == 2 })
+            }
+        }
+        XCTAssertEqual(try echo(try XCTUnwrap(results[1])).body, first)
+        XCTAssertEqual(try echo(try XCTUnwrap(results[2])).body, second)
+        XCTAssertEqual(prepared.reuses, 0, "the second went through the pool")
+        XCTAssertEqual(try roundTrip(client, loop, prepared, "[3]").status, 200)
+        XCTAssertEqual(prepared.reuses, 1)
+
+        let other = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let refused = try roundTrip(other, loop, prepared, "[4]")
+        XCTAssertEqual(refused.error?.kind, .invalidRequest)
+    }
+
+    func testSteadyRequestsArmTheLoopTimerAtMostOncePerRequest() throws {
+        let srv = try startServer()
+        let loop = try EventLoop()
+        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let prepared = client.prepare(builder.postObservations(datastreamID: "ds1", format: .sweJSON))
+        XCTAssertEqual(try roundTrip(client, loop, prepared, "{}").status, 200)
+        let before = client.timerArms
+        for i in 0..<20 { XCTAssertEqual(try roundTrip(client, loop, prepared, "{\"i\":\(i)}").status, 200) }
+        // Per request libcurl asks for "now", then for 1 s (its low-speed check), then again for
+        // 1 s a little later after each read; the loop timer used to be armed for each. "Now" is
+        // served inside send and a slightly later deadline keeps the armed one: one arm per request.
+        XCTAssertLessThanOrEqual(client.timerArms - before, 22, "arms for 20 requests")
+        XCTAssertEqual(client.watchedSockets, 0)
     }
 
     // MARK: Credentials
@@ -444,6 +554,29 @@ final class HTTPClientTests: XCTestCase {
         XCTAssertFalse(late)
     }
 
+    func testRequestsBeyondTheConnectionLimitWaitInOrderAndCancelAlone() throws {
+        let srv = try startServer()
+        let loop = try EventLoop()
+        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root), maxHostConnections: 1)
+        var order: [Int] = []
+        var results: [Int: HTTPResult] = [:]
+        var ids: [TransferID] = []
+        for i in 0..<4 {
+            ids.append(client.send(builder.request(.get, "/echo", query: [("delay", i == 0 ? "0.2" : "0")])) {
+                order.append(i)
+                results[i] = $0
+            })
+        }
+        XCTAssertEqual(client.inFlight, 4)
+        XCTAssertTrue(client.cancel(ids[2]), "a waiting request cancels without reaching libcurl")
+        XCTAssertEqual(results[2]?.error?.kind, .cancelled)
+        try run(loop, until: { results.count == 4 })
+        XCTAssertEqual(order, [2, 0, 1, 3])
+        for i in [0, 1, 3] { XCTAssertEqual(results[i]?.status, 200, "\(i)") }
+        XCTAssertEqual(Set(try [0, 1, 3].map { try echo(try XCTUnwrap(results[$0])).conn }).count, 1, "one connection, in turn")
+        XCTAssertEqual(client.inFlight, 0)
+    }
+
     // MARK: TLS
 
     func testVerifyRefusesASelfSignedCertificate() throws {
@@ -612,6 +745,16 @@ class Handler(BaseHTTPRequestHandler):
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
+        # A body "!close", "!rst" or "!status=N" acts like the query: a prepared request's
+        # path is fixed, its body is not.
+        if body.startswith(b"!"):
+            cmd = body[1:].decode()
+            if cmd.startswith("status="):
+                q["status"] = cmd[7:]
+                if cmd[7] == "3":
+                    q["location"] = "/moved"
+            else:
+                q["close"] = cmd
         close = q.get("close")
         if close:
             if close == "rst":

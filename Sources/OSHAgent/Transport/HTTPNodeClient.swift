@@ -20,24 +20,49 @@ final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
         http.send(request) { r in completion(HTTPNodeClient.outcome(r)) }
     }
 
-    /// Observation requests per datastream id and format: built once, not per POST.
-    private var observationRequests: [String: CSRequest] = [:]
+    /// Per datastream: the observation POST prepared once (URL, headers and options set on its own
+    /// handle), and the completion adapter made once, so a POST allocates nothing here.
+    private final class ObservationChannel {
+        let prepared: PreparedRequest
+        let contentType: String
+        /// The publisher's completion for the POST in flight on `prepared`.
+        var pending: ((TransportOutcome) -> Void)?
+        private(set) var deliver: (HTTPResult) -> Void = { _ in }
+
+        init(prepared: PreparedRequest, contentType: String) {
+            self.prepared = prepared
+            self.contentType = contentType
+            // Weak: a POST may still be in libcurl when the transport is released (shutdown).
+            deliver = { [weak self] r in
+                guard let self, let completion = self.pending else { return }
+                self.pending = nil
+                completion(HTTPNodeClient.outcome(r))
+            }
+        }
+    }
+
+    private var observationChannels: [String: ObservationChannel] = [:]
 
     func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
                           completion: @escaping (TransportOutcome) -> Void) {
-        let key = datastreamID + contentType
-        let request: CSRequest
-        if let cached = observationRequests[key] {
-            request = cached
+        let channel: ObservationChannel
+        if let cached = observationChannels[datastreamID], cached.contentType == contentType {
+            channel = cached
         } else {
             let format: ScalarFormat = contentType == MediaType.sweJSON ? .sweJSON : .omJSON
-            request = builder.postObservations(datastreamID: datastreamID, format: format)
-            observationRequests[key] = request
+            channel = ObservationChannel(prepared: http.prepare(builder.postObservations(datastreamID: datastreamID, format: format)),
+                                         contentType: contentType)
+            observationChannels[datastreamID] = channel
         }
         // The body goes from the publisher's buffer straight to curl: no copy.
-        http.send(request, body: UnsafeRawBufferPointer(start: body.base, count: body.count)) { r in
-            completion(HTTPNodeClient.outcome(r))
+        let bytes = UnsafeRawBufferPointer(start: body.base, count: body.count)
+        guard channel.pending == nil else {
+            // A second POST while one is in flight (the spool's drain beside the live stream).
+            http.send(channel.prepared, body: bytes) { r in completion(HTTPNodeClient.outcome(r)) }
+            return
         }
+        channel.pending = completion
+        http.send(channel.prepared, body: bytes, completion: channel.deliver)
     }
 
     /// A transport failure is status 0 with curl's explanation, as the publisher's verdicts expect.

@@ -1,4 +1,4 @@
-// Size (~750 lines, one type on purpose): libcurl's socket and timer callbacks, the transfer
+// Size (~930 lines, one type on purpose): libcurl's socket and timer callbacks, the transfer
 // table and the loop's registrations are one state machine; its parts mean nothing apart.
 import CCurl
 import CShim
@@ -17,9 +17,12 @@ import Glibc
 /// complete the cancelled transfers before they return.
 ///
 /// Connections are kept alive in the multi handle's cache (at most `maxHostConnections` to the
-/// node; further requests queue inside libcurl), and easy handles, header and body buffers are
-/// pooled, so steady-state requests reuse everything of ours. libcurl still allocates per request
-/// (header list, its own state).
+/// node). Requests beyond that many wait in the client, not in libcurl: a transfer libcurl holds
+/// pending parses its URL and builds a connection to match again each time it is woken. A waiting
+/// request's timeout starts when it is handed to libcurl. Easy handles, header and body buffers are
+/// pooled. A request sent again and again (a datastream's observations) keeps its own configured
+/// handle (`prepare`), so per request only its body is set; libcurl still allocates its own
+/// per-transfer state.
 public final class HTTPClient {
     public let server: HTTPServer
     /// Response bytes kept per request; the rest is read and dropped (`HTTPResult.bodyTruncated`).
@@ -30,11 +33,23 @@ public final class HTTPClient {
     private var timer: EventLoop.Timer?
     /// When libcurl next wants `curl_multi_socket_action(CURL_SOCKET_TIMEOUT)` (monotonic ns).
     private var curlDeadline: UInt64?
-    private var sockets: [Int32: EventLoop.Registration] = [:]
+    /// What the loop timer is armed at (nil: disarmed): re-armed only when the deadline moves.
+    private var armedAt: UInt64?
+    /// Set while we call libcurl from a place that serves its "timeout 0" right after (`callCurl`).
+    private var servingZeroTimeout = false
+    private var zeroTimeoutWanted = false
+    /// Loop timer (re)arms, for tests: a steady stream of requests should not move it per request.
+    public private(set) var timerArms = 0
+    private var sockets: [Int32: WatchedSocket] = [:]
     private var active: [HTTPTransfer] = []
+    /// Started while `maxActive` transfers were in libcurl; handed over in order as they finish.
+    private var waiting: [HTTPTransfer] = []
+    private let maxActive: Int
     private var idle: [HTTPTransfer] = []
     /// Requests that failed before reaching libcurl; delivered from the loop.
-    private var ready: [(result: HTTPResult, completion: (HTTPResult) -> Void)] = []
+    private var ready: [FinishedRequest] = []
+    /// `ready`'s twin while its completions run: both keep their capacity.
+    private var delivering: [FinishedRequest] = []
     private var nextID: UInt64 = 1
     private let poolLimit: Int
 
@@ -45,7 +60,8 @@ public final class HTTPClient {
     private let isHTTPS: Bool
     private let authorizationLine: String?
     private let pin: String?
-    private let userAgent: String
+    /// "User-Agent: …" as a header line: CURLOPT_USERAGENT would make libcurl format it anew per request.
+    private let userAgentLine: String?
     private let connectTimeoutMs: Int
     private let requestTimeoutMs: Int
 
@@ -86,18 +102,20 @@ public final class HTTPClient {
         self.maxResponseBody = max(0, maxResponseBody)
         self.multi = m
         self.poolLimit = max(1, handlePool)
+        self.maxActive = max(1, maxHostConnections)
         self.root = parsed.root
         self.originLower = parsed.origin.map(HTTPBytes.lower)
         self.origin = String(decoding: parsed.origin, as: UTF8.self)
         self.isHTTPS = parsed.https
         self.authorizationLine = server.credentials.authorization.map { "Authorization: " + $0 }
         self.pin = pinValue
-        self.userAgent = userAgent
+        self.userAgentLine = userAgent.isEmpty ? nil : "User-Agent: " + userAgent
         self.connectTimeoutMs = Self.milliseconds(server.connectTimeout)
         self.requestTimeoutMs = Self.milliseconds(server.requestTimeout)
         urlScratch.reserveCapacity(256)
         lineScratch.reserveCapacity(256)
-        active.reserveCapacity(16)
+        active.reserveCapacity(maxActive)
+        waiting.reserveCapacity(16)
         idle.reserveCapacity(poolLimit)
 
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -128,18 +146,19 @@ public final class HTTPClient {
         // Nothing may call back into a half-destroyed client.
         _ = osh_curl_multi_setopt_socket_cb(multi, nil)
         _ = osh_curl_multi_setopt_timer_cb(multi, nil)
-        for (_, r) in sockets { loop.remove(r) }
+        for (_, w) in sockets { loop.remove(w.registration) }
         sockets.removeAll()
         if let timer { loop.cancel(timer) }
         // libcurl's order: remove every easy handle, clean them up, then the multi handle.
         for t in active { curl_multi_remove_handle(multi, t.easy) }
         active.removeAll()
+        waiting.removeAll()
         idle.removeAll()
         curl_multi_cleanup(multi)
     }
 
     /// Requests started and not yet completed.
-    public var inFlight: Int { active.count + ready.count }
+    public var inFlight: Int { active.count + waiting.count + ready.count }
 
     /// Open libcurl sockets watched on the loop (tests, status).
     public var watchedSockets: Int { sockets.count }
@@ -159,9 +178,51 @@ public final class HTTPClient {
         launch(completion) { configure($0, request, body) }
     }
 
+    /// `request` for sending again and again with `send(_:body:completion:)`: checked and
+    /// configured on its first send, then only the body is set per request.
+    public func prepare(_ request: CSRequest) -> PreparedRequest {
+        PreparedRequest(request: request, client: self)
+    }
+
+    /// Sends `prepared.request` as `send(_:body:completion:)` does, on the handle kept for it: after
+    /// the first request only the body (pointer and length) is set. While that handle is busy (a
+    /// second request before the first completed) a pooled handle carries the request.
+    @discardableResult
+    public func send(_ prepared: PreparedRequest, body: UnsafeRawBufferPointer? = nil,
+                     completion: @escaping (HTTPResult) -> Void) -> TransferID {
+        guard prepared.client === self else {
+            return launch(completion, refusal: "the prepared request was made by another HTTPClient; prepare it on this one") { _ in nil }
+        }
+        let request = prepared.request
+        guard let t = prepared.transfer else {
+            // First send: configure a handle of its own and keep it if the request is sound.
+            guard let fresh = HTTPTransfer(bodyLimit: maxResponseBody) else {
+                return launch(completion) { configure($0, request, body) }
+            }
+            fresh.isPrepared = true
+            return launch(completion, on: fresh) { t in
+                let problem = configure(t, request, body)
+                if problem == nil { prepared.transfer = t }
+                return problem
+            }
+        }
+        // Busy, or a DELETE whose body comes or goes (its header list differs): a pooled handle.
+        guard t.completion == nil, t.preparedWithBody == Self.hasBody(request, body) else {
+            return launch(completion) { configure($0, request, body) }
+        }
+        t.bodyLimit = maxResponseBody
+        prepared.reuses &+= 1
+        return launch(completion, on: t) { t in
+            var s = OptionSetter(t.easy)
+            setBody(&s, t, request, body)
+            return s.problem
+        }
+    }
+
     /// Mints the transfer's id, then: `refusal`, or no transfer to be had, or a problem `setUp`
-    /// reports fails the request without sending it; else the transfer starts.
-    private func launch(_ completion: @escaping (HTTPResult) -> Void, refusal: String? = nil,
+    /// reports fails the request without sending it; else the transfer starts. `given`: a
+    /// prepared request's own handle, else one from the pool.
+    private func launch(_ completion: @escaping (HTTPResult) -> Void, refusal: String? = nil, on given: HTTPTransfer? = nil,
                         setUp: (HTTPTransfer) -> String?) -> TransferID {
         let id = TransferID(rawValue: nextID)
         nextID &+= 1
@@ -169,7 +230,7 @@ public final class HTTPClient {
             fail(completion, .invalidRequest, refusal)
             return id
         }
-        guard let t = obtainTransfer() else {
+        guard let t = given ?? obtainTransfer() else {
             fail(completion, .other, "curl_easy_init failed (out of memory)")
             return id
         }
@@ -215,18 +276,33 @@ public final class HTTPClient {
     /// Cancels one transfer; its completion runs now with `.cancelled`. False if it already completed.
     @discardableResult
     public func cancel(_ id: TransferID) -> Bool {
+        if let i = waiting.firstIndex(where: { $0.id == id.rawValue }) {
+            dropWaiting(waiting.remove(at: i))
+            return true
+        }
         guard let t = active.first(where: { $0.id == id.rawValue }) else { return false }
         finish(t, code: CURLE_OK, cancelled: true)
         return true
     }
 
-    /// Cancels every transfer in libcurl; their completions run now with `.cancelled`. Afterwards
-    /// libcurl holds no pointer into any caller's body.
+    /// Cancels every transfer, waiting or in libcurl; their completions run now with `.cancelled`.
+    /// Afterwards libcurl holds no pointer into any caller's body.
     public func cancelAll() {
+        // The waiting first, so none is handed to libcurl as the active ones end.
+        let queued = waiting
+        waiting.removeAll()
+        for t in queued { dropWaiting(t) }
         let victims = active
         for t in victims where active.contains(where: { $0 === t }) {
             finish(t, code: CURLE_OK, cancelled: true)
         }
+    }
+
+    /// Completes a request that never reached libcurl as cancelled.
+    private func dropWaiting(_ t: HTTPTransfer) {
+        let completion = t.completion
+        recycle(t)
+        completion?(HTTPResult(status: 0, error: TransportError(kind: .cancelled, message: "cancelled", origin: origin)))
     }
 
     // MARK: Request set-up
@@ -241,7 +317,18 @@ public final class HTTPClient {
 
     private func start(_ t: HTTPTransfer, _ completion: @escaping (HTTPResult) -> Void) {
         t.completion = completion
-        let rc = curl_multi_add_handle(multi, t.easy)
+        if active.count >= maxActive {
+            waiting.append(t)
+            return
+        }
+        handOver(t)
+    }
+
+    /// Adds a started transfer to libcurl.
+    private func handOver(_ t: HTTPTransfer) {
+        guard let completion = t.completion else { return }
+        var rc = CURLM_OK
+        callCurl { rc = curl_multi_add_handle(multi, t.easy) }
         guard rc == CURLM_OK else {
             t.completion = nil
             recycle(t)
@@ -249,6 +336,16 @@ public final class HTTPClient {
             return
         }
         active.append(t)
+        // The first step ran inside callCurl; what it finished (a refused connection) completes
+        // from the loop, never inside send.
+        drainCompletions(deliver: false)
+    }
+
+    /// Hands waiting transfers to libcurl while there is room.
+    private func handOverWaiting() {
+        while active.count < maxActive, !waiting.isEmpty {
+            handOver(waiting.removeFirst())
+        }
     }
 
     /// Sets every option of one request on a blank handle. Returns what is wrong with the request, if anything.
@@ -259,7 +356,6 @@ public final class HTTPClient {
         urlScratch.withUnsafeBufferPointer { u in
             u.withMemoryRebound(to: CChar.self) { s.cstr(CURLOPT_URL, $0.baseAddress, "CURLOPT_URL") }
         }
-        s.str(CURLOPT_USERAGENT, userAgent, "CURLOPT_USERAGENT")
         s.long(CURLOPT_TIMEOUT_MS, requestTimeoutMs, "CURLOPT_TIMEOUT_MS")
         if let low = server.lowSpeed, low.bytesPerSecond > 0, low.seconds > 0 {
             s.long(CURLOPT_LOW_SPEED_LIMIT, low.bytesPerSecond, "CURLOPT_LOW_SPEED_LIMIT")
@@ -304,44 +400,55 @@ public final class HTTPClient {
             }
         }
 
-        // Body: the caller's memory as is, or our copy of request.body.
-        var bodyPointer: UnsafeRawPointer = UnsafeRawPointer(t.ownedBody)
-        var bodyCount = 0
-        if request.method != .get {
-            if let b = body {
-                if let base = b.baseAddress, b.count > 0 {
-                    bodyPointer = base
-                    bodyCount = b.count
-                }
-            } else if let owned = request.body, !owned.isEmpty {
-                bodyPointer = t.own(owned)
-                bodyCount = owned.count
-            }
-        }
-        let hasBody: Bool
         switch request.method {
         case .get:
             s.long(CURLOPT_HTTPGET, 1, "CURLOPT_HTTPGET")
-            hasBody = false
         case .post:
-            hasBody = true
+            break
         case .put:
             s.str(CURLOPT_CUSTOMREQUEST, "PUT", "CURLOPT_CUSTOMREQUEST")
-            hasBody = true
         case .delete:
             s.str(CURLOPT_CUSTOMREQUEST, "DELETE", "CURLOPT_CUSTOMREQUEST")
-            hasBody = bodyCount > 0
         }
-        if hasBody {
-            // POSTFIELDS points at the bytes (never COPYPOSTFIELDS); an empty body still needs a
-            // valid pointer, or libcurl would read the body from stdin.
-            s.off(CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyCount), "CURLOPT_POSTFIELDSIZE_LARGE")
-            s.ptr(CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bodyPointer), "CURLOPT_POSTFIELDS")
-        }
+        let hasBody = setBody(&s, t, request, body)
+        t.preparedWithBody = hasBody
 
         if let problem = buildHeaders(t, request, hasBody: hasBody) { return problem }
         s.slist(CURLOPT_HTTPHEADER, t.headers, "CURLOPT_HTTPHEADER")
         return s.problem
+    }
+
+    /// Whether `request` sends a body (the header list differs): not GET, and for DELETE only a non-empty one.
+    private static func hasBody(_ request: CSRequest, _ body: UnsafeRawBufferPointer?) -> Bool {
+        switch request.method {
+        case .get: return false
+        case .post, .put: return true
+        case .delete: return (body.map { $0.count } ?? request.body?.count ?? 0) > 0
+        }
+    }
+
+    /// The body options: the caller's memory as is, or our copy of request.body. Returns whether
+    /// the request has a body.
+    @discardableResult
+    private func setBody(_ s: inout OptionSetter, _ t: HTTPTransfer, _ request: CSRequest,
+                         _ body: UnsafeRawBufferPointer?) -> Bool {
+        guard Self.hasBody(request, body) else { return false }
+        var bodyPointer: UnsafeRawPointer = UnsafeRawPointer(t.ownedBody)
+        var bodyCount = 0
+        if let b = body {
+            if let base = b.baseAddress, b.count > 0 {
+                bodyPointer = base
+                bodyCount = b.count
+            }
+        } else if let owned = request.body, !owned.isEmpty {
+            bodyPointer = t.own(owned)
+            bodyCount = owned.count
+        }
+        // POSTFIELDS points at the bytes (never COPYPOSTFIELDS); an empty body still needs a
+        // valid pointer, or libcurl would read the body from stdin.
+        s.off(CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyCount), "CURLOPT_POSTFIELDSIZE_LARGE")
+        s.ptr(CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bodyPointer), "CURLOPT_POSTFIELDS")
+        return true
     }
 
     /// Options every transfer gets, probes included.
@@ -398,7 +505,7 @@ public final class HTTPClient {
 
     /// Builds the request's curl_slist in order, plus the lines that switch libcurl's defaults off.
     private func buildHeaders(_ t: HTTPTransfer, _ request: CSRequest, hasBody: Bool) -> String? {
-        var hasAccept = false, hasContentType = false, hasAuthorization = false
+        var hasAccept = false, hasContentType = false, hasAuthorization = false, hasUserAgent = false
         for h in request.headers {
             let name = h.name.utf8
             if name.isEmpty { return "a header has an empty name" }
@@ -411,6 +518,7 @@ public final class HTTPClient {
             if Self.equalsIgnoringCase(name, "accept") { hasAccept = true }
             if Self.equalsIgnoringCase(name, "content-type") { hasContentType = true }
             if Self.equalsIgnoringCase(name, "authorization") { hasAuthorization = true }
+            if Self.equalsIgnoringCase(name, "user-agent") { hasUserAgent = true }
             lineScratch.removeAll(keepingCapacity: true)
             lineScratch.append(contentsOf: name)
             if h.value.utf8.contains(where: { !HTTPBytes.isSpace($0) }) {
@@ -427,6 +535,7 @@ public final class HTTPClient {
         if !hasAuthorization, let auth = authorizationLine, !appendLine(t, auth) {
             return "out of memory building the header list"
         }
+        if !hasUserAgent, let ua = userAgentLine, !appendLine(t, ua) { return "out of memory building the header list" }
         // Without these libcurl adds `Accept: */*` (which turns node errors into HTML or a redirect),
         // `Expect: 100-continue` for large bodies, and a form Content-Type for POSTFIELDS.
         if !hasAccept, !appendLine(t, "Accept:") { return "out of memory building the header list" }
@@ -479,16 +588,29 @@ public final class HTTPClient {
 
     // MARK: Completion
 
-    private func finish(_ t: HTTPTransfer, code: CURLcode, cancelled: Bool = false) {
+    /// Ends a transfer; `deliver` false queues its completion for the loop (inside `send`).
+    private func finish(_ t: HTTPTransfer, code: CURLcode, cancelled: Bool = false, deliver: Bool = true) {
         let result = makeResult(t, code: code, cancelled: cancelled)
         curl_multi_remove_handle(multi, t.easy)
         if let i = active.firstIndex(where: { $0 === t }) { active.remove(at: i) }
         let completion = t.completion
         recycle(t)
-        completion?(result)
+        handOverWaiting()
+        guard let completion else { return }
+        if deliver {
+            completion(result)
+        } else {
+            ready.append(FinishedRequest(result: result, completion: completion))
+            armTimer()
+        }
     }
 
+    /// A prepared request's handle keeps its options; any other goes back to the pool blank.
     private func recycle(_ t: HTTPTransfer) {
+        if t.isPrepared {
+            t.clearResponse()
+            return
+        }
         t.recycle()
         if idle.count < poolLimit { idle.append(t) }
     }
@@ -556,7 +678,7 @@ public final class HTTPClient {
     /// A request that never reached libcurl: completed from the loop, like every other.
     private func fail(_ completion: @escaping (HTTPResult) -> Void, _ kind: TransportError.Kind, _ message: String) {
         let result = HTTPResult(status: 0, error: TransportError(kind: kind, message: message, origin: origin))
-        ready.append((result, completion))
+        ready.append(FinishedRequest(result: result, completion: completion))
         armTimer()
     }
 
@@ -565,24 +687,29 @@ public final class HTTPClient {
     /// CURLMOPT_SOCKETFUNCTION: watch, re-watch or forget one of libcurl's sockets.
     private func watch(fd: Int32, what: Int32) {
         if what == CURL_POLL_REMOVE {
-            if let r = sockets.removeValue(forKey: fd) { loop.remove(r) }
+            if let w = sockets.removeValue(forKey: fd) { loop.remove(w.registration) }
             return
         }
         var events: EventLoop.Events = []
         if what & CURL_POLL_IN != 0 { events.insert(.readable) }
         if what & CURL_POLL_OUT != 0 { events.insert(.writable) }
-        if let r = sockets[fd] {
+        if let w = sockets[fd] {
+            // libcurl reports a socket again when any transfer's interest is recomputed; an
+            // unchanged one needs no epoll_ctl.
+            if w.events == events { return }
             do {
-                try loop.modify(r, events: events)
+                try loop.modify(w.registration, events: events)
+                sockets[fd]?.events = events
                 return
             } catch {
                 // The fd was closed and its number reused without a REMOVE: register it afresh.
-                loop.remove(r)
+                loop.remove(w.registration)
                 sockets[fd] = nil
             }
         }
         do {
-            sockets[fd] = try loop.add(fd: fd, events: events) { [weak self] e in self?.onSocket(fd: fd, events: e) }
+            let r = try loop.add(fd: fd, events: events) { [weak self] e in self?.onSocket(fd: fd, events: e) }
+            sockets[fd] = WatchedSocket(registration: r, events: events)
         } catch {
             lastLoopError = "watching libcurl socket \(fd): \(error)"
         }
@@ -593,41 +720,87 @@ public final class HTTPClient {
         if events.contains(.readable) { flags |= CURL_CSELECT_IN }
         if events.contains(.writable) { flags |= CURL_CSELECT_OUT }
         if events.contains(.error) || events.contains(.hangup) { flags |= CURL_CSELECT_ERR }
-        var running: Int32 = 0
-        _ = curl_multi_socket_action(multi, fd, flags, &running)
+        callCurl {
+            var running: Int32 = 0
+            _ = curl_multi_socket_action(multi, fd, flags, &running)
+        }
         drainCompletions()
     }
 
-    /// CURLMOPT_TIMERFUNCTION: only records the deadline; the loop's timer acts on it.
-    private func curlTimer(ms: Int) {
-        curlDeadline = ms < 0 ? nil : osh_monotonic_ns() &+ UInt64(ms) &* 1_000_000
+    /// Calls libcurl (`body`), then serves at once a "timeout 0" libcurl asked for meanwhile —
+    /// what the loop timer would do a moment later, without arming the timerfd and a turn for it
+    /// (libcurl asks for 0 on every new transfer). A few rounds at most; a deadline still due
+    /// after them is left to the loop timer.
+    private func callCurl(_ body: () -> Void) {
+        let outer = servingZeroTimeout
+        servingZeroTimeout = true
+        body()
+        var rounds = 0
+        while zeroTimeoutWanted, rounds < 3 {
+            zeroTimeoutWanted = false
+            rounds += 1
+            var running: Int32 = 0
+            _ = osh_curl_multi_socket_timeout(multi, &running)
+        }
+        zeroTimeoutWanted = false
+        servingZeroTimeout = outer
         armTimer()
+    }
+
+    /// CURLMOPT_TIMERFUNCTION: only records the deadline; `callCurl` or the loop's timer acts on it.
+    private func curlTimer(ms: Int) {
+        // Only the last word counts: "now" followed by a later deadline in the same call is not served.
+        if servingZeroTimeout { zeroTimeoutWanted = ms == 0 }
+        if ms < 0 {
+            curlDeadline = nil
+        } else {
+            curlDeadline = osh_monotonic_ns() &+ UInt64(ms) &* 1_000_000
+            if ms == 0, servingZeroTimeout { return }
+        }
+        // Inside a call from callCurl the timer is armed once, after it.
+        if !servingZeroTimeout { armTimer() }
     }
 
     private func armTimer() {
         guard let timer else { return }
         // Early failures are delivered at once (an absolute time of 1 ns has passed).
-        let at: UInt64? = ready.isEmpty ? curlDeadline : 1
+        let at: UInt64? = ready.isEmpty ? curlDeadline.map { max($0, 1) } : 1
+        guard at != armedAt else { return }
+        // libcurl moves a running transfer's deadline a little later on every read (its low-speed
+        // check expires 1 s after the last progress): an armed time that is a little early stays —
+        // firing early only re-arms (onTimer) — where re-arming each time would cost a heap move.
+        if let at, let armed = armedAt, at > armed {
+            let now = osh_monotonic_ns()
+            if at &- armed <= max(1_000_000, (at > now ? at &- now : 0) / 64) { return }
+        }
         guard let at else {
             loop.disarm(timer)
+            armedAt = nil
             return
         }
         do {
-            try loop.rearm(timer, at: max(at, 1))
+            try loop.rearm(timer, at: at)
+            armedAt = at
+            timerArms &+= 1
         } catch {
+            armedAt = nil
             lastLoopError = "arming the libcurl timer: \(error)"
         }
     }
 
     private func onTimer() {
+        // A one-shot: the loop disarmed it before this call.
+        armedAt = nil
         if !ready.isEmpty {
-            let batch = ready
-            ready.removeAll()
-            for (result, completion) in batch { completion(result) }
+            swap(&ready, &delivering)
+            for f in delivering { f.completion(f.result) }
+            delivering.removeAll(keepingCapacity: true)
         }
         if let due = curlDeadline, osh_monotonic_ns() >= due {
-            var running: Int32 = 0
-            _ = osh_curl_multi_socket_timeout(multi, &running)
+            callCurl {
+                var running: Int32 = 0
+                _ = osh_curl_multi_socket_timeout(multi, &running)
+            }
             if curlDeadline == due {
                 // libcurl did not move its deadline (its clock had not quite reached it): look again
                 // in a millisecond rather than spin, or stop if nothing is left to time.
@@ -638,13 +811,14 @@ public final class HTTPClient {
         armTimer()
     }
 
-    private func drainCompletions() {
+    /// Collects finished transfers; `deliver` false queues their completions for the loop.
+    private func drainCompletions(deliver: Bool = true) {
         var left: Int32 = 0
         while let msg = curl_multi_info_read(multi, &left) {
             guard msg.pointee.msg == CURLMSG_DONE, let easy = msg.pointee.easy_handle else { continue }
             let code = osh_curl_msg_result(msg)
             guard let t = active.first(where: { $0.easy == easy }) else { continue }
-            finish(t, code: code)
+            finish(t, code: code, deliver: deliver)
         }
     }
 
@@ -693,6 +867,20 @@ public final class HTTPClient {
         guard seconds.isFinite, seconds > 0 else { return 0 }
         return max(1, Int(min(seconds, 86_400) * 1000))
     }
+}
+
+/// A request that ended where its completion may not run (inside `send`, or before reaching
+/// libcurl), waiting for the loop. A struct, not a tuple: a closure in a tuple array is re-wrapped
+/// (allocated) on every append.
+private struct FinishedRequest {
+    let result: HTTPResult
+    let completion: (HTTPResult) -> Void
+}
+
+/// One libcurl socket on the loop, with the interest it is registered for.
+private struct WatchedSocket {
+    let registration: EventLoop.Registration
+    var events: EventLoop.Events
 }
 
 /// Sets options on one easy handle and keeps the first refusal, named, for the error message.

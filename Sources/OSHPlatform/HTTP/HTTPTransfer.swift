@@ -16,11 +16,17 @@ final class HTTPTransfer {
     var bodyTruncated = false
     var location: String?
     var contentType: String?
+    /// The previous response's Content-Type, kept across requests (`onHeader`).
+    private var lastContentType: String?
     /// `sha256//<base64>` from libcurl's verbose pin line (pinned servers and probes only).
     var peerPublicKey: String?
     var headers: UnsafeMutablePointer<curl_slist>?
     var completion: ((HTTPResult) -> Void)?
     var id: UInt64 = 0
+    /// Owned by a `PreparedRequest`: its options stay set between requests and it never enters the pool.
+    var isPrepared = false
+    /// Whether the configured request sends a body (its header list says so).
+    var preparedWithBody = false
 
     init?(bodyLimit: Int) {
         guard let h = curl_easy_init() else { return nil }
@@ -58,6 +64,13 @@ final class HTTPTransfer {
     func recycle() {
         curl_slist_free_all(headers)
         headers = nil
+        clearResponse()
+        curl_easy_reset(easy)
+    }
+
+    /// Forgets the last response but keeps every option and the header list: the next request
+    /// of a `PreparedRequest` then only sets its body.
+    func clearResponse() {
         completion = nil
         location = nil
         contentType = nil
@@ -72,7 +85,6 @@ final class HTTPTransfer {
             ownedBodyCapacity = 256
             ownedBody = .allocate(byteCount: ownedBodyCapacity, alignment: 16)
         }
-        curl_easy_reset(easy)
     }
 
     // MARK: Callbacks (called by libcurl on the loop's thread, inside curl_multi_socket_action)
@@ -100,7 +112,14 @@ final class HTTPTransfer {
         if HTTPBytes.equalsIgnoringCase(name, "location") {
             location = HTTPBytes.trimmedString(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
         } else if HTTPBytes.equalsIgnoringCase(name, "content-type") {
-            contentType = HTTPBytes.trimmedString(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+            let value = HTTPBytes.trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+            // A node answers with the same type again and again: keep the one String made for it.
+            if let last = lastContentType, last.utf8.elementsEqual(value) {
+                contentType = last
+            } else {
+                contentType = String(decoding: value, as: UTF8.self)
+                lastContentType = contentType
+            }
         }
     }
 
@@ -155,11 +174,15 @@ enum HTTPBytes {
         return nil
     }
 
-    static func trimmedString(_ bytes: UnsafeRawBufferPointer) -> String {
+    static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
         var lo = 0
         var hi = bytes.count
         while lo < hi, isSpace(bytes[lo]) { lo += 1 }
         while hi > lo, isSpace(bytes[hi - 1]) { hi -= 1 }
-        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[lo..<hi]), as: UTF8.self)
+        return UnsafeRawBufferPointer(rebasing: bytes[lo..<hi])
+    }
+
+    static func trimmedString(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(decoding: trimmed(bytes), as: UTF8.self)
     }
 }
