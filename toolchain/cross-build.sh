@@ -12,6 +12,8 @@
 #   --out FILE  where to put the binary (default: .build/cross/<release>/osh-edge)
 #   --dev       also build osh-edge-dev, put beside it (DIR-of-FILE/osh-edge-dev)
 #   --check     run `osh-edge version` under qemu-aarch64-static with the SDK's sysroot
+# OSH_EXTRA_SWIFT_FLAGS (environment): more `swift build` arguments for both products, split at
+# spaces, to measure an option before adopting it (e.g. "-Xswiftc -Osize").
 # Prints the binary's path (with --dev, then osh-edge-dev's).
 set -euo pipefail
 LOG_TAG=cross-build
@@ -36,6 +38,7 @@ done
 PKG=$(realpath -e -- "$TOOLCHAIN_DIR/..")
 OUT=${OUT:-$PKG/.build/cross/$REL/osh-edge}
 NAME=osh-edge-aarch64-$REL
+read -ra EXTRA_FLAGS <<<"${OSH_EXTRA_SWIFT_FLAGS:-}"
 
 require_root "$@"
 "$TOOLCHAIN_DIR/make-sdk.sh" "$REL" >/dev/null
@@ -64,7 +67,7 @@ mkdir -p "$ROOT$SCRATCH"
 # on V4L2M2MEncoder.submitImported (-O -g, "piece covers entire var").
 # One product per build (the second reuses the first's modules in the same scratch path).
 build_product() {
-  log "swift build -c release --product $1 for aarch64 ($NAME), scratch $ROOT$SCRATCH"
+  log "swift build -c release --product $1 ${EXTRA_FLAGS[*]} for aarch64 ($NAME), scratch $ROOT$SCRATCH"
   local start
   start=$(date +%s)
   in_builder /usr/bin/env \
@@ -73,7 +76,7 @@ build_product() {
     PKG_CONFIG_LIBDIR="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
     sh -c 'cd "$1" && shift && exec /usr/bin/swift build "$@"' sh "$PKG" \
     --scratch-path "$SCRATCH" --swift-sdks-path "$SDK_DIR" --swift-sdk "$NAME" \
-    -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker --strip-all --product "$1"
+    -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker --strip-all "${EXTRA_FLAGS[@]}" --product "$1"
   log "built in $(($(date +%s) - start)) s"
 }
 build_product osh-edge

@@ -150,17 +150,22 @@ func check(_ a: inout Arguments) {
     }
 }
 
+// A function rather than top-level code: a closure at the top level of main.swift is
+// MainActor-isolated, and its isolation check links the Concurrency runtime and Dispatch.
+func nmea(_ a: inout Arguments) {
+    let baud = a.value("--baud").map { Int($0) ?? 0 }
+    if let b = baud, b <= 0 { fail("--baud must be a positive integer") }
+    let path = a.positional()
+    a.finish()
+    exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
+}
+
 var (command, args) = commandLine(usage: usage)
 switch command {
 case "schema": schema(&args)
 case "run": runServiceCommand(&args)
 case "config": runConfigCommand(&args)
-case "nmea":
-    let baud = args.value("--baud").map { Int($0) ?? 0 }
-    if let b = baud, b <= 0 { fail("--baud must be a positive integer") }
-    let path = args.positional()
-    args.finish()
-    exit(NMEACommand.run(path: path, baud: baud, notBefore: AgentSettings.defaultNotBefore))
+case "nmea": nmea(&args)
 case "levels": runLevelsCommand(args.rest)
 case "declination": runDeclinationCommand(args.rest)
 case "fuse": runFuseCommand(args.rest)
