@@ -4,9 +4,9 @@
 # `osh-edge-dev` (the demo, the development node, the simulators; never in the .deb).
 # Static Swift stdlib (Pi OS has no Swift runtime), stripped at link time (the builder
 # has no llvm-strip). The binary still links the C libraries dynamically: libcurl4,
-# libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164,
-# libstdc++6 (osh-edge-dev also libmicrohttpd12). toolchain/check-hygiene.sh then checks that
-# osh-edge links neither libmicrohttpd nor any simulator.
+# libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164
+# (osh-edge-dev also libmicrohttpd12); libstdc++ comes from its archive (SHIP_FLAGS below).
+# toolchain/check-hygiene.sh then checks that osh-edge links neither libmicrohttpd nor any simulator.
 #
 # Usage: toolchain/cross-build.sh [trixie|bookworm] [--out FILE] [--dev] [--check]   (as root)
 #   --out FILE  where to put the binary (default: .build/cross/<release>/osh-edge)
@@ -66,7 +66,7 @@ mkdir -p "$ROOT$SCRATCH"
 # -gnone: the binary is stripped anyway, and Debian's 6.0.3 asserts in its debug-info IRGen
 # on V4L2M2MEncoder.submitImported (-O -g, "piece covers entire var").
 # One product per build (the second reuses the first's modules in the same scratch path).
-# Size and memory (measurements/footprint/memory.txt; stripped osh-edge 8.94 → 7.4 MB):
+# Size and memory (measurements/footprint/memory.txt; stripped osh-edge 8.94 → 7.28 MB):
 # - --no-export-dynamic: the static-stdlib link exports every public Swift symbol (11k names,
 #   0.85 MB of .dynsym/.dynstr/.gnu.hash); nothing resolves them at run time.
 # - -z pack-relative-relocs: DT_RELR instead of 0.5 MB of RELA (lld; glibc >= 2.36, bookworm and trixie).
@@ -76,7 +76,7 @@ mkdir -p "$ROOT$SCRATCH"
 #   libstdc++.a is searched before the compiler's; 1 MB less mapped and resident at run time.
 STATIC_CXX=$SCRATCH/static-libstdcxx
 CXX_ARCHIVE=$(cd "$ROOT$SYSROOT_IN" && compgen -G "usr/lib/gcc/aarch64-linux-gnu/*/libstdc++.a" | sort -V | tail -1) \
-  || die "no libstdc++.a in the SDK sysroot (make-sdk.sh installs libstdc++-dev): remove $SDK_DIR/$NAME.artifactbundle and rerun"
+  || die "no libstdc++.a in the SDK sysroot (make-sdk.sh installs libstdc++-N-dev): remove $SDK_DIR/$NAME.artifactbundle and rerun"
 mkdir -p "$ROOT$STATIC_CXX"
 ln -sfn "$SYSROOT_IN/$CXX_ARCHIVE" "$ROOT$STATIC_CXX/libstdc++.a"
 SHIP_FLAGS=(-Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs
