@@ -91,6 +91,8 @@ for so in "${NEEDED[@]}"; do
   deps+=("$pkg")
 done
 GLIBC=$(readelf -V "$BINARY" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -1)
+# Packed relative relocations (cross-build.sh links with -z pack-relative-relocs) need glibc 2.36.
+if [[ $(readelf -V "$BINARY") == *GLIBC_ABI_DT_RELR* ]]; then GLIBC=$(printf '%s\n' "$GLIBC" 2.36 | sort -V | tail -1); fi
 DEPENDS=$(printf '%s\n' "libc6 (>= $GLIBC)" "${deps[@]}" adduser | awk '!seen[$0]++' | paste -sd, | sed 's/,/, /g')
 
 # --- the staged tree

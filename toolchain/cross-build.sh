@@ -4,14 +4,16 @@
 # `osh-edge-dev` (the demo, the development node, the simulators; never in the .deb).
 # Static Swift stdlib (Pi OS has no Swift runtime), stripped at link time (the builder
 # has no llvm-strip). The binary still links the C libraries dynamically: libcurl4,
-# libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164,
-# libstdc++6 (osh-edge-dev also libmicrohttpd12). toolchain/check-hygiene.sh then checks that
-# osh-edge links neither libmicrohttpd nor any simulator.
+# libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164
+# (osh-edge-dev also libmicrohttpd12); libstdc++ comes from its archive (SHIP_FLAGS below).
+# toolchain/check-hygiene.sh then checks that osh-edge links neither libmicrohttpd nor any simulator.
 #
 # Usage: toolchain/cross-build.sh [trixie|bookworm] [--out FILE] [--dev] [--check]   (as root)
 #   --out FILE  where to put the binary (default: .build/cross/<release>/osh-edge)
 #   --dev       also build osh-edge-dev, put beside it (DIR-of-FILE/osh-edge-dev)
 #   --check     run `osh-edge version` under qemu-aarch64-static with the SDK's sysroot
+# OSH_EXTRA_SWIFT_FLAGS (environment): more `swift build` arguments for both products, split at
+# spaces, to measure an option before adopting it (e.g. "-Xswiftc -Osize").
 # Prints the binary's path (with --dev, then osh-edge-dev's).
 set -euo pipefail
 LOG_TAG=cross-build
@@ -36,6 +38,7 @@ done
 PKG=$(realpath -e -- "$TOOLCHAIN_DIR/..")
 OUT=${OUT:-$PKG/.build/cross/$REL/osh-edge}
 NAME=osh-edge-aarch64-$REL
+read -ra EXTRA_FLAGS <<<"${OSH_EXTRA_SWIFT_FLAGS:-}"
 
 require_root "$@"
 "$TOOLCHAIN_DIR/make-sdk.sh" "$REL" >/dev/null
@@ -63,8 +66,24 @@ mkdir -p "$ROOT$SCRATCH"
 # -gnone: the binary is stripped anyway, and Debian's 6.0.3 asserts in its debug-info IRGen
 # on V4L2M2MEncoder.submitImported (-O -g, "piece covers entire var").
 # One product per build (the second reuses the first's modules in the same scratch path).
+# Size and memory (measurements/footprint/memory.txt; stripped osh-edge 8.94 → 7.28 MB):
+# - --no-export-dynamic: the static-stdlib link exports every public Swift symbol (11k names,
+#   0.85 MB of .dynsym/.dynstr/.gnu.hash); nothing resolves them at run time.
+# - -z pack-relative-relocs: DT_RELR instead of 0.5 MB of RELA (lld; glibc >= 2.36, bookworm and trixie).
+# - -internalize-at-link -function-sections: Swift keeps every public function as a GC root
+#   (SHF_GNU_RETAIN); without that, SwiftPM's --gc-sections drops unused code (0.38 MB).
+# - libstdc++ from its archive (only the Swift runtime uses it): the directory holding just
+#   libstdc++.a is searched before the compiler's; 1 MB less mapped and resident at run time.
+STATIC_CXX=$SCRATCH/static-libstdcxx
+CXX_ARCHIVE=$(cd "$ROOT$SYSROOT_IN" && compgen -G "usr/lib/gcc/aarch64-linux-gnu/*/libstdc++.a" | sort -V | tail -1) \
+  || die "no libstdc++.a in the SDK sysroot (make-sdk.sh installs libstdc++-N-dev): remove $SDK_DIR/$NAME.artifactbundle and rerun"
+mkdir -p "$ROOT$STATIC_CXX"
+ln -sfn "$SYSROOT_IN/$CXX_ARCHIVE" "$ROOT$STATIC_CXX/libstdc++.a"
+SHIP_FLAGS=(-Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs
+  -Xswiftc -Xfrontend -Xswiftc -internalize-at-link -Xswiftc -Xfrontend -Xswiftc -function-sections
+  -Xswiftc -L"$STATIC_CXX")
 build_product() {
-  log "swift build -c release --product $1 for aarch64 ($NAME), scratch $ROOT$SCRATCH"
+  log "swift build -c release --product $1 ${EXTRA_FLAGS[*]} for aarch64 ($NAME), scratch $ROOT$SCRATCH"
   local start
   start=$(date +%s)
   in_builder /usr/bin/env \
@@ -73,7 +92,8 @@ build_product() {
     PKG_CONFIG_LIBDIR="$SYSROOT_IN/usr/lib/aarch64-linux-gnu/pkgconfig:$SYSROOT_IN/usr/share/pkgconfig" \
     sh -c 'cd "$1" && shift && exec /usr/bin/swift build "$@"' sh "$PKG" \
     --scratch-path "$SCRATCH" --swift-sdks-path "$SDK_DIR" --swift-sdk "$NAME" \
-    -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker --strip-all --product "$1"
+    -c release --static-swift-stdlib -Xswiftc -gnone -Xlinker --strip-all "${SHIP_FLAGS[@]}" "${EXTRA_FLAGS[@]}" \
+    --product "$1"
   log "built in $(($(date +%s) - start)) s"
 }
 build_product osh-edge

@@ -27,7 +27,7 @@ public struct LEDSettings: Sendable, Equatable {
     public static func chipProblem(_ chip: String) -> String? {
         if chip.isEmpty { return nil }
         if chip.hasPrefix("/") {
-            return chip.hasPrefix("/dev/") && !chip.contains("..") ? nil
+            return chip.hasPrefix("/dev/") && !chip.hasSubstring("..") ? nil
                 : "a chip path must be under /dev, e.g. /dev/gpiochip0"
         }
         let ok = chip.utf8.allSatisfy { c in

@@ -271,9 +271,9 @@ public final class SerialSource {
         let hint: String
         switch e {
         case ENOENT, ENOTDIR:
-            if path.contains("/serial0") || path.contains("/serial1") {
+            if path.hasSubstring("/serial0") || path.hasSubstring("/serial1") {
                 hint = "\(path) does not exist: enable the UART (enable_uart=1 in /boot/firmware/config.txt, or raspi-config → Interface Options → Serial Port)"
-            } else if path.contains("/by-id/") || path.contains("ttyUSB") || path.contains("ttyACM") {
+            } else if path.hasSubstring("/by-id/") || path.hasSubstring("ttyUSB") || path.hasSubstring("ttyACM") {
                 hint = "\(path) does not exist (receiver not plugged in?)"
             } else {
                 hint = "\(path) does not exist"

@@ -343,7 +343,7 @@ public final class WebSocketClient {
         case 401, 403: fail(.unauthorized(h.status))
         case 404: fail(.notFound(message.isEmpty ? "404" : message))
         default:
-            if message.lowercased().contains("already connected") { fail(.alreadyConnected(message)) }
+            if message.lowercased().hasSubstring("already connected") { fail(.alreadyConnected(message)) }
             else { fail(.handshake(.status(code: h.status, reason: h.reason, body: message))) }
         }
     }
@@ -380,7 +380,7 @@ public final class WebSocketClient {
     private func serverClosed(_ code: UInt16, _ reason: String) {
         if state == .closing { return closedCleanly() }
         sendClose(code == WebSocketCloseCode.noStatus ? WebSocketCloseCode.normal : code, "")
-        if reason.lowercased().contains("already connected") { return fail(.alreadyConnected(reason)) }
+        if reason.lowercased().hasSubstring("already connected") { return fail(.alreadyConnected(reason)) }
         fail(.closedByServer(code: code, reason: reason))
     }
 
