@@ -21,7 +21,7 @@
 #   QUICK=1 scripts/footprint.sh               warm-up 10 s, window 20 s, strace 5 s + 5 s
 #   scripts/footprint.sh --vpi-summary .build/vpi/summary.json   + the arm64 column (vpi test --json)
 #   scripts/footprint.sh --dry-run [--vpi-summary FILE]          the plan (and the arm64 column), no run
-#   PORT=18190 BUILD=0 KEEP=1 PEER=0 COLLECTD=0 CORES="0 1 0" …
+#   PORT=18190 BUILD=0 KEEP=1 PEER=0 COLLECTD=0 SHIP=0 CORES="0 1 0" …
 #
 # BUILD=1 (default) builds osh-edge-sim with the static Swift stdlib into .build/static (its own
 # scratch path, so .build/release keeps its builds) and osh-edge-dev (the node) in release.
@@ -77,8 +77,25 @@ for tool in strace taskset curl jq cc python3 readelf; do
   command -v "$tool" >/dev/null || { echo "footprint: needs $tool (apt-get install strace util-linux curl jq gcc python3 binutils)" >&2; exit 2; }
 done
 
+# As shipped: the static stdlib and cross-build.sh's link options (SHIP_FLAGS there: no exported
+# symbols, packed relative relocations, unused Swift code dropped, libstdc++ from its archive),
+# with the toolchain's lld (the host's gold has no packed relocations). SHIP=0: the static stdlib only.
+SHIP=${SHIP:-1}
+ship_flags=()
+if [ "$SHIP" = 1 ]; then
+  cxx=$(g++ -print-file-name=libstdc++.a 2>/dev/null || true)
+  if [ -f "$cxx" ] && swiftc -use-ld=lld -print-target-info >/dev/null 2>&1 && command -v "$(dirname "$(command -v swiftc)")/ld.lld" >/dev/null; then
+    mkdir -p .build/static-libstdcxx && ln -sfn "$cxx" .build/static-libstdcxx/libstdc++.a
+    ship_flags=(-Xswiftc -use-ld=lld -Xlinker --no-export-dynamic -Xlinker -z -Xlinker pack-relative-relocs
+      -Xswiftc -Xfrontend -Xswiftc -internalize-at-link -Xswiftc -Xfrontend -Xswiftc -function-sections
+      -Xswiftc -L"$PWD/.build/static-libstdcxx")
+  else
+    echo "footprint: no lld beside swiftc or no libstdc++.a (g++): osh-edge-sim gets the static stdlib only (SHIP=0)" >&2
+    SHIP=0
+  fi
+fi
 if [ "$BUILD" = 1 ]; then
-  nice swift build -c release --static-swift-stdlib --product osh-edge-sim --scratch-path .build/static >&2
+  nice swift build -c release --static-swift-stdlib "${ship_flags[@]}" --product osh-edge-sim --scratch-path .build/static >&2
   nice swift build -c release --product osh-edge-dev >&2
 fi
 for b in "$SIM_BIN" "$NODE_BIN"; do
@@ -264,6 +281,9 @@ done <"$work/agents"
 # --- the report -------------------------------------------------------------------------------
 needed=$(readelf -d "$SIM_BIN" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 if grep -q libswiftCore <<<"$needed"; then stdlib="no: libswiftCore.so is loaded (build with --static-swift-stdlib)"; else stdlib="yes (no libswift*.so among NEEDED)"; fi
+# cross-build.sh's link options leave packed relocations (.relr.dyn) and no libstdc++.so behind.
+if readelf -S "$SIM_BIN" | grep -q relr && ! grep -q libstdc++ <<<"$needed"; then stdlib="$stdlib; shipped link options: yes"
+else stdlib="$stdlib; shipped link options: no (SHIP=0, or no lld)"; fi
 dirty=$(git diff --quiet HEAD -- Sources Package.swift || echo '+dirty')
 {
   echo "rev=$(git rev-parse --short HEAD)$dirty"
