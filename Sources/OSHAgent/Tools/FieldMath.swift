@@ -1,6 +1,6 @@
 // Bodies of the two math field tools: `osh-edge declination` (WMM at a place and date,
 // laid out like NOAA's calculator) and `osh-edge fuse` (the orientation filter over a
-// recorded CSV of raw samples). Parsing lives in Sources/osh-edge; the math in OSHCore.
+// recorded CSV of raw samples). Parsing lives in OSHEdgeCommands; the math in OSHCore.
 import OSHCore
 import OSHPlatform
 #if canImport(Glibc)
