@@ -230,15 +230,17 @@ public final class EventLoop {
     /// clock, the first one after now. Periodic timers whose periods divide one another (100 ms,
     /// 250 ms, 1 s…) then come due at the same instants and share one wake-up instead of one each.
     /// `runsLast`: at an instant it shares, it runs after the others (the publisher's flush, so it
-    /// carries what the samplers read at that instant).
+    /// carries what the samplers read at that instant). `notBefore`: the first tick is the first
+    /// grid instant at or after it (a flush interval's worth of data before the first flush).
     @discardableResult
-    public func addAlignedTimer(every interval: UInt64, runsLast: Bool = false,
+    public func addAlignedTimer(every interval: UInt64, runsLast: Bool = false, notBefore: UInt64 = 0,
                                 handler: @escaping (UInt64) -> Void) throws -> Timer {
         let e = TimerEntry(id: nextID, handler: handler)
         nextID += 1
         e.last = runsLast
         timers[e.id] = e
-        schedule(e, at: Self.nextMultiple(of: interval, after: now), interval: interval)
+        let after = notBefore > now ? notBefore - 1 : now
+        schedule(e, at: Self.nextMultiple(of: interval, after: after), interval: interval)
         try syncTimerFD()
         return Timer(registration: Registration(id: e.id, fd: timerFD))
     }

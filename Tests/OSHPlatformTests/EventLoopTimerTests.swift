@@ -117,6 +117,13 @@ final class EventLoopTimerTests: XCTestCase {
             let names = fired.filter { $0.at == at }.map(\.name)
             if names.contains("flush") { XCTAssertEqual(names.last, "flush", "the flush runs after the samplers: \(names)") }
         }
+        // notBefore: the first grid instant at or after it.
+        let late = try EventLoop(time: .virtual(startingAt: 1_000_000_000 + 37 * ms))
+        var first: UInt64?
+        try late.addAlignedTimer(every: 250 * ms, notBefore: late.now + 250 * ms) { _ in if first == nil { first = late.now } }
+        try late.addAlignedTimer(every: 250 * ms, notBefore: 1_500_000_000) { _ in }
+        try late.advance(by: 1)
+        XCTAssertEqual(first, 1_500_000_000, "1.037 s + 0.25 s → the 1.5 s instant, not 1.25 s")
         XCTAssertEqual(EventLoop.nextMultiple(of: 0, after: 5), 6)
         XCTAssertEqual(EventLoop.nextMultiple(of: 10, after: 20), 30, "strictly after now")
         XCTAssertEqual(EventLoop.nextMultiple(of: UInt64.max / 2, after: UInt64.max - 3), UInt64.max - 1)

@@ -182,8 +182,10 @@ public final class AgentRuntime {
         checkClock()
         registration.schedule(after: 0)
         let tick = UInt64(config.publisher.flushInterval * 1e9)
-        // On the loop's grid, after the samplers due at the same instant: one wake-up reads and sends.
-        timers.append(try loop.addAlignedTimer(every: tick, runsLast: true) { [unowned self] _ in
+        // On the loop's grid, after the samplers due at the same instant: one wake-up reads and
+        // sends. The first flush comes no sooner than one interval after the start.
+        timers.append(try loop.addAlignedTimer(every: tick, runsLast: true,
+                                               notBefore: loop.deadline(after: config.publisher.flushInterval)) { [unowned self] _ in
             self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
         })
         timers.append(try loop.addAlignedTimer(every: 1_000_000_000) { [unowned self] _ in
