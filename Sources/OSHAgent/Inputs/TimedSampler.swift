@@ -18,6 +18,8 @@ final class TimedSampler {
     private let health: HealthProbe
     /// One timer per period (ns), and the outputs it samples, in datastream order.
     private var groups: [UInt64: (timer: EventLoop.Timer, outputs: [Int])] = [:]
+    /// The first readings of slow outputs (cancelled with the rest at stop).
+    private var oneShots: [EventLoop.Timer] = []
     /// Simulated values, sized once from the widest record.
     private let scratch: UnsafeMutableBufferPointer<Double>
     private let startTime = Double(Clock.monotonicNanoseconds()) / 1e9
@@ -50,11 +52,19 @@ final class TimedSampler {
         }
         let t = try loop.addAlignedTimer(every: period) { [unowned self] _ in self.tick(period) }
         groups[period] = (t, [i])
+        // A slow output (device_health: once a minute) would otherwise wait up to a whole period
+        // for its grid: its first reading is taken now, as before the grid.
+        if period > 1_000_000_000 {
+            let first = try loop.addTimer(firstAt: loop.deadline(after: 0.05)) { [unowned self] _ in self.sample(i) }
+            oneShots.append(first)
+        }
     }
 
     func stop() {
         for g in groups.values { loop.cancel(g.timer) }
         groups.removeAll()
+        for t in oneShots { loop.cancel(t) }
+        oneShots.removeAll()
     }
 
     private func remove(_ i: Int) {
