@@ -36,7 +36,7 @@ LD=()
 say "building $WORK/fuzz-ws (-sanitize=$SANITIZE)"
 "$SWIFTC" -sanitize="$SANITIZE" -parse-as-library -O -g "${LD[@]}" -module-name FuzzWebSocket -o "$WORK/fuzz-ws" \
     "$HERE/websocket/FuzzWebSocket.swift" "$CORE"/WebSocket/*.swift "$CORE/Util/SHA1.swift" "$CORE/Util/Base64.swift" \
-    "$CORE/JSON/ByteBuffer.swift" "$HERE/websocket/Stubs.swift" "$CORE/Util/SHA256.swift"
+    "$CORE/JSON/ByteBuffer.swift" "$HERE/websocket/Stubs.swift" "$CORE/Util/SHA256.swift" "$CORE/Util/BlockHash.swift"
 
 export SWIFT_BACKTRACE=enable=no
 set +e
