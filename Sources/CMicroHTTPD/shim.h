@@ -43,11 +43,13 @@ static inline struct MHD_Daemon *oshdev_start_daemon(
         tls[0].option = MHD_OPTION_HTTPS_MEM_KEY;  tls[0].ptr_value = (void *) key_pem;
         tls[1].option = MHD_OPTION_HTTPS_MEM_CERT; tls[1].ptr_value = (void *) cert_pem;
     }
+    /* No MHD_OPTION_LISTENING_ADDRESS_REUSE: its 1 adds SO_REUSEPORT, and a second node then binds
+       the same port and takes half the connections. libmicrohttpd's default is SO_REUSEADDR alone,
+       enough to bind again at once after a kill with connections open. */
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &sa,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, cls,
                             MHD_OPTION_URI_LOG_CALLBACK, uri_log, cls,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned int) 1,
                             MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
                             MHD_OPTION_ARRAY, tls,
                             MHD_OPTION_END);

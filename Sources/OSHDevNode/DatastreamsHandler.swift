@@ -21,6 +21,7 @@ extension RequestHandler {
                 return HTTPResponse(status: 204, contentType: nil)
             }, delete: {
                 guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
+                store.ledger?.deleted(at: now, outputName: store.datastreams[i].outputName, datastreamID: id)
                 store.datastreams.remove(at: i)
                 return HTTPResponse(status: 204, contentType: nil)
             })
@@ -67,7 +68,9 @@ extension RequestHandler {
                           into: \.datastreams, urlPrefix: "/datastreams/", id: \.id,
                           matches: { $0.systemID == systemID && $0.outputName == $1.outputName },
                           update: { update(&$0, with: $1) }, make: { input in
-            DatastreamRecord(id: store.mint(), systemID: systemID,
+            let id = store.mint()
+            store.ledger?.datastream(at: now, outputName: input.outputName, id: id, systemID: systemID)
+            return DatastreamRecord(id: id, systemID: systemID,
                              name: input.name ?? input.outputName, description: input.description,
                              outputName: input.outputName, obsFormat: input.obsFormat, record: input.record,
                              encoding: input.encoding, encodingJSON: input.encodingJSON,

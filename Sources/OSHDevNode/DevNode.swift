@@ -62,6 +62,11 @@ public final class DevNode: @unchecked Sendable {
                 notes = try lock.withLock { try DevNodeJournal.open(path: path, store: store, config: config) }
                 notes.forEach(log)
             }
+            if !everStarted, let path = config.ledgerPath {
+                // After the replay: replayed resources are not news.
+                let ledger = try DevNodeLedger(path: path)
+                lock.withLock { store.ledger = ledger }
+            }
             let port = try startDaemon(port: everStarted ? boundPort : config.port)
             everStarted = true
             log("listening on " + Self.apiRoot(config: config, port: port))
@@ -273,11 +278,14 @@ public final class DevNode: @unchecked Sendable {
     // MARK: Entry point for `osh-edge node`
 
     /// Starts a node and serves until the process ends. `onStart` gets the running node (print its
-    /// `apiRoot` there); nothing is printed otherwise.
-    public static func runForever(config: DevNodeConfig, onStart: (DevNode) -> Void = { _ in }) throws -> Never {
+    /// `apiRoot` there); nothing is printed otherwise. With `controlReply`, control lines are read
+    /// from standard input (Control.swift) and answered through it; at its end the node keeps serving.
+    public static func runForever(config: DevNodeConfig, onStart: (DevNode) -> Void = { _ in },
+                                  controlReply: ((String) -> Void)? = nil) throws -> Never {
         let node = DevNode(config: config)
         try node.start()
         onStart(node)
+        if let reply = controlReply { node.serveControl(fd: 0, reply: reply) }
         while true { sleepSeconds(3600) }
     }
 
@@ -359,21 +367,7 @@ public final class DevNode: @unchecked Sendable {
                 response = HTTPResponse(status: 401, headers: [("WWW-Authenticate", "Basic realm=\"OSH\"")],
                                         body: errorBody(status: 401, message: "Unauthorized"))
             } else {
-                // A change to resources is journaled once made; if it cannot be, it is undone and refused.
-                let journaled = store.journal != nil && DevNodeJournal.changesResources(method: req.method, path: req.path, apiPath: config.apiPath)
-                let before = journaled ? store.snapshot() : nil
-                let h = RequestHandler(req: req, store: store, config: config, apiRoot: root)
-                response = h.run()
-                route = h.route
-                if let journal = store.journal, let before, (200..<300).contains(response.status) {
-                    do {
-                        try journal.record(req, counter: before.minter.counter, time: h.now, response: response)
-                    } catch {
-                        store.restore(before)
-                        log("\(error)")
-                        response = HTTPResponse(status: 500, body: errorBody(status: 500, message: "Internal server error: \(error)"))
-                    }
-                }
+                (response, route) = handleLocked(req, root: root)
                 response = jettyErrorPage(response, req)
             }
             store.logRequest(DevNodeRequestRecord(method: req.method, path: req.uri, route: route,
@@ -381,6 +375,29 @@ public final class DevNode: @unchecked Sendable {
                              cap: config.maxLoggedRequests)
             return (response, mode)
         }
+    }
+
+    /// Runs an authorised request against the store (the node's lock held). A change to resources
+    /// is journaled once made; if it cannot be, it is undone and refused. What was stored goes to
+    /// the ledger before the answer is sent.
+    func handleLocked(_ req: HTTPRequest, root: String) -> (HTTPResponse, String) {
+        let journaled = store.journal != nil && DevNodeJournal.changesResources(method: req.method, path: req.path, apiPath: config.apiPath)
+        let before = journaled ? store.snapshot() : nil
+        let h = RequestHandler(req: req, store: store, config: config, apiRoot: root)
+        var response = h.run()
+        if let journal = store.journal, let before, (200..<300).contains(response.status) {
+            do {
+                try journal.record(req, counter: before.minter.counter, time: h.now, response: response)
+            } catch {
+                store.restore(before)
+                store.ledger?.discard()
+                log("\(error)")
+                response = HTTPResponse(status: 500, body: errorBody(status: 500, message: "Internal server error: \(error)"))
+            }
+        }
+        // Whatever the status: a batch refused halfway keeps what it stored before (and says so here).
+        do { try store.ledger?.commit() } catch { log("\(error)") }
+        return (response, h.route)
     }
 
     /// OSH writes JSON errors only when Accept is absent or mentions json; otherwise Jetty answers

@@ -38,6 +38,9 @@ public struct DevNodeConfig: Sendable {
     /// is appended here, and the first `start()` replays the file, so resources and their ids
     /// survive a restart (as an OSH node's database does). nil: everything lives in memory only.
     public var journalPath: String?
+    /// `--ledger FILE`: every system, datastream and observation accepted and every datastream
+    /// deleted is appended here as a line of text before the answer is sent (Ledger.swift).
+    public var ledgerPath: String?
     /// Called with one line per request (and lifecycle events). Nothing is printed otherwise.
     public var log: (@Sendable (String) -> Void)?
 
@@ -96,13 +99,15 @@ public enum DevNodeError: Error, Equatable, CustomStringConvertible {
     case notStarted
     /// The journal cannot be read, replayed or written: the file (and line) and what to do.
     case journal(String)
+    /// The ledger cannot be opened or written: the file, why, and what to do.
+    case ledger(String)
 
     public var description: String {
         switch self {
         case .startFailed(let h, let p, let e): return "could not start the development node on \(h):\(p) (errno \(e))"
         case .tlsUnsupported: return "this libmicrohttpd was built without TLS support"
         case .notStarted: return "the development node was never started"
-        case .journal(let message): return message
+        case .journal(let message), .ledger(let message): return message
         }
     }
 }

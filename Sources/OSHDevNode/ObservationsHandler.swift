@@ -89,6 +89,7 @@ extension RequestHandler {
             store.datastreams[i].observations.append(o)
             store.datastreams[i].observationCount += 1
             store.datastreams[i].phenomenonTimes.append(t)
+            store.ledger?.observation(arrival: now, outputName: d.outputName, phenomenonTime: t, datastreamID: d.id)
             urls.append("/observations/" + o.id)
         }
         return created(urls)

@@ -130,6 +130,8 @@ final class NodeStore {
     var port: UInt16 = 0
     /// `--journal FILE`: where changes to resources are appended (Journal.swift).
     var journal: DevNodeJournal?
+    /// `--ledger FILE`: handlers add lines of what they accepted (Ledger.swift).
+    var ledger: DevNodeLedger?
 
     init(salt: UInt64) { minter = IDMinter(salt: salt) }
 

@@ -21,6 +21,9 @@ extension RequestHandler {
             }, delete: {
                 guard let i = store.systemIndex(id) else { throw NodeFailure.notFound(id) }
                 store.systems.remove(at: i)
+                for d in store.datastreams where d.systemID == id {
+                    store.ledger?.deleted(at: now, outputName: d.outputName, datastreamID: d.id)
+                }
                 store.datastreams.removeAll { $0.systemID == id }
                 store.controlStreams.removeAll { $0.systemID == id }
                 store.features.removeAll { $0.systemID == id }
@@ -95,7 +98,9 @@ extension RequestHandler {
         return try upsert(inputs.count, read: { inputs[$0] }, into: \.systems, urlPrefix: "/systems/", id: \.id,
                           matches: { $0.uid == $1.feature.uid }, update: { apply($1, to: &$0) }, make: { input in
             let f = input.feature
-            return SystemRecord(id: store.mint(), uid: f.uid, name: f.name, description: f.description,
+            let id = store.mint()
+            store.ledger?.system(at: now, uid: f.uid, id: id)
+            return SystemRecord(id: id, uid: f.uid, name: f.name, description: f.description,
                                 featureType: f.featureType, validFrom: now, sml: input.sml,
                                 geometry: f.geometry, versions: 1)
         })

@@ -212,17 +212,21 @@ extension Agent {
 
 extension Agent {
     /// `osh-edge-dev node`: the development node alone, until killed; with `journal`, its resources
-    /// and their ids survive restarts (DevNodeConfig.journalPath).
+    /// and their ids survive restarts (DevNodeConfig.journalPath); with `ledger`, what it accepted is
+    /// appended there (DevNodeConfig.ledgerPath); with `controlStdin`, standard input steers it
+    /// (DevNode.control) and the answers go to `output`.
     public static func runDevelopmentNode(port: UInt16, users: [(String, String)], journal: String? = nil,
+                                          ledger: String? = nil, controlStdin: Bool = false,
                                           output: @escaping (String) -> Void) throws -> Never {
         var config = DevNodeConfig()
         config.port = port
         config.users = users
         config.journalPath = journal
-        try DevNode.runForever(config: config) { n in
+        config.ledgerPath = ledger
+        try DevNode.runForever(config: config, onStart: { n in
             n.journalNotes.forEach(output)
             output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))
-        }
+        }, controlReply: controlStdin ? output : nil)
     }
 }
 

@@ -224,10 +224,13 @@ func node(_ a: inout Arguments) {
         users.append((parts[0], parts[1]))
     }
     let journal = a.value("--journal")
+    let ledger = a.value("--ledger")
+    let control = a.flag("--control-stdin")
     a.finish()
     do {
         // Flushed (fflush(nil): every stream): the node never exits normally and its stdout is often a pipe.
-        try Agent.runDevelopmentNode(port: port, users: users, journal: journal) { print($0); fflush(nil) }
+        try Agent.runDevelopmentNode(port: port, users: users, journal: journal, ledger: ledger,
+                                     controlStdin: control) { print($0); fflush(nil) }
     } catch {
         fail("\(error)", code: 1)
     }

@@ -30,6 +30,10 @@ commands:
   node                 run the development node alone  --port N (default 8181)  --user NAME:PASS
          --journal FILE  keep systems, datastreams, control streams and sampling features (and
                        their ids) across restarts: changes are appended to FILE, replayed at start
+         --ledger FILE  append a line per system, datastream and observation accepted and per
+                       datastream deleted (node-start/system/datastream/obs/deleted), before answering
+         --control-stdin  steer it from standard input, one answer per line (ok LINE | error WHY):
+                       mode normal|refuse|status N|delay S|reset|reject N, delete OUTPUT, stats
   run                  the agent as osh-edge runs it, with the simulation linked: outputs with
                        source = "simulated" run on the demo's simulated chips
                        --config FILE (default /etc/osh-edge/osh-edge.conf)  --secrets FILE
