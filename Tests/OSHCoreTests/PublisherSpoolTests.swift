@@ -32,6 +32,7 @@ final class MemorySpool: ObservationSpool {
     }
     func commitBatch() { committed += loaded; loaded = 0 }
     func tick(now: Double) {}
+    var onBoundDrop: ((Int, Int) -> Void)?
 }
 
 /// Store-and-forward policy (issue 7 item 5): what goes to the spool, when, and in what order it comes back.
@@ -156,6 +157,7 @@ final class PublisherSpoolTests: XCTestCase {
         spool.refuseWrites = true
         for i in 8..<25 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
         XCTAssertEqual(p.spoolWriteFailures, 7)
-        XCTAssertEqual(p.counters(0).droppedRingFull, 7)
+        XCTAssertEqual(p.counters(0).droppedSpoolFailed, 7, "counted per datastream, as a failed spool write")
+        XCTAssertEqual(p.counters(0).droppedRingFull, 0, "not also as a ring-full drop")
     }
 }
