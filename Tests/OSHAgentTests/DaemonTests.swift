@@ -256,7 +256,7 @@ final class DaemonTests: XCTestCase {
                     XCTAssertNotNil(Int(kv[1]), String(line))
                 }
             }
-            XCTAssertEqual(row.count, 18, String(line))
+            XCTAssertEqual(row.count, 19, String(line))
             out[name] = row
         }
         return out

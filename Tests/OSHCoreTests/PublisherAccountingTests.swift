@@ -78,6 +78,7 @@ final class PublisherAccountingTests: XCTestCase {
         t.answer(201); t.answer(201)
         p.tick(now: now)
         XCTAssertEqual(t.posts.count, 1, "the spool's first batch")
+        XCTAssertEqual(p.counters(0).inFlight, 5, "a spool batch in flight counts too")
         let before = p.counters(0).unknownOutcome
         t.answer(0, error: "timeout")
         XCTAssertEqual(p.counters(0).unknownOutcome, before + 5, "a spool batch with no answer is sent again: counted")
@@ -96,6 +97,7 @@ final class PublisherAccountingTests: XCTestCase {
         record(p, 5..<7)
         let c = p.counters(0)
         XCTAssertEqual(c.droppedNoSlot, 2)
+        XCTAssertEqual(c.inFlight, 5)
         XCTAssertEqual(c.droppedRingFull, 0)
         XCTAssertEqual(c.dropped, 2)
         XCTAssertEqual(c.pending, 5)

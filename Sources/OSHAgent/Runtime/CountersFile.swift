@@ -13,12 +13,12 @@ import Glibc
 ///     counters pid=1234 written=1767225600.250000 started=1767225000
 ///     barometer produced=600 sent=590 sent_from_spool=0 spooled=0 dropped_ring_full=0 … pending=10 last_produced=…
 ///
-/// Per output: produced = (sent − sent_from_spool) + dropped (every reason, the spool's excepted)
-/// + spooled + pending; the spool: spooled (plus what an earlier process left) = sent_from_spool +
-/// dropped_spool_bound + the spool's rejected/invalid + what it still holds. `unknown_outcome` counts
-/// observations posted without an answer (or with a 5xx) — the node may hold them, and scalars are sent
-/// again, so duplicates at the node are at most that; `dropped_unknown` (video, or a stop without a
-/// spool) are given up after such an outcome and may be at the node all the same.
+/// Per output, in one process: produced = sent + dropped (`dropped` sums every reason) + what of
+/// it the spool still holds + pending (RAM: what a kill -9 loses). `unknown_outcome` counts
+/// observations posted with no answer or a 5xx: the node may hold them, and scalars are sent again,
+/// so duplicates at the node are at most that — plus, after a kill -9, the spool batch that was
+/// `in_flight` (sent again by the next process). `dropped_unknown` (video frames, a stop without a
+/// spool) were given up after such an outcome and may be at the node all the same.
 final class ProcessCounters {
     let path: String
     private let pid = Int(getpid())
@@ -78,7 +78,7 @@ final class ProcessCounters {
          "dropped_spool_failed": c.droppedSpoolFailed, "dropped_spool_bound": c.droppedSpoolBound,
          "dropped_invalid": c.droppedInvalid, "dropped_not_ready": c.droppedNotReady, "dropped_failed": c.droppedFailed,
          "dropped_lost": c.droppedLost, "dropped_unknown": c.droppedUnknown, "dropped_stop": c.droppedAtStop,
-         "dropped": c.dropped, "unknown_outcome": c.unknownOutcome, "pending": c.pending]
+         "dropped": c.dropped, "unknown_outcome": c.unknownOutcome, "pending": c.pending, "in_flight": c.inFlight]
     }
 
     func write() {

@@ -97,6 +97,9 @@ public struct StreamCounters: Sendable, Equatable {
     public var sentFromSpool = 0
     /// In RAM now (ring: waiting or in flight): what a kill -9 would lose.
     public var pending = 0
+    /// Posted and not answered yet (ring and spool): at a kill -9 these may be at the node, and a
+    /// spool batch is sent again by the next process.
+    public var inFlight = 0
     /// Epoch seconds of the newest produced observation (0: none, or no trusted clock yet).
     public var lastProduced = 0.0
     public var lastError: String?
@@ -117,6 +120,7 @@ public struct StreamCounters: Sendable, Equatable {
         droppedLost += o.droppedLost; droppedUnknown += o.droppedUnknown; droppedAtStop += o.droppedAtStop
         unknownOutcome += o.unknownOutcome; errors += o.errors; spooled += o.spooled; sentFromSpool += o.sentFromSpool
         pending = o.pending
+        inFlight = o.inFlight
         lastProduced = max(lastProduced, o.lastProduced)
         if o.lastError != nil { lastError = o.lastError }
     }
@@ -233,6 +237,7 @@ public final class Publisher {
         var c = s.counters
         c.droppedRingFull = ring.droppedWhenFull(of: i)
         c.pending = ring.count(of: i)
+        c.inFlight = (s.inFlight ? s.batch.count : 0) + (spoolInFlight && spoolDatastream == i ? spool?.batchCount ?? 0 : 0)
         if let t = s.lastProducedMonotonic, let offset = clockOffset { c.lastProduced = t + offset }
         return c
     }

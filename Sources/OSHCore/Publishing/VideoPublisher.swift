@@ -56,6 +56,7 @@ public struct VideoCounters: Sendable, Equatable {
         c.droppedFailed = failed - failedUnknown - failedLost
         c.unknownOutcome = failedUnknown
         c.pending = inFlight ? 1 : 0
+        c.inFlight = c.pending
         c.errors = failed + invalid
         if let t = lastOfferedMonotonic, let clockOffset { c.lastProduced = t + clockOffset }
         c.lastError = lastError
