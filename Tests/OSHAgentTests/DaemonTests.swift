@@ -47,10 +47,13 @@ final class DaemonTests: XCTestCase {
         return path
     }
 
-    private func start(_ config: String) throws -> (Process, Pipe) {
+    private func start(_ config: String, environment: [String: String] = [:]) throws -> (Process, Pipe) {
         let p = Process()
         p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
+        if !environment.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
@@ -216,14 +219,7 @@ final class DaemonTests: XCTestCase {
         rate = 5
         source = "simulated"
         """)
-        let p = Process()
-        p.executableURL = builtBinary("osh-edge-dev")
-        p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
-        p.environment = ProcessInfo.processInfo.environment.merging(["RUNTIME_DIRECTORY": dir]) { _, new in new }
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
+        let (p, err) = try start(config, environment: ["RUNTIME_DIRECTORY": dir])
         XCTAssertTrue(wait(15) { self.counters(self.dir + "/counters", pid: p.processIdentifier)["barometer"] != nil })
         _ = terminate(p, err)
     }

@@ -6,22 +6,8 @@ import XCTest
 final class PublisherAccountingTests: XCTestCase {
     private var now = 100.0
     private let offset = 1_773_853_000.0
-    private let options = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12")
-
     private func make(capacity: Int = 10, spool: MemorySpool? = nil) throws -> (Publisher, RecordingTransport) {
-        let t = RecordingTransport()
-        var settings = PublisherSettings()
-        settings.jitter = 0
-        settings.batchMax = 5
-        let specs = [OutputCatalogue.barometer(options), OutputCatalogue.gps(options)]
-        let ring = ObservationRing(capacity: capacity, maxValues: 8, datastreams: specs.count)
-        let p = Publisher(ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: .omJSON) },
-                          transport: t, settings: settings, now: { [unowned self] in self.now })
-        p.spool = spool
-        p.clockOffset = offset
-        p.setDatastreamID(0, "baro1")
-        p.setDatastreamID(1, "gps1")
-        return (p, t)
+        try smallPublisher(capacity: capacity, spool: spool, offset: offset, now: { [unowned self] in self.now })
     }
 
     private func record(_ p: Publisher, _ range: Range<Int>) {
