@@ -208,7 +208,8 @@ final class DaemonTests: XCTestCase {
             XCTAssertEqual(sent, count(name), "\(name): sent = what the node stored (\(c))")
         }
         XCTAssertGreaterThan(final["barometer"]?["produced"] ?? 0, afterReload["barometer"]?["produced"] ?? 0)
-        XCTAssertEqual(final["device_health"]?["produced"], 2, "one reading at each runtime's start, both counted")
+        // One reading at each runtime's start (a third when a whole minute of the grid falls in the test).
+        XCTAssertGreaterThanOrEqual(final["device_health"]?["produced"] ?? 0, 2, "both runtimes' readings counted")
     }
 
     /// Unset, the counters file goes to systemd's RuntimeDirectory when the unit has one.
