@@ -9,9 +9,16 @@ public enum StateFiles {
     /// `durable: false` skips both fsyncs (a file on tmpfs, rewritten every second): still never torn.
     public static func write(_ bytes: [UInt8], to path: String, durable: Bool = true) throws {
         let dir = directory(of: path)
-        try makeDirectories(dir)
         let tmp = path + ".tmp"
-        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        let fd: FileDescriptor
+        if let opened = try? FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
+            fd = opened
+        } else {
+            // The directories only when the file cannot be made (a file rewritten every second pays no
+            // mkdirs); the second attempt's error is the one reported.
+            try makeDirectories(dir)
+            fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        }
         do {
             try bytes.withUnsafeBytes { try fd.writeAll($0) }
             if durable { try fd.sync() }
