@@ -6,14 +6,22 @@ import Glibc
 /// the old file or the new one, never a torn one: write a temp file beside it, fsync
 /// it, rename it over the old name, fsync the directory.
 public enum StateFiles {
-    public static func write(_ bytes: [UInt8], to path: String) throws {
+    /// `durable: false` skips both fsyncs (a file on tmpfs, rewritten every second): still never torn.
+    public static func write(_ bytes: [UInt8], to path: String, durable: Bool = true) throws {
         let dir = directory(of: path)
-        try makeDirectories(dir)
         let tmp = path + ".tmp"
-        let fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        let fd: FileDescriptor
+        if let opened = try? FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600) {
+            fd = opened
+        } else {
+            // The directories only when the file cannot be made (a file rewritten every second pays no
+            // mkdirs); the second attempt's error is the one reported.
+            try makeDirectories(dir)
+            fd = try FileDescriptor.open(tmp, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        }
         do {
             try bytes.withUnsafeBytes { try fd.writeAll($0) }
-            try fd.sync()
+            if durable { try fd.sync() }
         } catch {
             fd.close()
             unlink(tmp)
@@ -26,7 +34,7 @@ public enum StateFiles {
             throw e
         }
         // The rename is durable only once the directory entry is on disk.
-        FileDescriptor.syncDirectory(dir)
+        if durable { FileDescriptor.syncDirectory(dir) }
     }
 
     /// The file's bytes, or nil if it does not exist. Other errors throw.

@@ -47,10 +47,13 @@ final class DaemonTests: XCTestCase {
         return path
     }
 
-    private func start(_ config: String) throws -> (Process, Pipe) {
+    private func start(_ config: String, environment: [String: String] = [:]) throws -> (Process, Pipe) {
         let p = Process()
         p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
+        if !environment.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        }
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
@@ -160,6 +163,100 @@ final class DaemonTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(t0), 5, "stopped within the flush's 5 s")
         XCTAssertGreaterThanOrEqual(count("barometer") - before, 20, "the ring's observations were sent at SIGTERM (\(before) before)")
         XCTAssertTrue(log.contains("stopped"), log)
+    }
+
+    /// The counters file (issue 17): one line per output, rewritten every second, cumulative across a
+    /// SIGHUP reload (the new runtime's counters add to the finished one's), and at SIGTERM every
+    /// observation produced is accounted for: sent (as the node counts it), dropped by reason or pending.
+    func testTheCountersFileIsCumulativeAcrossAReloadAndBalancesAtTheEnd() throws {
+        let countersPath = dir + "/run/counters"
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        rate = 10
+        source = "simulated"
+        """)
+        // writeConfig writes its own [paths]: the key goes there.
+        var text = try String(contentsOfFile: config, encoding: .utf8)
+        text = text.replacingOccurrences(of: "state_directory = \"\(dir)/state\"",
+                                         with: "state_directory = \"\(dir)/state\"\ncounters_file = \"\(countersPath)\"")
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let (p, err) = try start(config)
+        var before = 0
+        XCTAssertTrue(wait(20) {
+            before = self.counters(countersPath, pid: p.processIdentifier)["barometer"]?["produced"] ?? 0
+            return before >= 20
+        }, "the file counts barometer observations")
+        XCTAssertNotNil(counters(countersPath, pid: p.processIdentifier)["device_health"], "every datastream has a line")
+        try (text + "\n[outputs.gps_data]\nenabled = true\nrate = 5\nsource = \"simulated\"\n")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        kill(p.processIdentifier, SIGHUP)
+        var afterReload: [String: [String: Int]] = [:]
+        XCTAssertTrue(wait(15) {
+            afterReload = self.counters(countersPath, pid: p.processIdentifier)
+            return afterReload["gps_data"] != nil
+        }, "the reloaded runtime's outputs appear")
+        XCTAssertGreaterThanOrEqual(afterReload["barometer"]?["produced"] ?? 0, before,
+                                    "cumulative: the finished runtime's counters were carried over the reload")
+        XCTAssertTrue(barometerKeepsFlowing())
+        let log = terminate(p, err)
+        let final = counters(countersPath, pid: p.processIdentifier)
+        for (name, c) in final {
+            let produced = c["produced"] ?? -1, sent = c["sent"] ?? -1, dropped = c["dropped"] ?? -1
+            XCTAssertEqual(c["pending"], 0, "\(name): nothing left in RAM after the stop\n\(log)")
+            XCTAssertEqual(produced, sent + dropped, "\(name): \(c)\n\(log)")
+            XCTAssertEqual(sent, count(name), "\(name): sent = what the node stored (\(c))")
+        }
+        XCTAssertGreaterThan(final["barometer"]?["produced"] ?? 0, afterReload["barometer"]?["produced"] ?? 0)
+        // One reading at each runtime's start (a third when a whole minute of the grid falls in the test).
+        XCTAssertGreaterThanOrEqual(final["device_health"]?["produced"] ?? 0, 2, "both runtimes' readings counted")
+    }
+
+    /// Unset, the counters file goes to systemd's RuntimeDirectory when the unit has one.
+    func testTheCountersFileDefaultsToTheRuntimeDirectory() throws {
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
+        """)
+        let (p, err) = try start(config, environment: ["RUNTIME_DIRECTORY": dir])
+        XCTAssertTrue(wait(15) { self.counters(self.dir + "/counters", pid: p.processIdentifier)["barometer"] != nil })
+        _ = terminate(p, err)
+    }
+
+    /// The counters file as a script reads it: the header names this process, then `name key=value…`
+    /// lines whose values are whole numbers (last_produced: epoch seconds with 6 decimals). Empty
+    /// when the file is missing or another process wrote it.
+    private func counters(_ path: String, pid: Int32) -> [String: [String: Int]] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
+        var lines = text.split(separator: "\n")
+        guard !lines.isEmpty else { return [:] }
+        let header = lines.removeFirst().split(separator: " ")
+        XCTAssertEqual(header.first, "counters", text)
+        guard header.contains(Substring("pid=\(pid)")) else { return [:] }
+        XCTAssertTrue(header.contains { $0.hasPrefix("written=") && $0.split(separator: ".").last?.count == 6 }, text)
+        XCTAssertTrue(header.contains { $0.hasPrefix("started=") && Int($0.dropFirst(8)) != nil }, text)
+        var out: [String: [String: Int]] = [:]
+        for line in lines {
+            var fields = line.split(separator: " ")
+            let name = String(fields.removeFirst())
+            var row: [String: Int] = [:]
+            for f in fields {
+                let kv = f.split(separator: "=", maxSplits: 1)
+                XCTAssertEqual(kv.count, 2, String(line))
+                if kv[0] == "last_produced" {
+                    XCTAssertNotNil(Double(kv[1]), String(line))
+                    XCTAssertEqual(kv[1].split(separator: ".").last?.count, 6, String(line))
+                } else {
+                    row[String(kv[0])] = Int(kv[1])
+                    XCTAssertNotNil(Int(kv[1]), String(line))
+                }
+            }
+            XCTAssertEqual(row.count, 19, String(line))
+            out[name] = row
+        }
+        return out
     }
 
     func testABadConfigIsRefusedBeforeAnythingStarts() throws {

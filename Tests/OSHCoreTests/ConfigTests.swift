@@ -112,7 +112,7 @@ final class ConfigTests: XCTestCase {
         for key in ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "active",
                     "uid", "uid_extension", "label", "format", "ring_capacity", "flush_interval", "batch_max",
                     "spool", "spool_max_mb", "spool_fsync",
-                    "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory"] {
+                    "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file"] {
             XCTAssertTrue(text.contains(key + " = "), key)
         }
         for name in AgentSettings.outputNames { XCTAssertTrue(text.contains("[outputs.\(name)]"), name) }
@@ -383,6 +383,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(one("orientation", "north = true"), ["osh-edge.conf:4: 'north' in [orientation] must be one of \"true\", \"magnetic\"; got true/false: write it in quotes, \"true\""])
         XCTAssertEqual(one("log", "level = \"warn\""), ["osh-edge.conf:4: level = \"warn\" in [log] is not allowed (did you mean \"warning\"?); allowed: \"error\", \"warning\", \"notice\", \"info\", \"debug\""])
         XCTAssertEqual(one("paths", "state_directory = \"state\""), ["osh-edge.conf:4: state_directory in [paths] must be an absolute path (starting with /)"])
+        XCTAssertEqual(one("paths", "counters_file = \"counters\""), ["osh-edge.conf:4: counters_file in [paths] must be an absolute path (starting with /), or \"\" for none"])
+        XCTAssertEqual(settings(server + "[paths]\ncounters_file = \"\"\n")?.countersFile, "", "\"\" is none, not an error")
         XCTAssertEqual(one("time", "not_before = \"2026-01-01T00:00:00\""), ["osh-edge.conf:4: not_before = \"2026-01-01T00:00:00\" in [time] is not an ISO-8601 time with a zone; write it as \"2026-01-01T00:00:00Z\""])
         XCTAssertEqual(one("time", "require_sync = 1"), ["osh-edge.conf:4: 'require_sync' in [time] must be true or false; got a whole number"])
         XCTAssertEqual(errors(server + "connect_timeout = 121\nrequest_timeout = 0.5\n"), [
@@ -425,6 +427,7 @@ final class ConfigTests: XCTestCase {
             level = "debug"
             [paths]
             state_directory = "/srv/osh"
+            counters_file = "/run/osh/counters"
 
             """
         guard let s = settings(text) else { return }
@@ -443,6 +446,7 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(s.north, .magnetic)
         XCTAssertEqual(s.logLevel, "debug")
         XCTAssertEqual(s.stateDirectory, "/srv/osh")
+        XCTAssertEqual(s.countersFile, "/run/osh/counters")
     }
 
     /// A user fixes the whole file in one go: syntax and schema errors together, in line order.

@@ -32,28 +32,36 @@ final class MemorySpool: ObservationSpool {
     }
     func commitBatch() { committed += loaded; loaded = 0 }
     func tick(now: Double) {}
+    var onBoundDrop: ((Int, Int) -> Void)?
+}
+
+/// Barometer (datastream 0) and gps_data (1) in batches of 5, registered, the clock trusted
+/// (epoch = monotonic + `offset`), no jitter: the spool and accounting tests' publisher.
+func smallPublisher(capacity: Int, spool: ObservationSpool?, offset: Double,
+                    now: @escaping () -> Double) throws -> (Publisher, RecordingTransport) {
+    let t = RecordingTransport()
+    var settings = PublisherSettings()
+    settings.jitter = 0
+    settings.batchMax = 5
+    let options = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12")
+    let specs = [OutputCatalogue.barometer(options), OutputCatalogue.gps(options)]
+    let ring = ObservationRing(capacity: capacity, maxValues: 8, datastreams: specs.count)
+    let p = Publisher(ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: .omJSON) },
+                      transport: t, settings: settings, now: now)
+    p.spool = spool
+    p.clockOffset = offset
+    p.setDatastreamID(0, "baro1")
+    p.setDatastreamID(1, "gps1")
+    return (p, t)
 }
 
 /// Store-and-forward policy (issue 7 item 5): what goes to the spool, when, and in what order it comes back.
 final class PublisherSpoolTests: XCTestCase {
     private var now = 100.0
     private let offset = 1_773_853_000.0
-    private let options = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12")
-
     private func make(capacity: Int = 10) throws -> (Publisher, RecordingTransport, MemorySpool) {
-        let t = RecordingTransport()
-        var settings = PublisherSettings()
-        settings.jitter = 0
-        settings.batchMax = 5
-        let specs = [OutputCatalogue.barometer(options), OutputCatalogue.gps(options)]
-        let ring = ObservationRing(capacity: capacity, maxValues: 8, datastreams: specs.count)
-        let p = Publisher(ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: .omJSON) },
-                          transport: t, settings: settings, now: { [unowned self] in self.now })
         let spool = MemorySpool()
-        p.spool = spool
-        p.clockOffset = offset
-        p.setDatastreamID(0, "baro1")
-        p.setDatastreamID(1, "gps1")
+        let (p, t) = try smallPublisher(capacity: capacity, spool: spool, offset: offset, now: { [unowned self] in self.now })
         return (p, t, spool)
     }
 
@@ -156,6 +164,7 @@ final class PublisherSpoolTests: XCTestCase {
         spool.refuseWrites = true
         for i in 8..<25 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
         XCTAssertEqual(p.spoolWriteFailures, 7)
-        XCTAssertEqual(p.counters(0).droppedRingFull, 7)
+        XCTAssertEqual(p.counters(0).droppedSpoolFailed, 7, "counted per datastream, as a failed spool write")
+        XCTAssertEqual(p.counters(0).droppedRingFull, 0, "not also as a ring-full drop")
     }
 }

@@ -128,11 +128,14 @@ final class FileSpoolTests: XCTestCase {
 
     func testWhenFullTheOldestSegmentIsDroppedAndCounted() throws {
         let s = try open(128 << 10) // two 64 KiB segments
+        var lost = [0, 0]
+        s.onBoundDrop = { d, n in lost[d] += n }
         let perSegment = (64 << 10) / SpoolRecord.size(values: 2)
         let n = 3 * perSegment // exactly three segments' worth
         for t in 0..<n { XCTAssertTrue(append(s, t % 2, Double(t))) }
         XCTAssertEqual(s.stats.segmentsDropped, 1)
         XCTAssertEqual(s.stats.droppedFull, perSegment)
+        XCTAssertEqual(lost, [(perSegment + 1) / 2, perSegment / 2], "told per datastream (the publisher counts them)")
         let files = segments()
         XCTAssertEqual(files.count, 2)
         var total = 0

@@ -363,6 +363,15 @@ public final class AgentRuntime {
         }
     }
 
+    /// Every datastream's counters by output name, the camera's included (the counters file).
+    public var counterRows: [(outputName: String, counters: StreamCounters)] {
+        var rows = specs.indices.map { (specs[$0].outputName, publisher.counters($0)) }
+        if let v = videoPublisher, let spec = videoSpec {
+            rows.append((spec.outputName, v.counters.streamCounters(clockOffset: publisher.clockOffset, inFlight: v.inFlight)))
+        }
+        return rows
+    }
+
     // MARK: Stopping
 
     private enum StopPhase { case running, draining, stopped }
@@ -436,6 +445,8 @@ public final class AgentRuntime {
             // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
             let kept = publisher.spillRingToSpool()
             if kept > 0 { Log.notice("spool: kept the ring's \(kept) unsent observations for the next start") }
+            let lost = publisher.dropRemaining()
+            if lost > 0 { Log.notice("stopping: \(lost) unsent observations were dropped (counted as dropped at stop)") }
             // Closed here, not whenever this runtime is released: a SIGHUP reload opens the same
             // directory for the next runtime while this one still exists.
             publisher.spool = nil

@@ -206,6 +206,8 @@ public enum Daemon {
             // board), and a pattern started before would show a stretched first blink.
             var current: Running?
             var led: StatusLED?
+            // Process totals across reloads; the path is read at start (changing it takes a restart).
+            let counters = ProcessCounters.resolve(loaded.settings.countersFile).map(ProcessCounters.init)
             /// Opens the devices and starts an agent on them; on failure releases what it took.
             func startRunning(_ l: Loaded) throws -> Running {
                 Log.threshold = logLevel(l.settings.logLevel)
@@ -232,6 +234,7 @@ public enum Daemon {
                            + "outputs \(outputs.joined(separator: ", "))")
                 let r = Running(agent: agent, hardware: hardware)
                 current = r
+                counters?.live = { [unowned agent] in agent.counterRows }
                 return r
             }
             notify.status("starting: registering with \(loaded.config.server.apiRoot)")
@@ -247,7 +250,11 @@ public enum Daemon {
                 start: startRunning,
                 stop: { r, seconds, done in
                     r.hardware.stop()
-                    r.agent.beginStop(deadline: loop.deadline(after: seconds), completion: done)
+                    r.agent.beginStop(deadline: loop.deadline(after: seconds)) {
+                        // After the drain: the spilled and dropped-at-stop observations are counted.
+                        counters?.carryLive()
+                        done()
+                    }
                 },
                 exit: { code in
                     if code != 0 { notify.status("exiting: no configuration starts; see the journal") }
@@ -258,6 +265,11 @@ public enum Daemon {
                 guard let r = current else { return .starting }
                 return LEDState.derive(registered: r.agent.registered, nodeReachable: r.agent.publisher.connectivity == .online,
                                        clockSynchronized: r.agent.clockState.isSynchronized, sensorFault: r.hardware.sensorFault)
+            }
+            if let counters {
+                // On the 1 s grid the clock check and the samplers already wake for.
+                try loop.addAlignedTimer(every: 1_000_000_000, runsLast: true) { _ in counters.write() }
+                counters.write()
             }
             if let led {
                 // A short blip per request the node took (streaming pattern).

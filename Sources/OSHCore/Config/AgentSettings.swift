@@ -136,6 +136,9 @@ public struct AgentSettings: Sendable, Equatable {
     /// error, warning, notice, info or debug.
     public var logLevel: String
     public var stateDirectory: String
+    /// `[paths] counters_file`: every datastream's counters for scripts, rewritten once a second.
+    /// Nil (unset): `$RUNTIME_DIRECTORY/counters` when systemd gives one, else none; "" = none.
+    public var countersFile: String?
     /// `[gps]`: the receiver behind gps_data.
     public var gps = GPSSettings()
     /// `[i2c]`, `[barometer]`, `[imu]`, fusion keys of `[orientation]`, `[audio]`, `[camera]`, `[led]`.

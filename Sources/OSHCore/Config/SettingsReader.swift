@@ -23,7 +23,7 @@ struct SettingsReader {
         "orientation": SettingsReader.orientationKeys,
         "gps": ["device", "baud", "gpsd"],
         "log": ["level"],
-        "paths": ["state_directory"],
+        "paths": ["state_directory", "counters_file"],
     ].merging(SettingsReader.deviceKeys) { a, _ in a }
     static let tlsModes = ["verify", "trust-certificate", "pin"]
 
@@ -48,6 +48,7 @@ struct SettingsReader {
         var north = NorthReference.true
         var logLevel = "info"
         var stateDirectory = "/var/lib/osh-edge"
+        var countersFile: String?
         var gps = GPSSettings()
         var devices = DeviceConfig()
 
@@ -148,6 +149,14 @@ struct SettingsReader {
                         stateDirectory = dir
                     }
                 }
+                if let (file, line) = string(s, "counters_file") {
+                    // "" turns it off (unset, it follows systemd's RuntimeDirectory).
+                    if !file.isEmpty, let problem = Self.pathProblem(file) {
+                        fail(line, "counters_file in [paths] \(problem), or \"\" for none")
+                    } else {
+                        countersFile = file
+                    }
+                }
             default:
                 break
             }
@@ -168,6 +177,7 @@ struct SettingsReader {
         settings.north = north
         settings.logLevel = logLevel
         settings.stateDirectory = stateDirectory
+        settings.countersFile = countersFile
         settings.gps = gps
         settings.devices = devices
         return settings

@@ -64,14 +64,12 @@ public final class ObservationRing {
 
     /// Stores an observation. When the ring is full the oldest waiting observation is dropped
     /// and counted against its datastream. Returns false only when nothing could be stored
-    /// (every slot is in flight) — then the new observation is the one dropped and counted.
+    /// (every slot is in flight) — then the new observation is the one dropped; the caller counts
+    /// it (the publisher's `droppedNoSlot`), so it is not counted twice.
     @discardableResult
     public func push(datastream d: Int, time: Double, values v: UnsafeBufferPointer<Double>) -> Bool {
         precondition(d >= 0 && d < datastreamCount, "datastream index out of range")
-        if span == capacity && !makeRoom() {
-            droppedFull[d] += 1
-            return false
-        }
+        if span == capacity && !makeRoom() { return false }
         let slot = head % capacity
         head += 1
         ds[slot] = UInt16(d)
@@ -145,7 +143,8 @@ public final class ObservationRing {
     public var relocate: ((_ from: Int, _ to: Int) -> Void)?
 
     /// Called with the slot a full ring is about to drop (the oldest waiting one). Returns true when
-    /// the observation was kept elsewhere (the spool), so it is not counted as dropped.
+    /// the observation was accounted for elsewhere (spooled, or a failed spool write counted there),
+    /// so it is not counted as dropped here.
     public var evict: ((_ slot: Int) -> Bool)?
 
     private func advanceTail() {

@@ -42,6 +42,12 @@ public enum DeliveryVerdict: Sendable, Equatable {
         default: return .rejected
         }
     }
+
+    /// No response, or a 5xx (a proxy's, or the node failing after it stored part of a batch):
+    /// the node may have stored what was posted, so a resend may duplicate it.
+    public static func outcomeUnknown(_ o: TransportOutcome) -> Bool {
+        o.status == 0 || (500..<600).contains(o.status)
+    }
 }
 
 public protocol PublisherTransport: AnyObject {
@@ -52,7 +58,9 @@ public protocol PublisherTransport: AnyObject {
     func probe(completion: @escaping (TransportOutcome) -> Void)
 }
 
-/// Per-datastream counters (SPEC §3, shown by `osh-edge-dev demo` and device_health).
+/// Per-datastream counters (SPEC §3, shown by `osh-edge-dev demo` and device_health, written to the
+/// counters file). Every observation produced ends up sent, dropped for one counted reason, in the
+/// spool, or `pending` in RAM; `unknownOutcome` counts what may have reached the node unacknowledged.
 public struct StreamCounters: Sendable, Equatable {
     public var produced = 0
     public var sent = 0
@@ -60,14 +68,62 @@ public struct StreamCounters: Sendable, Equatable {
     public var requests = 0
     public var droppedRingFull = 0
     public var droppedRejected = 0
+    /// No slot for it: the ring was all in flight (scalars), or the previous frame was (video).
     public var droppedNoSlot = 0
+    /// The spool could not write it (disk full, I/O error).
+    public var droppedSpoolFailed = 0
+    /// The spool reached its size bound and dropped its oldest segment with it.
+    public var droppedSpoolBound = 0
+    /// Its values did not fit the output's schema (e.g. a spooled record from an older schema).
+    public var droppedInvalid = 0
+    /// Video: not registered yet, no trusted clock, or the node link down.
+    public var droppedNotReady = 0
+    /// Video: the node said no in a way a resend may fix (401, 408, 429) — frames are not kept.
+    public var droppedFailed = 0
+    /// Video: the node lost the datastream (404) — frames are not kept.
+    public var droppedLost = 0
+    /// Given up after an unknown outcome (a video frame, or a runtime stopping without a spool):
+    /// it may be at the node all the same.
+    public var droppedUnknown = 0
+    /// Left in RAM when the runtime stopped (reload, SIGTERM) and not spooled.
+    public var droppedAtStop = 0
+    /// Posted and answered with no response or a 5xx: the node may have stored it. Scalars are sent
+    /// again (the only source of duplicates at the node); video counts it in `droppedUnknown` too.
+    public var unknownOutcome = 0
     public var errors = 0
     /// Written to the spool during an outage instead of being dropped.
     public var spooled = 0
     /// Of `sent`, how many came from the spool.
     public var sentFromSpool = 0
+    /// In RAM now (ring: waiting or in flight): what a kill -9 would lose.
+    public var pending = 0
+    /// Posted and not answered yet (ring and spool): at a kill -9 these may be at the node, and a
+    /// spool batch is sent again by the next process.
+    public var inFlight = 0
+    /// Epoch seconds of the newest produced observation (0: none, or no trusted clock yet).
+    public var lastProduced = 0.0
     public var lastError: String?
-    public var dropped: Int { droppedRingFull + droppedRejected + droppedNoSlot }
+    public var dropped: Int {
+        droppedRingFull + droppedRejected + droppedNoSlot + droppedSpoolFailed + droppedSpoolBound + droppedInvalid
+            + droppedNotReady + droppedFailed + droppedLost + droppedUnknown + droppedAtStop
+    }
+
+    public init() {}
+
+    /// Adds a finished runtime's counters (process totals across reloads); `pending` and
+    /// `lastProduced` are states, not sums: the newest wins.
+    public mutating func add(_ o: StreamCounters) {
+        produced += o.produced; sent += o.sent; bytes += o.bytes; requests += o.requests
+        droppedRingFull += o.droppedRingFull; droppedRejected += o.droppedRejected; droppedNoSlot += o.droppedNoSlot
+        droppedSpoolFailed += o.droppedSpoolFailed; droppedSpoolBound += o.droppedSpoolBound
+        droppedInvalid += o.droppedInvalid; droppedNotReady += o.droppedNotReady; droppedFailed += o.droppedFailed
+        droppedLost += o.droppedLost; droppedUnknown += o.droppedUnknown; droppedAtStop += o.droppedAtStop
+        unknownOutcome += o.unknownOutcome; errors += o.errors; spooled += o.spooled; sentFromSpool += o.sentFromSpool
+        pending = o.pending
+        inFlight = o.inFlight
+        lastProduced = max(lastProduced, o.lastProduced)
+        if o.lastError != nil { lastError = o.lastError }
+    }
 }
 
 public struct PublisherSettings: Sendable, Equatable {
@@ -107,11 +163,19 @@ public final class Publisher {
     /// Store-and-forward (off when nil): observations a full ring would drop during an outage go
     /// there, and are sent oldest first once the node answers and the ring's backlog is out.
     /// Nothing is written to it while the node is reachable (SD-card wear).
-    public var spool: ObservationSpool?
-    /// Spooled observations could not be written (disk error): counted, and logged by the spool.
-    public private(set) var spoolWriteFailures = 0
+    public var spool: ObservationSpool? {
+        didSet {
+            // The spool's bound drops its oldest segment: counted against each record's datastream.
+            spool?.onBoundDrop = { [unowned self] d, n in
+                if self.streams.indices.contains(d) { self.streams[d].counters.droppedSpoolBound += n }
+            }
+        }
+    }
+    /// Spooled observations that could not be written (disk error), all datastreams: logged by the spool.
+    public var spoolWriteFailures: Int { streams.reduce(0) { $0 + $1.counters.droppedSpoolFailed } }
     private var spoolInFlight = false
     private var spoolDatastream = 0
+    private var spoolEncoded = 0
     private let spoolBody = ByteBuffer(capacity: 16 * 1024)
     private var spoolCompletion: (TransportOutcome) -> Void = { _ in }
 
@@ -130,7 +194,11 @@ public final class Publisher {
         var counters = StreamCounters()
         var rejectionLogged = false
         var inFlight = false
+        /// CLOCK_MONOTONIC time of the newest observation recorded (nil: none yet).
+        var lastProducedMonotonic: Double?
         var batch: [Int] = []
+        /// Of `batch`, how many the encoder took (the rest did not fit the schema).
+        var encoded = 0
         let body: ByteBuffer
         /// Made once: a closure created per request would allocate its context every time.
         var completion: (TransportOutcome) -> Void = { _ in }
@@ -165,8 +233,12 @@ public final class Publisher {
     public var datastreamCount: Int { streams.count }
     public func outputName(_ i: Int) -> String { streams[i].outputName }
     public func counters(_ i: Int) -> StreamCounters {
-        var c = streams[i].counters
+        let s = streams[i]
+        var c = s.counters
         c.droppedRingFull = ring.droppedWhenFull(of: i)
+        c.pending = ring.count(of: i)
+        c.inFlight = (s.inFlight ? s.batch.count : 0) + (spoolInFlight && spoolDatastream == i ? spool?.batchCount ?? 0 : 0)
+        if let t = s.lastProducedMonotonic, let offset = clockOffset { c.lastProduced = t + offset }
         return c
     }
     public func datastreamID(_ i: Int) -> String? { streams[i].datastreamID }
@@ -188,6 +260,7 @@ public final class Publisher {
     /// Stores one observation (CLOCK_MONOTONIC seconds, values in leaf order) and sends at once when a batch is full.
     public func record(datastream i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>) {
         streams[i].counters.produced += 1
+        streams[i].lastProducedMonotonic = monotonicTime
         if !ring.push(datastream: i, time: monotonicTime, values: values) {
             streams[i].counters.droppedNoSlot += 1
         }
@@ -227,7 +300,7 @@ public final class Publisher {
         let s = streams[i]
         guard connectivity == .online, !s.inFlight, let id = s.datastreamID, let offset = clockOffset else { return }
         guard ring.reserve(datastream: i, max: batchLimit, into: &s.batch) > 0 else { return }
-        encodeBatch(s, into: s.body, count: s.batch.count, what: "",
+        s.encoded = encodeBatch(s, into: s.body, count: s.batch.count, what: "",
                     time: { ring.time(ofSlot: s.batch[$0]) + offset }, values: { ring.values(ofSlot: s.batch[$0]) })
         s.inFlight = true
         s.counters.requests += 1
@@ -266,7 +339,7 @@ public final class Publisher {
         case .delivered, .rejected: ring.complete(s.batch)
         case .keep, .datastreamLost: ring.requeue(s.batch)
         }
-        account(i, verdict, outcome, count: s.batch.count, bytes: s.body.count)
+        account(i, verdict, outcome, encoded: s.encoded, of: s.batch.count, bytes: s.body.count)
         // A full batch already waiting (a backlog) goes out at once; a partial one waits for the tick.
         let sendMore = verdict == .delivered && ring.count(of: i) >= batchLimit
         // Cleared before any new flush, which refills the same (reused) array.
@@ -277,14 +350,18 @@ public final class Publisher {
 
     /// What a finished request means for datastream `i`, whichever sender (ring or spool) made it:
     /// counters, the error note, backoff, forgetting a lost id, the once-per-datastream rejection
-    /// log. The caller has already freed or kept its own records.
-    private func account(_ i: Int, _ verdict: DeliveryVerdict, _ outcome: TransportOutcome, count n: Int, bytes: Int) {
+    /// log. The caller has already freed or kept its own records. `encoded` of the `total` records
+    /// went into the body; the others did not fit the schema and go with the body's fate.
+    private func account(_ i: Int, _ verdict: DeliveryVerdict, _ outcome: TransportOutcome, encoded n: Int, of total: Int,
+                         bytes: Int) {
         let s = streams[i]
+        if verdict == .delivered || verdict == .rejected { s.counters.droppedInvalid += total - n }
         switch verdict {
         case .delivered:
             s.counters.sent += n
             s.counters.bytes += bytes
         case .keep:
+            if DeliveryVerdict.outcomeUnknown(outcome) { s.counters.unknownOutcome += n }
             note(s, outcome)
             enterBackoff()
         case .datastreamLost:
@@ -312,14 +389,16 @@ public final class Publisher {
     /// Datastream `d` cannot send now: the node is unreachable, or it is not registered (yet).
     private func inOutage(_ d: Int) -> Bool { connectivity != .online || streams[d].datastreamID == nil }
 
-    /// The ring is full and drops `slot`: during an outage it goes to the spool instead.
+    /// The ring is full and drops `slot`: during an outage it goes to the spool instead. True when
+    /// it is accounted for here (spooled, or counted as a failed spool write).
     private func spill(_ slot: Int, shuttingDown: Bool) -> Bool {
         guard let spool, let offset = clockOffset else { return false }
         let d = ring.datastream(ofSlot: slot)
         guard shuttingDown || inOutage(d) else { return false }
         guard spool.append(datastream: d, epochTime: ring.time(ofSlot: slot) + offset, values: ring.values(ofSlot: slot)) else {
-            spoolWriteFailures += 1
-            return false
+            // Counted here, so the ring does not count it as a ring-full drop.
+            streams[d].counters.droppedSpoolFailed += 1
+            return true
         }
         streams[d].counters.spooled += 1
         return true
@@ -332,9 +411,19 @@ public final class Publisher {
         guard spool != nil, clockOffset != nil, streams.indices.contains(where: inOutage) else { return 0 }
         var kept = 0
         ring.removeWaiting { slot in
-            if spill(slot, shuttingDown: true) { kept += 1 } else { streams[ring.datastream(ofSlot: slot)].counters.droppedNoSlot += 1 }
+            let d = ring.datastream(ofSlot: slot)
+            let failed = streams[d].counters.droppedSpoolFailed
+            if !spill(slot, shuttingDown: true) { streams[d].counters.droppedAtStop += 1 }
+            else if streams[d].counters.droppedSpoolFailed == failed { kept += 1 }
         }
         return kept
+    }
+
+    /// At the end of a runtime, after `spillRingToSpool`: what is still in the ring dies with it,
+    /// counted per datastream (`droppedAtStop`). Returns how many.
+    @discardableResult
+    public func dropRemaining() -> Int {
+        ring.removeWaiting { slot in streams[ring.datastream(ofSlot: slot)].counters.droppedAtStop += 1 }
     }
 
     /// Bytes waiting in the spool (0 without one).
@@ -354,11 +443,13 @@ public final class Publisher {
         let n = encodeBatch(s, into: spoolBody, count: spool.batchCount, what: "spooled \(s.outputName) record: ",
                             time: { spool.batchTime($0) }, values: { spool.batchValues($0) })
         if n == 0 {
+            s.counters.droppedInvalid += spool.batchCount
             spool.commitBatch()
             return
         }
         spoolInFlight = true
         spoolDatastream = d
+        spoolEncoded = n
         s.counters.requests += 1
         transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: spoolBody,
                                    completion: spoolCompletion)
@@ -371,10 +462,10 @@ public final class Publisher {
         let n = spool.batchCount
         let verdict = DeliveryVerdict.classify(outcome)
         if verdict == .delivered || verdict == .rejected { spool.commitBatch() }
-        account(d, verdict, outcome, count: n, bytes: spoolBody.count)
+        account(d, verdict, outcome, encoded: spoolEncoded, of: n, bytes: spoolBody.count)
         switch verdict {
         case .delivered:
-            streams[d].counters.sentFromSpool += n
+            streams[d].counters.sentFromSpool += spoolEncoded
             flushSpool()
         case .datastreamLost:
             onDatastreamLost?(d)

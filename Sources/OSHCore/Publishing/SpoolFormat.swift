@@ -203,4 +203,7 @@ public protocol ObservationSpool: AnyObject {
     func commitBatch()
     /// Called on the publisher's tick: the periodic sync.
     func tick(now: Double)
+    /// Called when the size bound drops unsent records: (datastream index, how many). The publisher
+    /// sets it, to count them against their datastreams.
+    var onBoundDrop: ((_ datastream: Int, _ count: Int) -> Void)? { get set }
 }

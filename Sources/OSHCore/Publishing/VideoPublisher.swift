@@ -27,8 +27,41 @@ public struct VideoCounters: Sendable, Equatable {
     /// Dropped before sending: not registered yet, the clock not trusted yet, or the node link down.
     public var droppedNotReady = 0
     public var droppedRejected = 0
+    /// Sent and failed (not kept: the next frame replaces it); split by why below.
     public var failed = 0
+    /// Failed with no response or a 5xx: the node may have stored it all the same.
+    public var failedUnknown = 0
+    /// Failed with 404 (the node lost the datastream).
+    public var failedLost = 0
+    /// Not encodable into a record (never sent).
+    public var invalid = 0
+    /// CLOCK_MONOTONIC time of the newest frame offered (nil: none yet).
+    public var lastOfferedMonotonic: Double?
     public var lastError: String?
+
+    /// The same in the scalar datastreams' terms (the counters file): every frame offered is
+    /// sent or dropped for one reason; nothing is kept, so nothing is pending once answered.
+    public func streamCounters(clockOffset: Double?, inFlight: Bool) -> StreamCounters {
+        var c = StreamCounters()
+        c.produced = offered
+        c.sent = sent
+        c.bytes = bytes
+        c.requests = sent + droppedRejected + failed
+        c.droppedNoSlot = droppedBusy
+        c.droppedNotReady = droppedNotReady
+        c.droppedRejected = droppedRejected
+        c.droppedInvalid = invalid
+        c.droppedUnknown = failedUnknown
+        c.droppedLost = failedLost
+        c.droppedFailed = failed - failedUnknown - failedLost
+        c.unknownOutcome = failedUnknown
+        c.pending = inFlight ? 1 : 0
+        c.inFlight = c.pending
+        c.errors = failed + invalid
+        if let t = lastOfferedMonotonic, let clockOffset { c.lastProduced = t + clockOffset }
+        c.lastError = lastError
+        return c
+    }
 }
 
 public final class VideoPublisher {
@@ -55,6 +88,7 @@ public final class VideoPublisher {
     @discardableResult
     public func offer(monotonicTime: Double, frame: UnsafeRawBufferPointer) -> Bool {
         counters.offered += 1
+        counters.lastOfferedMonotonic = monotonicTime
         if inFlight { counters.droppedBusy += 1; return false }
         guard let id = datastreamID, let offset = clockOffset, link?.isOnline ?? true else {
             counters.droppedNotReady += 1
@@ -65,7 +99,7 @@ public final class VideoPublisher {
             // The one copy of the frame: into the body the transport sends from.
             try VideoRecord.write(time: monotonicTime + offset, frame: frame, to: body)
         } catch {
-            counters.failed += 1
+            counters.invalid += 1
             counters.lastError = "\(error)"
             return false
         }
@@ -79,10 +113,12 @@ public final class VideoPublisher {
             case .keep:
                 // A video frame is not kept: the next one replaces it.
                 counters.failed += 1
+                if DeliveryVerdict.outcomeUnknown(outcome) { counters.failedUnknown += 1 }
                 counters.lastError = outcome.transportError ?? "HTTP \(outcome.status)"
                 link?.requestFailed()
             case .datastreamLost:
                 counters.failed += 1
+                counters.failedLost += 1
                 datastreamID = nil
                 onDatastreamLost?()
             case .rejected:

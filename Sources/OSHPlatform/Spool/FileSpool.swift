@@ -49,6 +49,9 @@ public final class FileSpool: ObservationSpool {
     public private(set) var stats = SpoolStats()
     /// A problem worth a log line (each kind once per process).
     public var onProblem: ((String) -> Void)?
+    public var onBoundDrop: ((_ datastream: Int, _ count: Int) -> Void)?
+    /// Per datastream, records of the segment `dropOldest` is dropping (made once).
+    private var lostPerDatastream: [Int]
 
     private let keys: [UInt32]
     private let keyIndex: [UInt32: Int]
@@ -84,6 +87,7 @@ public final class FileSpool: ObservationSpool {
         var index: [UInt32: Int] = [:]
         for (i, k) in keys.enumerated() where index[k] == nil { index[k] = i }
         keyIndex = index
+        lostPerDatastream = [Int](repeating: 0, count: keys.count)
         try StateFiles.makeDirectories(options.directory)
         let cursorPath = options.directory + "/cursor"
         cursorFile = try FileDescriptor.open(cursorPath, O_RDWR | O_CREAT, mode: 0o600)
@@ -344,14 +348,19 @@ public final class FileSpool: ObservationSpool {
         let id = ids[0]
         let from = id == cursor.segment ? Int(cursor.offset) : 0
         var lost = 0
+        for d in lostPerDatastream.indices { lostPerDatastream[d] = 0 }
         _ = try? scan(id, from: from, size: sizes[0]) { item in
-            if case .record = item { lost += 1 }
+            guard case .record(_, let key, _, _, _, _) = item else { return true }
+            lost += 1
+            // Records of an output no longer configured count only in the spool's own stats.
+            if let d = keyIndex[key] { lostPerDatastream[d] += 1 }
             return true
         }
         remove(id)
         ids.removeFirst()
         sizes.removeFirst()
         stats.droppedFull += lost
+        for (d, n) in lostPerDatastream.enumerated() where n > 0 { onBoundDrop?(d, n) }
         stats.segmentsDropped += 1
         problem("full", "spool: full (\(options.maxBytes / 1024) KiB): dropping the oldest segment; lost observations are counted")
         if batchEnd?.segment == id { batchEnd = nil } // the loaded batch went with it
