@@ -78,4 +78,32 @@ final class AgentControlTests: XCTestCase {
         XCTAssertThrowsError(try agent.setRate("sonar", 5)) { XCTAssertTrue("\($0)".contains("no output named 'sonar'")) }
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
     }
+
+    /// An output slower than 1 Hz takes a first reading soon after it is armed; each rate command
+    /// arms it again. That first-reading timer is replaced, not added to: 1,000 rate commands leave
+    /// the loop one pending timer and make one first reading.
+    func testRateCommandsOnASlowOutputDoNotPileUpTimers() throws {
+        Log.muted = true
+        let node = try startedNode()
+        defer { node.stop() }
+        let dir = scratchPath("osh-control")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loop = try EventLoop()
+        var c = agentConfig(node, serial: "10000000cafe0003", label: "Control Pi", stateDirectory: dir)
+        c.outputs = ["barometer"]
+        c.rates = ["barometer": 0.1]
+        c.trustHostClock = true
+        let agent = try AgentRuntime(config: c, loop: loop)
+        try agent.start()
+        let b = try XCTUnwrap(agent.index(of: "barometer"))
+        try loop.run(until: EventLoop.deadline(after: 0.3))
+        XCTAssertEqual(agent.publisher.counters(b).produced, 1, "the first reading, at once")
+
+        let sources = loop.sourceCount
+        for k in 0..<1000 { try agent.setRate("barometer", k % 2 == 0 ? 0.2 : 0.1) }
+        XCTAssertEqual(loop.sourceCount, sources + 1, "one pending first reading, whatever the number of commands")
+        try loop.run(until: EventLoop.deadline(after: 0.3))
+        XCTAssertEqual(agent.publisher.counters(b).produced, 2, "one first reading for the last command, not 1,000")
+        try agent.stop(flushUntil: EventLoop.deadline(after: 1))
+    }
 }
