@@ -11,10 +11,10 @@ final class AgentControlTests: XCTestCase {
     // The simulated chips and values these agents run on come from OSHSimulation.
     override class func setUp() { super.setUp(); DemoSimulation.install() }
 
-    private func makeAgent(_ node: DevNode, _ loop: EventLoop, dir: String) throws -> AgentRuntime {
+    private func makeAgent(_ node: DevNode, _ loop: EventLoop, dir: String, barometerRate: Double = 10) throws -> AgentRuntime {
         var c = agentConfig(node, serial: "10000000cafe0002", label: "Control Pi", stateDirectory: dir)
         c.outputs = ["barometer", "quat_orientation_data"]
-        c.rates = ["barometer": 10, "quat_orientation_data": 10]
+        c.rates = ["barometer": barometerRate, "quat_orientation_data": 10]
         c.externalOutputs = ["quat_orientation_data"]
         c.trustHostClock = true
         return try AgentRuntime(config: c, loop: loop)
@@ -89,11 +89,7 @@ final class AgentControlTests: XCTestCase {
         let dir = scratchPath("osh-control")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let loop = try EventLoop()
-        var c = agentConfig(node, serial: "10000000cafe0003", label: "Control Pi", stateDirectory: dir)
-        c.outputs = ["barometer"]
-        c.rates = ["barometer": 0.1]
-        c.trustHostClock = true
-        let agent = try AgentRuntime(config: c, loop: loop)
+        let agent = try makeAgent(node, loop, dir: dir, barometerRate: 0.1)
         try agent.start()
         let b = try XCTUnwrap(agent.index(of: "barometer"))
         try loop.run(until: EventLoop.deadline(after: 0.3))

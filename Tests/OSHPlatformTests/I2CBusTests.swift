@@ -55,10 +55,7 @@ final class I2CBusTests: XCTestCase {
     /// removed, or the file gone, the chip answers again. Other chips and other lines are left alone.
     func testFaultFileFailsAChipUntilItsLineGoes() throws {
         Log.muted = true
-        var template = Array("/tmp/osh-i2c-faults-XXXXXX".utf8CString)
-        guard let d = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
-        let dir = String(cString: d)
-        let path = dir + "/faults"
+        let (dir, path) = try faultFilePath()
         defer { unlink(path); rmdir(dir) }
         let bus = SimulatedI2CBus(number: 1, faultFile: path)
         bus.attach(RegisterMapDevice(registers: [0xD0: 0x58]), at: 0x76)
@@ -89,10 +86,7 @@ final class I2CBusTests: XCTestCase {
     /// never looks), and re-read only when its mtime, size or inode changed.
     func testFaultFileIsLookedAtOncePerIntervalAndReadOnChange() throws {
         Log.muted = true
-        var template = Array("/tmp/osh-i2c-faults-XXXXXX".utf8CString)
-        guard let d = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
-        let dir = String(cString: d)
-        let path = dir + "/faults"
+        let (dir, path) = try faultFilePath()
         defer { unlink(path); rmdir(dir) }
         let watch = FaultFileWatch(path: path, bus: 1)
         watch.refresh(now: 10_000_000_000)
@@ -107,6 +101,14 @@ final class I2CBusTests: XCTestCase {
         XCTAssertEqual(watch.failing, [0x68])
         watch.refresh(now: 12_000_000_000)
         XCTAssertEqual(watch.failing, [0x77])
+    }
+
+    /// A scratch directory and the fault file's path in it (not created).
+    private func faultFilePath() throws -> (dir: String, path: String) {
+        var template = Array("/tmp/osh-i2c-faults-XXXXXX".utf8CString)
+        guard let d = mkdtemp(&template) else { throw SystemError.last("mkdtemp") }
+        let dir = String(cString: d)
+        return (dir, dir + "/faults")
     }
 
     func testFaultFileLines() {
