@@ -89,17 +89,20 @@ final class AgentControlTests: XCTestCase {
         let dir = scratchPath("osh-control")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let loop = try EventLoop()
-        let agent = try makeAgent(node, loop, dir: dir, barometerRate: 0.1)
+        let agent = try makeAgent(node, loop, dir: dir, barometerRate: 0.01)
         try agent.start()
         let b = try XCTUnwrap(agent.index(of: "barometer"))
+        // One more when a grid instant (every 100 s or 50 s of the monotonic clock) falls in a window.
         try loop.run(until: EventLoop.deadline(after: 0.3))
-        XCTAssertEqual(agent.publisher.counters(b).produced, 1, "the first reading, at once")
+        let first = agent.publisher.counters(b).produced
+        XCTAssertTrue((1...2).contains(first), "\(first): the first reading, at once")
 
         let sources = loop.sourceCount
-        for k in 0..<1000 { try agent.setRate("barometer", k % 2 == 0 ? 0.2 : 0.1) }
+        for k in 0..<1000 { try agent.setRate("barometer", k % 2 == 0 ? 0.02 : 0.01) }
         XCTAssertEqual(loop.sourceCount, sources + 1, "one pending first reading, whatever the number of commands")
         try loop.run(until: EventLoop.deadline(after: 0.3))
-        XCTAssertEqual(agent.publisher.counters(b).produced, 2, "one first reading for the last command, not 1,000")
+        let more = agent.publisher.counters(b).produced - first
+        XCTAssertTrue((1...2).contains(more), "\(more): one first reading for the last command, not 1,000")
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
     }
 }
