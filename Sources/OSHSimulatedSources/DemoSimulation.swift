@@ -15,7 +15,10 @@ public final class DemoSimulation: SimulationProvider {
         if SimulationHooks.provider == nil { SimulationHooks.provider = DemoSimulation() }
     }
 
-    public func makeI2CBus(number: Int) -> I2CBus { SimulatedI2CBus(number: number, recordsTrace: false) }
+    /// `OSH_EDGE_SIM_FAULTS=FILE` lets another process fail and restore chips (the soak).
+    public func makeI2CBus(number: Int) -> I2CBus {
+        SimulatedI2CBus(number: number, recordsTrace: false, faultFile: SimulatedI2CBus.faultFileFromEnvironment())
+    }
 
     public func attachBarometer(chip: String, to bus: I2CBus) throws {
         try SimulatedBarometerBoard.attach(to: simulatedBus(bus), chip: chip) {

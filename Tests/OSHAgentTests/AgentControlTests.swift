@@ -11,10 +11,10 @@ final class AgentControlTests: XCTestCase {
     // The simulated chips and values these agents run on come from OSHSimulation.
     override class func setUp() { super.setUp(); DemoSimulation.install() }
 
-    private func makeAgent(_ node: DevNode, _ loop: EventLoop, dir: String) throws -> AgentRuntime {
+    private func makeAgent(_ node: DevNode, _ loop: EventLoop, dir: String, barometerRate: Double = 10) throws -> AgentRuntime {
         var c = agentConfig(node, serial: "10000000cafe0002", label: "Control Pi", stateDirectory: dir)
         c.outputs = ["barometer", "quat_orientation_data"]
-        c.rates = ["barometer": 10, "quat_orientation_data": 10]
+        c.rates = ["barometer": barometerRate, "quat_orientation_data": 10]
         c.externalOutputs = ["quat_orientation_data"]
         c.trustHostClock = true
         return try AgentRuntime(config: c, loop: loop)
@@ -76,6 +76,33 @@ final class AgentControlTests: XCTestCase {
 
         XCTAssertThrowsError(try agent.setRate("barometer", 500)) { XCTAssertTrue("\($0)".contains("up to 100 Hz")) }
         XCTAssertThrowsError(try agent.setRate("sonar", 5)) { XCTAssertTrue("\($0)".contains("no output named 'sonar'")) }
+        try agent.stop(flushUntil: EventLoop.deadline(after: 1))
+    }
+
+    /// An output slower than 1 Hz takes a first reading soon after it is armed; each rate command
+    /// arms it again. That first-reading timer is replaced, not added to: 1,000 rate commands leave
+    /// the loop one pending timer and make one first reading.
+    func testRateCommandsOnASlowOutputDoNotPileUpTimers() throws {
+        Log.muted = true
+        let node = try startedNode()
+        defer { node.stop() }
+        let dir = scratchPath("osh-control")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let loop = try EventLoop()
+        let agent = try makeAgent(node, loop, dir: dir, barometerRate: 0.01)
+        try agent.start()
+        let b = try XCTUnwrap(agent.index(of: "barometer"))
+        // One more when a grid instant (every 100 s or 50 s of the monotonic clock) falls in a window.
+        try loop.run(until: EventLoop.deadline(after: 0.3))
+        let first = agent.publisher.counters(b).produced
+        XCTAssertTrue((1...2).contains(first), "\(first): the first reading, at once")
+
+        let sources = loop.sourceCount
+        for k in 0..<1000 { try agent.setRate("barometer", k % 2 == 0 ? 0.02 : 0.01) }
+        XCTAssertEqual(loop.sourceCount, sources + 1, "one pending first reading, whatever the number of commands")
+        try loop.run(until: EventLoop.deadline(after: 0.3))
+        let more = agent.publisher.counters(b).produced - first
+        XCTAssertTrue((1...2).contains(more), "\(more): one first reading for the last command, not 1,000")
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
     }
 }

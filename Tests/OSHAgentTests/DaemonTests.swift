@@ -47,13 +47,13 @@ final class DaemonTests: XCTestCase {
         return path
     }
 
-    private func start(_ config: String, environment: [String: String] = [:]) throws -> (Process, Pipe) {
+    /// `binary`: osh-edge-dev, or osh-edge-sim (what the soak runs); both link the simulation.
+    private func start(_ config: String, binary: String = "osh-edge-dev",
+                       environment: [String: String] = [:]) throws -> (Process, Pipe) {
         let p = Process()
-        p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
+        p.executableURL = builtBinary(binary) // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
-        if !environment.isEmpty {
-            p.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        }
+        if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
@@ -331,6 +331,77 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(log.contains("/dev/i2c-240 does not exist"), log)
         XCTAssertTrue(log.contains("dtparam=i2c_arm=on"), log)
         XCTAssertFalse(node.stats.datastreams.contains { $0.outputName == "barometer" }, "barometer not registered")
+    }
+
+    /// OSH_EDGE_SIM_FAULTS names a file the soak edits: `i2c fail` lines take the simulated
+    /// barometer and IMU off the bus (the drivers see EREMOTEIO, as from an unplugged chip); the
+    /// agent logs it and their outputs pause; the lines removed, the chips answer and the outputs resume.
+    func testAChipFailedFromTheFaultFilePausesItsOutputsUntilTheLineGoes() throws {
+        let faults = dir + "/faults"
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
+
+        [outputs.quat_orientation_data]
+        enabled = true
+        rate = 10
+        source = "simulated"
+        """)
+        let (p, err) = try start(config, binary: "osh-edge-sim", environment: ["OSH_EDGE_SIM_FAULTS": faults])
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 3 && self.count("quat_orientation_data") >= 3 }, "both flow")
+        try "# the soak\ni2c fail 0x76\ni2c fail 0x68\n".write(toFile: faults, atomically: true, encoding: .utf8)
+        // Seen within a second, down after three failed polls, the last batch flushed: then the
+        // counts stand still (checked over 2 s, for up to 12 s on a loaded machine).
+        var paused = (count("barometer"), count("quat_orientation_data"))
+        XCTAssertTrue(wait(12) {
+            usleep(2_000_000)
+            let now = (self.count("barometer"), self.count("quat_orientation_data"))
+            defer { paused = now }
+            return now == paused
+        }, "the barometer and the IMU's outputs pause")
+        try FileManager.default.removeItem(atPath: faults)
+        XCTAssertTrue(wait(20) { self.count("barometer") > paused.0 + 3 && self.count("quat_orientation_data") > paused.1 + 3 },
+                      "both resume once the lines are gone")
+        let log = terminate(p, err)
+        XCTAssertTrue(log.contains("chips failing from \(faults): 0x68, 0x76"), log)
+        for chip in ["barometer BMP280", "MPU9250 at 0x68"] {
+            XCTAssertTrue(log.contains("\(chip): /dev/i2c-1 at 0x"), "\(chip)'s fault is logged\n" + log)
+            XCTAssertTrue(log.contains("Remote I/O error"), log)
+            XCTAssertTrue(log.contains("\(chip): back; its outputs resume"), log)
+        }
+    }
+
+    /// `[audio] device = "FILE.wav"` with a simulated audio_level replays that WAV (looped, in real
+    /// time, through ALSA's file plugin as the demo does); without a .wav the note says so.
+    func testASimulatedMicrophoneReplaysTheWAVTheAudioDeviceNames() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        let wav = root + "/Tests/OSHCoreTests/Fixtures/audio/pinknoise_vol-20dB.wav"
+        let audio = """
+        [outputs.audio_level]
+        enabled = true
+        source = "simulated"
+        """
+        let config = try writeConfig(audio + "\n[audio]\ndevice = \"\(wav)\"\n")
+        XCTAssertEqual(try Daemon.load(configPath: config, secretsPath: dir + "/none", forRunning: false).plan.audioWAV, wav,
+                       "config check accepts it")
+        let (p, err) = try start(config, binary: "osh-edge-sim")
+        // 0.1 s windows: ten levels a second once the file plays.
+        XCTAssertTrue(wait(15) { self.count("audio_level") >= 10 }, "audio_level flows from the WAV")
+        let first = count("audio_level")
+        usleep(3_000_000)
+        let inThreeSeconds = count("audio_level") - first
+        XCTAssertTrue((20...40).contains(inThreeSeconds), "\(inThreeSeconds) levels in 3 s: in real time, ten a second")
+        let log = terminate(p, err)
+        XCTAssertTrue(log.contains("audio: \(wav): S16_LE"), log)
+
+        let none = try writeConfig(audio + "\n[outputs.device_health]\nrate = 5\n")
+        XCTAssertNil(try Daemon.load(configPath: none, secretsPath: dir + "/none").plan.audioWAV)
+        let health = count("device_health")
+        let (q, qerr) = try start(none, binary: "osh-edge-sim")
+        XCTAssertTrue(wait(10) { self.count("device_health") > health }, "the rest runs")
+        XCTAssertTrue(terminate(q, qerr).contains("audio: no WAV to replay (none given); audio_level is not published"))
     }
 
     func testGPSConfigChoosesTheReceiver() throws {

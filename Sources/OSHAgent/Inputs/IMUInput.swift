@@ -178,14 +178,16 @@ public final class IMUInput {
             return
         }
         let n = burst.count
+        var lastT: Double?
         for i in 0..<n {
             var s = burst[i]
             s.t = IMUFifoTiming.time(ofSample: i, count: n, readAt: now, rateHz: f.rateHz, previous: lastSampleTime)
+            lastT = s.t
             Self.applyMounting(&s, settings: settings, onChip: driver.appliesMountingOnChip)
             samples += 1
             onSample(s)
         }
-        if n > 0 { lastSampleTime = IMUFifoTiming.time(ofSample: n - 1, count: n, readAt: now, rateHz: f.rateHz, previous: lastSampleTime) }
+        if let lastT { lastSampleTime = lastT }
     }
 
     /// Chip frame → device frame for every vector (the BNO055 did it on the chip already).

@@ -18,8 +18,9 @@ final class TimedSampler {
     private let health: HealthProbe
     /// One timer per period (ns), and the outputs it samples, in datastream order.
     private var groups: [UInt64: (timer: EventLoop.Timer, outputs: [Int])] = [:]
-    /// The first readings of slow outputs (cancelled with the rest at stop).
-    private var oneShots: [EventLoop.Timer] = []
+    /// The pending first reading of each slow output, by output: dropped once it fires, cancelled
+    /// when the output is re-armed or stopped (rate commands would otherwise pile them up).
+    private var firstReadings: [Int: EventLoop.Timer] = [:]
     /// Simulated values, sized once from the widest record.
     private let scratch: UnsafeMutableBufferPointer<Double>
     private let startTime = Double(Clock.monotonicNanoseconds()) / 1e9
@@ -55,19 +56,22 @@ final class TimedSampler {
         // A slow output (device_health: once a minute) would otherwise wait up to a whole period
         // for its grid: its first reading is taken now, as before the grid.
         if period > 1_000_000_000 {
-            let first = try loop.addTimer(firstAt: loop.deadline(after: 0.05)) { [unowned self] _ in self.sample(i) }
-            oneShots.append(first)
+            firstReadings[i] = try loop.addTimer(firstAt: loop.deadline(after: 0.05)) { [unowned self] _ in
+                if let t = self.firstReadings.removeValue(forKey: i) { self.loop.cancel(t) }
+                self.sample(i)
+            }
         }
     }
 
     func stop() {
         for g in groups.values { loop.cancel(g.timer) }
         groups.removeAll()
-        for t in oneShots { loop.cancel(t) }
-        oneShots.removeAll()
+        for t in firstReadings.values { loop.cancel(t) }
+        firstReadings.removeAll()
     }
 
     private func remove(_ i: Int) {
+        if let t = firstReadings.removeValue(forKey: i) { loop.cancel(t) }
         for (period, var g) in groups {
             guard let k = g.outputs.firstIndex(of: i) else { continue }
             g.outputs.remove(at: k)

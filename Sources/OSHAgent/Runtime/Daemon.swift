@@ -95,6 +95,10 @@ public enum Daemon {
         p.flushInterval = settings.publisher.flushInterval
         if let m = output(.magnetometer), m.enabled { p.magnetometerRate = m.rate }
         p.audio = source([.audioLevel])
+        // A simulated microphone replays the WAV [audio] device names (looped, in real time).
+        if p.audio == .simulated, settings.devices.audio.device.lowercased().hasSuffix(".wav") {
+            p.audioWAV = settings.devices.audio.device
+        }
         p.camera = source([.video])
         p.cameraFPS = output(.video)?.rate ?? 10
         p.ptz = settings.devices.ptz.chip == "none" ? nil : .board
