@@ -122,6 +122,20 @@ final class AudioCaptureTests: XCTestCase {
         }
     }
 
+    /// A SIGHUP replaces the agent: the new replay writes the raw copy before the old one is
+    /// released, and the old one's cleanup must leave the new copy alone (the soak lost audio
+    /// after every reload until this).
+    func testAReplacedReplayDoesNotDeleteItsSuccessorsCopy() throws {
+        let wav = Self.audioFixtures.appendingPathComponent("sine_1k_-6dBFS.wav").path
+        let old = try ALSAFileReplay.prepare(wavPath: wav, directory: dir)
+        let new = try ALSAFileReplay.prepare(wavPath: wav, directory: dir)
+        XCTAssertEqual(old.rawPath, new.rawPath)
+        old.remove()
+        XCTAssertEqual(access(new.rawPath, R_OK), 0, "the successor's raw copy is still there")
+        new.remove()
+        XCTAssertNotEqual(access(new.rawPath, F_OK), 0, "its own copy goes")
+    }
+
     /// A consumer that stops (or restarts) the capture from inside the chunk callback, while it
     /// is still reading the samples: the buffer must outlive the callback.
     func testStopAndRestartFromInsideTheCallback() throws {

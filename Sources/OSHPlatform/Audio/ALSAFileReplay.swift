@@ -19,6 +19,8 @@ public struct ALSAFileReplay: Sendable {
     public let request: ALSACapture.Request
     public let header: WAVHeader
     public let rawPath: String
+    /// The raw copy's inode: a replay being replaced (SIGHUP) must not delete its successor's copy.
+    private let rawInode: UInt64
 
     public enum Failure: Error, CustomStringConvertible {
         case missing(String)
@@ -53,11 +55,19 @@ public struct ALSAFileReplay: Sendable {
         """
         let request = ALSACapture.Request(sampleRate: header.sampleRate, periodSeconds: periodSeconds,
                                           formats: [header.format], channels: header.channels)
-        return ALSAFileReplay(device: device, configText: text, request: request, header: header, rawPath: rawPath)
+        return ALSAFileReplay(device: device, configText: text, request: request, header: header, rawPath: rawPath,
+                              rawInode: inode(rawPath) ?? 0)
     }
 
-    /// Deletes the raw copy.
-    public func remove() { StateFiles.remove(rawPath) }
+    /// Deletes the raw copy, unless a newer replay of the same WAV has written its own there since.
+    public func remove() {
+        if Self.inode(rawPath) == rawInode { StateFiles.remove(rawPath) }
+    }
+
+    private static func inode(_ path: String) -> UInt64? {
+        var st = stat()
+        return stat(path, &st) == 0 ? UInt64(st.st_ino) : nil
+    }
 
     /// Escapes a path for an ALSA configuration string.
     private static func quoted(_ s: String) -> String {
