@@ -229,7 +229,7 @@ public final class CommandReceiver {
             if !result.isSuccess {
                 self.statusPostFailures += 1
                 Log.warning("command status \(status.statusCode.rawValue) for \(status.commandID) was not accepted: "
-                            + (result.error?.description ?? "HTTP \(result.status) " + String(decoding: result.body.prefix(200), as: UTF8.self)))
+                            + (result.error?.description ?? "HTTP \(result.status) " + NodeError.parse(result.body).summary))
             }
             self.onStatusPosted?(status, result)
         }
