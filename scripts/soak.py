@@ -765,8 +765,10 @@ class Soak:
                     times[p[2]].append(float(p[3]))
 
         def in_tail(name, t):
+            # Times travel in milliseconds (rounded), the counters keep microseconds: half a
+            # millisecond of slack (a datastream's observations are at least 10 ms apart).
             for n, after, until in tails:
-                if (n is None or n == name) and after < t <= until:
+                if (n is None or n == name) and after + 0.0005 < t <= until:
                     return True
             return False
 
@@ -880,10 +882,44 @@ class Soak:
         return dict(seconds=round(elapsed, 1), seed=self.a.seed, faults=dict(self.injected), skipped=dict(self.skipped),
                     rows=rows, totals=dict(totals), lost=lost, failures=failures, lifetimes=len(lives),
                     crashes=self.agent.crashes, node_crashes=self.node.crashes, rss_kB=rss_range, fds=fd_range,
-                    per_minute={str(k): v for k, v in per_min.items()}, systems_per_node=systems_per_node, final=final)
+                    per_minute={str(k): v for k, v in per_min.items()}, systems_per_node=systems_per_node, final=final,
+                    drained=drained, spool=spool, samples=self.samples, node_incarnations=self.node.incarnations)
+
+
+def reaccount(work):
+    """The books of a finished soak again, from its work directory (lifetimes/, the ledger,
+    summary.json): after a change to the accounting, without running it again."""
+    from types import SimpleNamespace as NS
+    with open(os.path.join(work, "summary.json")) as f:
+        old = json.load(f)
+    s = Soak.__new__(Soak)
+    s.a = NS(work=work, seed=old.get("seed", 0), drain_seconds=180)
+    s.report = Report(os.path.join(work, "reaccount.log"))
+    s.ledger = os.path.join(work, "ledger.txt")
+    s.injected = collections.Counter(old.get("faults", {}))
+    s.skipped = collections.Counter(old.get("skipped", {}))
+    lives = []
+    for name in sorted(os.listdir(os.path.join(work, "lifetimes"))):
+        with open(os.path.join(work, "lifetimes", name)) as f:
+            lives.append(json.load(f))
+    s.agent = NS(lifetimes=lives, crashes=old.get("crashes", 0), log_path=os.path.join(work, "agent.log"))
+    with open(s.ledger) as f:
+        starts = sum(1 for line in f if line.startswith("node-start"))
+    s.node = NS(crashes=old.get("node_crashes", 0), incarnations=old.get("node_incarnations", starts),
+                log_path=os.path.join(work, "node.log"))
+    s.samples = [tuple(x) for x in old.get("samples", [])] or [
+        (int(m) * 60 + 1, 0, v[i], v[2 + i]) for m, v in old.get("per_minute", {}).items() for i in (0, 1)]
+    spool = old.get("spool") or {"perOutput": {r["output"]: r["spooled_left"] for r in old["rows"]}}
+    drained = old.get("drained", not any("drain" in x for x in old.get("failures", [])))
+    summary = s.account(spool, drained, old.get("seconds", 0))
+    with open(os.path.join(work, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1, sort_keys=True)
+    return summary
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--reaccount":
+        sys.exit(1 if reaccount(os.path.abspath(sys.argv[2]))["failures"] else 0)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("minutes", type=float)
     ap.add_argument("--seed", type=int, default=1)

@@ -15,7 +15,8 @@
 # Exit 1 when an invariant fails (scripts/soak.py says which); 2 when it cannot run here.
 #
 #   BUILD=1 (default)   swift build -c release --product osh-edge-sim / osh-edge-dev first
-#   SANITIZE=address    build both with AddressSanitizer (scratch .build/asan) and run those
+#   SANITIZE=address    build both with AddressSanitizer (scratch .build/asan) and run those;
+#                       SANITIZE=thread: ThreadSanitizer (.build/tsan)
 #   BIN_DIR=DIR         use DIR/osh-edge-sim and DIR/osh-edge-dev as they are (no build)
 #   PORT=18600          the node's port on 127.0.0.1
 # The work directory (default /tmp/osh-edge-soak) keeps soak.log, summary.json, the node's
@@ -44,10 +45,11 @@ SANITIZE=${SANITIZE:-}
 if [ -n "${BIN_DIR:-}" ]; then
   :
 elif [ -n "$SANITIZE" ]; then
-  BIN_DIR=$(swift build --sanitize="$SANITIZE" --scratch-path ".build/$SANITIZE" --show-bin-path)
+  case $SANITIZE in address) SCRATCH=.build/asan ;; thread) SCRATCH=.build/tsan ;; *) SCRATCH=.build/$SANITIZE ;; esac
+  BIN_DIR=$(swift build --sanitize="$SANITIZE" --scratch-path "$SCRATCH" --show-bin-path)
   if [ "${BUILD:-1}" = 1 ]; then
     for p in osh-edge-sim osh-edge-dev; do
-      swift build --sanitize="$SANITIZE" --scratch-path ".build/$SANITIZE" --product "$p" 2>&1 | tail -n 1
+      swift build --sanitize="$SANITIZE" --scratch-path "$SCRATCH" --product "$p" 2>&1 | tail -n 1
     done
   fi
 else
