@@ -28,6 +28,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-malloc_context_size=0}
 START=$SECONDS
 FAILED=0
 for t in "${TARGETS[@]}"; do
+    target_spec "$t" || { echo "fuzz smoke: no target '$t'"; FAILED=1; continue; }
     if ! BIN=$(build_target "$t" fuzzer,address "${OSH_FUZZ_OPT:--O}"); then
         echo "fuzz smoke: $t does not build"
         FAILED=1

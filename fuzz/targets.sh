@@ -68,7 +68,7 @@ build_core() {
         rm -rf "$dir.tmp"
         mkdir -p "$dir.tmp"
         echo "fuzz: building OSHCore (-sanitize=$sanitize $opt) into $dir" >&2
-        (cd "$dir.tmp" && nice "$SWIFTC" -sanitize="$sanitize" -parse-as-library "$opt" -g -enable-testing -j2 \
+        (cd "$dir.tmp" && nice "$SWIFTC" -sanitize="$sanitize" -parse-as-library "$opt" -g -enable-testing -wmo -num-threads 2 \
             -module-name OSHCore -emit-module -emit-module-path "$dir.tmp/OSHCore.swiftmodule" \
             -emit-library -static -o "$dir.tmp/libOSHCore.a" "${core_files[@]}") >&2 || return 1
         rm -rf "$dir"
