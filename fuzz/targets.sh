@@ -122,6 +122,8 @@ fuzz_stats() {
     EXECS=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     [[ -n $EXECS ]] || EXECS=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
     TIME_S=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+    # -fork (--jobs) prints no "Done" line, but how long it ran when it exits.
+    [[ -n $TIME_S ]] || TIME_S=$(sed -n 's/^INFO: exiting: [0-9]* time: \([0-9]*\)s.*/\1/p' "$log" | tail -1)
     COV=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
     RATE=
     [[ -n $EXECS && -n $TIME_S && $TIME_S -gt 0 ]] && RATE=$((EXECS / TIME_S))
