@@ -103,4 +103,13 @@ final class ReadSideCoreTests: XCTestCase {
         // The command resource itself (as pushed to a receiver) still yields its id.
         XCTAssertEqual(CommandReport(try JSONValue.parse(#"{"id":"c9","controlstream@id":"cs","parameters":{}}"#))?.commandID, "c9")
     }
+
+    /// Found by fuzz/om: an empty id was taken as an id, and `/systems/` + "" addresses the collection.
+    func testAnEmptyIDIsNoID() throws {
+        let item = try JSONValue.parse(#"{"id":"","command@id":"","reportTime":"2026-11-29T10:00:01Z","stde":"COMPLETED","mes@sage":"done"}"#)
+        XCTAssertNil(NodeSystem(item))
+        XCTAssertNil(NodeDatastream(item))
+        XCTAssertNil(CommandReport(item))
+        XCTAssertNil(CommandReport.newest(in: try JSONValue.parse(#"{"items":[{"command@id":"","statusCode":"COMPLETED"}]}"#)))
+    }
 }

@@ -1,6 +1,6 @@
 // libFuzzer target for the configuration reader: ConfigParser (the file syntax),
 // AgentSettings.parse (keys, ranges, cross-checks) and Secrets.parse.
-// Built by fuzz/run-config.sh together with all of OSHCore (one module, no import).
+// Built by fuzz/run.sh config against all of OSHCore (fuzz/targets.sh).
 //
 // Each input is checked for:
 //  * no crash, no out-of-bounds access (AddressSanitizer), no trap;
@@ -8,6 +8,8 @@
 //    and at most maxErrors (+1 "… and N more") are reported;
 //  * every value that parsed renders back (`key = rendered`) to the same value;
 //  * the secrets parser's errors obey the same rules.
+
+@testable import OSHCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

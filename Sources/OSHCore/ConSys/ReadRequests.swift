@@ -76,8 +76,9 @@ public struct NodeSystem: Sendable, Equatable {
         self.description = description
     }
 
+    /// Nil without a non-empty `id`: an empty one would address the collection itself.
     public init?(_ v: JSONValue) {
-        guard let id = v["id"]?.string else { return nil }
+        guard let id = v["id"]?.string, !id.isEmpty else { return nil }
         let p = v["properties"] ?? v
         self.id = id
         uid = p["uid"]?.string ?? v["uniqueId"]?.string ?? ""
@@ -110,8 +111,9 @@ public struct NodeDatastream: Sendable, Equatable {
         self.newestResultTime = newestResultTime
     }
 
+    /// Nil without a non-empty `id` (as NodeSystem).
     public init?(_ v: JSONValue) {
-        guard let id = v["id"]?.string else { return nil }
+        guard let id = v["id"]?.string, !id.isEmpty else { return nil }
         self.id = id
         outputName = v["outputName"]?.string ?? ""
         name = v["name"]?.string ?? outputName
@@ -159,7 +161,8 @@ public struct CommandReport: Sendable, Equatable {
     /// `{"command@id","statusCode","reportTime"?,"message"?}`; a bare command (`{"id", "currentStatus"?}`)
     /// is read too, so a node that answers with the command resource still yields its id.
     public init?(_ v: JSONValue) {
-        guard let id = v["command@id"]?.string ?? v["id"]?.string else { return nil }
+        // An empty id names no command (the status poll would read the whole collection).
+        guard let id = v["command@id"]?.string ?? v["id"]?.string, !id.isEmpty else { return nil }
         commandID = id
         statusCode = v["statusCode"]?.string ?? v["currentStatus"]?.string ?? ""
         reportTime = v["reportTime"]?.string.flatMap(ISOTime.parse)
