@@ -725,7 +725,7 @@ class Soak:
             with open(os.path.join(self.a.work, "lifetimes", "%02d.json" % i), "w") as f:
                 json.dump(life, f, indent=1, sort_keys=True)
         # Agent side.
-        keys = ["produced", "sent", "spooled", "sent_from_spool", "unknown_outcome", "dropped", "in_flight"]
+        keys = ["produced", "sent", "spooled", "sent_from_spool", "unknown_outcome", "dropped"]
         agent = collections.defaultdict(collections.Counter)
         in_ram_bound = collections.Counter()
         tails = []                      # (output, after, until): a killed lifetime's unsnapshotted tail
