@@ -1,4 +1,4 @@
-// Size (~600 lines): one test per grammar rule and settings check, with the message it must say.
+// Size (~690 lines): one test per grammar rule and settings check, with the message it must say.
 import Foundation
 import OSHCore
 import XCTest
@@ -112,9 +112,12 @@ final class ConfigTests: XCTestCase {
         for key in ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "active",
                     "uid", "uid_extension", "label", "format", "ring_capacity", "flush_interval", "batch_max",
                     "spool", "spool_max_mb", "spool_fsync",
-                    "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file"] {
+                    "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file",
+                    "max_mb", "max_hours", "#fsync", "upload_share", "keyframe_interval"] {
             XCTAssertTrue(text.contains(key + " = "), key)
         }
+        XCTAssertTrue(text.contains("[record]\n"))
+        XCTAssertTrue(text.contains("[record.camera0_H264]"))
         for name in AgentSettings.outputNames { XCTAssertTrue(text.contains("[outputs.\(name)]"), name) }
     }
 
@@ -284,7 +287,7 @@ final class ConfigTests: XCTestCase {
     }
 
     func testUnknownSectionsAndNames() {
-        let sections = "known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
+        let sections = "known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
         let outputs = "gps_data, quat_orientation_data, euler_orientation_data, barometer, audio_level, camera0_H264, "
             + "accelerometer, gyroscope, magnetometer, device_health"
         XCTAssertEqual(errors(server + "[publsher]\n"), ["osh-edge.conf:3: section [publsher] is not known (did you mean [publisher]?); " + sections])
@@ -449,6 +452,101 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(s.countersFile, "/run/osh/counters")
     }
 
+    // MARK: [record]
+
+    func testRecordDefaults() {
+        let r = AgentSettings(server: ServerSettings(name: "main", url: "http://node")).record
+        XCTAssertEqual(r, RecordSettings())
+        XCTAssertFalse(r.enabled)
+        XCTAssertEqual(r.maxMegabytes, 1024)
+        XCTAssertEqual(r.maxHours, 24)
+        XCTAssertEqual(r.sync, .second)
+        XCTAssertEqual(r.uploadShare, 0.5)
+        XCTAssertEqual(r.keyFrameSeconds, 2)
+        XCTAssertEqual(r.rates, [:])
+        XCTAssertEqual(settings(server + "[record]\n")?.record, RecordSettings(), "[record] alone is valid")
+        XCTAssertEqual(settings(server + "[record]\nenabled = true\n")?.record.rates, [:], "no [record.NAME]: every output at its live rate")
+    }
+
+    func testEveryRecordKeyIsRead() {
+        // [record.NAME] may come before its [outputs.NAME].
+        let text = server + """
+            [record]
+            enabled = true
+            max_mb = 4096
+            max_hours = 0.5
+            fsync = "never"
+            upload_share = 1
+            keyframe_interval = 0.5
+            [record.camera0_H264]
+            rate = 25
+            [record.accelerometer]
+            rate = 1000
+            [record.gps_data]
+            [outputs.camera0_H264]
+            enabled = true
+            rate = 2
+            [outputs.accelerometer]
+            enabled = true
+            [outputs.gps_data]
+            enabled = true
+            rate = 0.5
+            [outputs.barometer]
+            enabled = true
+
+            """
+        guard let r = settings(text)?.record else { return }
+        XCTAssertTrue(r.enabled)
+        XCTAssertEqual(r.maxMegabytes, 4096)
+        XCTAssertEqual(r.maxHours, 0.5)
+        XCTAssertEqual(r.sync, .never)
+        XCTAssertEqual(r.uploadShare, 1)
+        XCTAssertEqual(r.keyFrameSeconds, 0.5)
+        // gps_data without a rate of its own: its live rate; barometer has no [record.NAME]: not recorded.
+        XCTAssertEqual(r.rates, ["camera0_H264": 25, "accelerometer": 1000, "gps_data": 0.5])
+        XCTAssertEqual(settings(server + "[record]\nmax_mb = 1_048_576\nmax_hours = 8760\nfsync = \"record\"\n")?.record.maxMegabytes, 1_048_576)
+    }
+
+    func testRecordErrorsSayWhatIsAllowed() {
+        func one(_ section: String, _ line: String, enable output: String = "") -> [String] {
+            errors(server + "[\(section)]\n" + line + "\n" + (output.isEmpty ? "" : "[outputs.\(output)]\nenabled = true\n"))
+        }
+        let outputs = AgentSettings.outputNames.joined(separator: ", ")
+        XCTAssertEqual(one("record", "enabled = \"yes\""), ["osh-edge.conf:4: 'enabled' in [record] must be true or false; got a string"])
+        XCTAssertEqual(one("record", "max_mb = 15"), ["osh-edge.conf:4: max_mb = 15 in [record] is out of range; allowed: 16 to 1048576"])
+        XCTAssertEqual(one("record", "max_mb = 1_048_577"), ["osh-edge.conf:4: max_mb = 1048577 in [record] is out of range; allowed: 16 to 1048576"])
+        XCTAssertEqual(one("record", "max_hours = 0"), ["osh-edge.conf:4: max_hours = 0 in [record] is out of range; allowed: more than 0, up to 8760 hours"])
+        XCTAssertEqual(one("record", "max_hours = 8761"), ["osh-edge.conf:4: max_hours = 8761 in [record] is out of range; allowed: more than 0, up to 8760 hours"])
+        XCTAssertEqual(one("record", "fsync = \"always\""), ["osh-edge.conf:4: fsync = \"always\" in [record] is not allowed; allowed: \"record\", \"second\", \"never\""])
+        XCTAssertEqual(one("record", "upload_share = 0"), ["osh-edge.conf:4: upload_share = 0 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
+        XCTAssertEqual(one("record", "upload_share = 1.5"), ["osh-edge.conf:4: upload_share = 1.5 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
+        XCTAssertEqual(one("record", "keyframe_interval = 0.4"), ["osh-edge.conf:4: keyframe_interval = 0.4 in [record] is out of range; allowed: 0.5 to 10 seconds"])
+        XCTAssertEqual(one("record", "keyframe_interval = 11"), ["osh-edge.conf:4: keyframe_interval = 11 in [record] is out of range; allowed: 0.5 to 10 seconds"])
+        XCTAssertEqual(one("record", "max_mib = 64"), ["osh-edge.conf:4: key 'max_mib' is not known in [record] (did you mean 'max_mb'?); "
+                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share, keyframe_interval"])
+        XCTAssertEqual(one("record", "rate = 5"), ["osh-edge.conf:4: key 'rate' is not known in [record]; "
+                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share, keyframe_interval"])
+        XCTAssertEqual(one("record.gps_data", "rte = 5", enable: "gps_data"), ["osh-edge.conf:4: key 'rte' is not known in [record.gps_data] (did you mean 'rate'?); known keys: rate"])
+        XCTAssertEqual(one("record.gps", "rate = 5"), ["osh-edge.conf:3: output 'gps' in [record.gps] is not known (did you mean 'gps_data'?); known outputs: " + outputs])
+        XCTAssertEqual(one("record.camera0_H264", "rate = 30", enable: "camera0_H264"),
+                       ["osh-edge.conf:4: rate = 30 in [record.camera0_H264] is out of range; allowed: 1 to 25 frames per second"])
+        XCTAssertEqual(one("record.accelerometer", "rate = 1001", enable: "accelerometer"),
+                       ["osh-edge.conf:4: rate = 1001 in [record.accelerometer] is out of range; allowed: more than 0, up to 1000 Hz"])
+        XCTAssertEqual(one("record.magnetometer", "rate = 0", enable: "magnetometer"),
+                       ["osh-edge.conf:4: rate = 0 in [record.magnetometer] is out of range; allowed: more than 0, up to 1000 Hz"])
+        XCTAssertEqual(one("record.barometer", "rate = 101", enable: "barometer"),
+                       ["osh-edge.conf:4: rate = 101 in [record.barometer] is out of range; allowed: more than 0, up to 100 Hz"])
+        XCTAssertEqual(one("record.barometer", "rate = \"5\"", enable: "barometer"),
+                       ["osh-edge.conf:4: 'rate' in [record.barometer] must be a number, more than 0, up to 100 Hz; got a string: remove the quotes"])
+        XCTAssertEqual(one("record.barometer", "rate = 5"), ["osh-edge.conf:3: [record.barometer] records an output that is not enabled: "
+                       + "set enabled = true in [outputs.barometer], or remove [record.barometer]"])
+        XCTAssertEqual(errors(server + "[record.barometer]\n[outputs.barometer]\nenabled = false\n"),
+                       ["osh-edge.conf:3: [record.barometer] records an output that is not enabled: "
+                        + "set enabled = true in [outputs.barometer], or remove [record.barometer]"])
+        XCTAssertEqual(errors("max_hours = 1\n" + server), ["osh-edge.conf:1: key 'max_hours' is outside any section (before the first [section] header); it belongs under [record]"])
+        XCTAssertEqual(errors(server + "[records]\n").first?.hasPrefix("osh-edge.conf:3: section [records] is not known (did you mean [record]?); known sections: "), true)
+    }
+
     /// A user fixes the whole file in one go: syntax and schema errors together, in line order.
     func testAllErrorsAreCollected() {
         let text = """
@@ -471,7 +569,7 @@ final class ConfigTests: XCTestCase {
             "osh-edge.conf:5: text values must be in double quotes: write \"om+json\"",
             "osh-edge.conf:6: ring_capacity = 10 in [publisher] is out of range; allowed: 100 to 1000000",
             "osh-edge.conf:8: rate = -1 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz",
-            "osh-edge.conf:9: section [colour] is not known; known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]",
+            "osh-edge.conf:9: section [colour] is not known; known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]",
         ])
         do {
             _ = try AgentSettings.parse(bytes: Array(text.utf8), path: "/etc/osh-edge/osh-edge.conf")

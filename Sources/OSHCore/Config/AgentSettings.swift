@@ -126,6 +126,8 @@ public struct AgentSettings: Sendable, Equatable {
     public var ringCapacity: Int
     /// Store-and-forward to the state directory during outages (off by default: SD-card wear).
     public var spool = SpoolSettings()
+    /// `[record]`, `[record.NAME]`: the board's own recording for the node to pull (off by default).
+    public var record = RecordSettings()
     /// Hold observations until the clock is synchronised (SPEC §6).
     public var requireClockSync: Bool
     /// Never stamp a time before this (epoch seconds).

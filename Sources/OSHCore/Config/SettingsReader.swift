@@ -9,10 +9,10 @@ struct SettingsReader {
 
     init(path: String) { self.path = path }
 
-    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "orientation", "gps",
+    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "record", "orientation", "gps",
                                "i2c", "barometer", "imu", "audio", "camera", "led", "ptz", "log", "paths"]
     static let sectionList = "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
-        + "[orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
+        + "[record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
     static let keys: [String: [String]] = [
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
@@ -20,11 +20,14 @@ struct SettingsReader {
         "publisher": ["format", "ring_capacity", "flush_interval", "batch_max", "spool", "spool_max_mb", "spool_fsync"],
         "time": ["require_sync", "not_before"],
         "outputs": ["enabled", "rate", "source"],
+        "record": ["enabled", "max_mb", "max_hours", "fsync", "upload_share", "keyframe_interval"],
         "orientation": SettingsReader.orientationKeys,
         "gps": ["device", "baud", "gpsd"],
         "log": ["level"],
         "paths": ["state_directory", "counters_file"],
     ].merging(SettingsReader.deviceKeys) { a, _ in a }
+    /// `[record.NAME]`'s keys (`[record]` alone takes `keys["record"]`).
+    static let recordOutputKeys = ["rate"]
     static let tlsModes = ["verify", "trust-certificate", "pin"]
 
     mutating func fail(_ line: Int?, _ message: String) {
@@ -51,6 +54,9 @@ struct SettingsReader {
         var countersFile: String?
         var gps = GPSSettings()
         var devices = DeviceConfig()
+        var record = RecordSettings()
+        // [record.NAME] sections read, checked against [outputs.NAME] once every section is read.
+        var recordOutputs: [(name: String, section: ConfigSection, rate: Double?)] = []
 
         for s in doc.sections where !s.isDamaged {
             guard let kind = s.name.first else {
@@ -73,11 +79,11 @@ struct SettingsReader {
                 }
                 continue
             }
-            if !named, s.name.count == 2 {
+            if !named, kind != "record", s.name.count == 2 {
                 fail(s.line, "[\(kind)] takes no name: write [\(kind)]")
                 continue
             }
-            checkKeys(s, known: Self.keys[kind] ?? [])
+            checkKeys(s, known: kind == "record" && s.name.count == 2 ? Self.recordOutputKeys : Self.keys[kind] ?? [])
             switch kind {
             case "server":
                 serverSections.append(s)
@@ -105,19 +111,20 @@ struct SettingsReader {
                     }
                 }
             case "outputs":
-                let name = s.name[1]
-                guard AgentSettings.outputNames.contains(name) else {
-                    fail(s.line, "output '\(name)' in \(s.title) is not known"
-                        + "\(Self.hint(name, AgentSettings.outputNames)); known outputs: "
-                        + AgentSettings.outputNames.joined(separator: ", "))
-                    continue
-                }
+                guard let name = knownOutput(s) else { continue }
                 var o = OutputSettings.defaults(for: name)
                 if let v = bool(s, "enabled") { o.enabled = v }
                 let (range, exclusive, unit) = OutputSettings.rateRange(for: name)
                 if let v = number(s, "rate", range, lowerExclusive: exclusive, unit: unit) { o.rate = v }
                 if let v = choice(s, "source", OutputSource.allCases.map { ($0.rawValue, $0) }) { o.source = v }
                 outputs[name] = o
+            case "record":
+                if s.name.count == 1 {
+                    readRecord(s, into: &record)
+                } else if let name = knownOutput(s) {
+                    let (range, exclusive, unit) = RecordSettings.rateRange(for: name)
+                    recordOutputs.append((name, s, number(s, "rate", range, lowerExclusive: exclusive, unit: unit)))
+                }
             case "orientation":
                 if let v = choice(s, "north", NorthReference.allCases.map { ($0.rawValue, $0) }) { north = v }
                 readDevices(s, kind: kind, into: &devices)
@@ -162,6 +169,16 @@ struct SettingsReader {
             }
         }
 
+        for r in recordOutputs {
+            guard let o = outputs[r.name], o.enabled else {
+                fail(r.section.line, "\(r.section.title) records an output that is not enabled: set enabled = true "
+                    + "in [outputs.\(r.name)], or remove \(r.section.title)")
+                continue
+            }
+            // Without a rate of its own, the output is recorded at its live rate.
+            record.rates[r.name] = r.rate ?? o.rate
+        }
+
         let active = activeServer(servers, serverSections, nodeSection,
                                   anyDamaged: unnamedServer || doc.sections.contains { $0.isDamaged })
         guard let active else { return nil }
@@ -180,6 +197,7 @@ struct SettingsReader {
         settings.countersFile = countersFile
         settings.gps = gps
         settings.devices = devices
+        settings.record = record
         return settings
     }
 
@@ -310,6 +328,27 @@ struct SettingsReader {
             ok = false
         }
         return ok ? server : nil
+    }
+
+    /// The output a `[outputs.NAME]` or `[record.NAME]` names, or nil (reported) when it is not one.
+    mutating func knownOutput(_ s: ConfigSection) -> String? {
+        let name = s.name[1]
+        guard AgentSettings.outputNames.contains(name) else {
+            fail(s.line, "output '\(name)' in \(s.title) is not known"
+                + "\(Self.hint(name, AgentSettings.outputNames)); known outputs: "
+                + AgentSettings.outputNames.joined(separator: ", "))
+            return nil
+        }
+        return name
+    }
+
+    mutating func readRecord(_ s: ConfigSection, into r: inout RecordSettings) {
+        if let v = bool(s, "enabled") { r.enabled = v }
+        if let v = integer(s, "max_mb", 16...1_048_576) { r.maxMegabytes = v }
+        if let v = number(s, "max_hours", 0...8760, lowerExclusive: true, unit: "hours") { r.maxHours = v }
+        if let v = choice(s, "fsync", SpoolSync.allCases.map { ($0.rawValue, $0) }) { r.sync = v }
+        if let v = number(s, "upload_share", 0...1, lowerExclusive: true, unit: "(a share of the link)") { r.uploadShare = v }
+        if let v = number(s, "keyframe_interval", 0.5...10, unit: "seconds") { r.keyFrameSeconds = v }
     }
 
     mutating func readSystem(_ s: ConfigSection) -> SystemSettings {
