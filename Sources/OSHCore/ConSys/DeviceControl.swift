@@ -2,6 +2,7 @@
 // with. Items, each a DataRecord so every command reads `{"<item>": {<fields in order>}}`:
 //   setRate(outputName text, rate Hz)  enableOutput(outputName text, enabled boolean)
 //   identify(duration s)               reregister(reason text; may be "")
+//   uploadTimeRange(start time, stop time, outputs text: names separated by commas, "" = all recorded)
 // Output names are listed as AllowedTokens so a client can offer them; the rate interval is the
 // agent's. Registered with ControlStreamBody like any control stream (idempotent by inputName).
 
@@ -10,6 +11,9 @@ public enum DeviceControlCommand: Sendable, Equatable {
     case enableOutput(outputName: String, enabled: Bool)
     case identify(seconds: Double)
     case reregister
+    /// Send what the board recorded between `start` and `stop` (epoch seconds) for these outputs
+    /// (empty = every recorded output).
+    case uploadTimeRange(start: Double, stop: Double, outputs: [String])
 
     /// The DataChoice item name.
     public var item: String {
@@ -18,6 +22,7 @@ public enum DeviceControlCommand: Sendable, Equatable {
         case .enableOutput: return "enableOutput"
         case .identify: return "identify"
         case .reregister: return "reregister"
+        case .uploadTimeRange: return "uploadTimeRange"
         }
     }
 }
@@ -51,7 +56,14 @@ public enum DeviceControl {
         let reregister = DataComponent(.record([
             DataComponent(.text(Text()), name: "reason", definition: definitionPrefix + "reason", label: "Reason"),
         ]), name: "reregister", definition: definitionPrefix + "reregister", label: "Register Again with the Node")
-        return DataComponent(.choice(DataChoice(items: [setRate, enable, identify, reregister])),
+        // Times as ISO-8601 strings (Time's default unit), as OSH writes every Time value.
+        let upload = DataComponent(.record([
+            DataComponent(.time(Time()), name: "start", definition: definitionPrefix + "startTime", label: "Start Time"),
+            DataComponent(.time(Time()), name: "stop", definition: definitionPrefix + "stopTime", label: "Stop Time"),
+            DataComponent(.text(Text()), name: "outputs", definition: definitionPrefix + "outputNames",
+                          label: "Output Names (comma-separated; empty = all recorded)"),
+        ]), name: "uploadTimeRange", definition: definitionPrefix + "uploadTimeRange", label: "Upload a Recorded Time Range")
+        return DataComponent(.choice(DataChoice(items: [setRate, enable, identify, reregister, upload])),
                              name: inputName, definition: definitionPrefix + "deviceControl", label: "Device Control")
     }
 
@@ -59,7 +71,7 @@ public enum DeviceControl {
     public static func body(systemLabel: String, outputNames: [String],
                             rateRange: ClosedInterval = ClosedInterval(0.001, 100)) -> [UInt8] {
         ControlStreamBody.bytes(name: ControlStreamBody.name(systemLabel: systemLabel, inputName: inputName),
-                                description: "Rates, outputs on/off, identify and re-registration of this board",
+                                description: "Rates, outputs on/off, identify, re-registration and recorded uploads of this board",
                                 inputName: inputName, parameters: schema(outputNames: outputNames, rateRange: rateRange))
     }
 
@@ -79,10 +91,22 @@ public enum DeviceControl {
             return .identify(seconds: d)
         case "reregister":
             return .reregister
+        case "uploadTimeRange":
+            guard let start = x["start"]?.number, let stop = x["stop"]?.number, let list = x["outputs"]?.text else { break }
+            guard stop > start else {
+                throw CommandDecodeError(.outOfRange, "uploadTimeRange.stop \(ISOTime.string(epochSeconds: stop)) is not after "
+                                         + "start \(ISOTime.string(epochSeconds: start)): give a window with stop later than start")
+            }
+            return .uploadTimeRange(start: start, stop: stop, outputs: outputList(list))
         default:
             break
         }
         throw CommandDecodeError(.badChoice, "unknown or incomplete device_control command '\(item)'")
+    }
+
+    /// `"a, b,,c"` → `["a", "b", "c"]`: names trimmed, empty ones dropped.
+    static func outputList(_ text: String) -> [String] {
+        text.split(separator: ",").map { SystemUID.trim(String($0)) }.filter { !$0.isEmpty }
     }
 
     /// Writes the `parameters` JSON of a command (the operator's side: CLI, tests, demo).
@@ -97,6 +121,10 @@ public enum DeviceControl {
         case .enableOutput(let n, let e): w.key("outputName"); w.string(n); w.key("enabled"); w.bool(e)
         case .identify(let s): w.key("duration"); w.number(s)
         case .reregister: w.key("reason"); w.string("")
+        case .uploadTimeRange(let start, let stop, let outputs):
+            w.key("start"); w.string(ISOTime.string(epochSeconds: start))
+            w.key("stop"); w.string(ISOTime.string(epochSeconds: stop))
+            w.key("outputs"); w.string(outputs.joined(separator: ","))
         }
         w.endObject()
         w.endObject()

@@ -119,12 +119,16 @@ public enum CommandDecoder {
                 throw CommandDecodeError(.outOfRange, "\(path): '\(s)' is not one of " + a.values.joined(separator: ", "))
             }
             return .text(s)
-        case .time:
-            if let d = v.double { return .number(d) }
-            guard let s = v.string, let t = ISOTime.parse(s) else {
-                throw CommandDecodeError(.badValue, "\(path): an ISO 8601 time expected")
+        case .time(let t):
+            // An ISO-unit Time is a string in JSON (what OSH sends and accepts); other units are numbers.
+            guard t.isISO else {
+                guard let d = v.double, d.isFinite else { throw CommandDecodeError(.badValue, "\(path): a number expected") }
+                return .number(d)
             }
-            return .number(t)
+            guard let s = v.string, let d = ISOTime.parse(s) else {
+                throw CommandDecodeError(.badValue, "\(path): an ISO 8601 time with a zone expected, as \"2026-05-01T12:00:00Z\"")
+            }
+            return .number(d)
         case .vector(let vec):
             return try value(v, DataComponent(.record(vec.coordinates), name: c.name), path: path, check)
         case .array:
