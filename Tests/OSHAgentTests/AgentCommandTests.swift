@@ -54,7 +54,8 @@ final class AgentCommandTests: XCTestCase {
 
         // One at a time, so the node's list is in this order.
         for (k, p) in [#"{"setRate":{"outputName":"sonar","rate":5}}"#, #"{"identify":{"duration":7}}"#,
-                       #"{"enableOutput":{"outputName":"barometer","enabled":false}}"#].enumerated() {
+                       #"{"enableOutput":{"outputName":"barometer","enabled":false}}"#,
+                       DeviceControl.parametersJSON(.uploadTimeRange(start: 1_780_000_000, stop: 1_780_000_060, outputs: []))].enumerated() {
             post(p)
             XCTAssertTrue(try run(10) {
                 let c = node.commands(controlStreamID: csID)
@@ -63,10 +64,12 @@ final class AgentCommandTests: XCTestCase {
         }
         // The node marks a command PENDING when its 5 s window (0.3 s here) ends; the receiver's
         // re-post after it is what the node ends up holding.
-        let expected = ["COMPLETED", "REJECTED", "COMPLETED", "COMPLETED"]
+        let expected = ["COMPLETED", "REJECTED", "COMPLETED", "COMPLETED", "REJECTED"]
         XCTAssertTrue(try run(5) { node.commands(controlStreamID: csID).map { $0.currentStatus ?? "" } == expected },
                       "\(node.commands(controlStreamID: csID).map(\.currentStatus))")
         XCTAssertEqual(identified, 7)
+        XCTAssertEqual(node.commands(controlStreamID: csID).last?.current?.message,
+                       "recording is off: set [record] enabled = true to record on the board")
         XCTAssertFalse(agent.isEnabled(b))
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
     }

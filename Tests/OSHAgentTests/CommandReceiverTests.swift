@@ -57,7 +57,7 @@ final class CommandReceiverTests: XCTestCase {
         let opts = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
                                            websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
         return try CommandReceiver.deviceControl(loop: loop, http: http, builder: builder, controlStreamID: csID,
-                                                 outputNames: outputs, options: opts, handler: handled)
+                                                 outputNames: outputs, options: opts) { c, _ in handled(c) }
     }
 
     private func operatorPost(_ csID: String, _ parameters: String) -> CSRequest {
@@ -187,6 +187,40 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertEqual(ok.status, 200)
         XCTAssertTrue(try run { node.commands(controlStreamID: csID).last?.reports.count ?? 0 >= 3 })
         XCTAssertEqual(node.commands(controlStreamID: csID).last?.currentStatus, "COMPLETED")
+        r.stop()
+    }
+
+    /// uploadTimeRange passes the node's shape check (ISO times) and the handler gets the node's
+    /// command id with it; a window that ends before it starts is REJECTED without reaching it.
+    func testUploadTimeRangeReachesTheHandlerWithTheCommandID() throws {
+        let csID = try register()
+        var seen: [(DeviceControlCommand, String)] = []
+        let r = try CommandReceiver.deviceControl(
+            loop: loop, http: http, builder: builder, controlStreamID: csID, outputNames: outputs,
+            options: CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
+                                             websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
+        ) { c, received in
+            seen.append((c, received.id))
+            return .accepted("uploading")
+        }
+        r.start()
+        XCTAssertTrue(try run { node.hasCommandReceiver(controlStreamID: csID) })
+        let upload = DeviceControlCommand.uploadTimeRange(start: 1_780_000_000, stop: 1_780_000_600.5, outputs: ["barometer"])
+        XCTAssertEqual(try call(operatorPost(csID, DeviceControl.parametersJSON(upload))).status, 200)
+        XCTAssertTrue(try run { node.commands(controlStreamID: csID).first?.currentStatus == "ACCEPTED" })
+        XCTAssertEqual(seen.map(\.0), [upload])
+        XCTAssertEqual(seen.map(\.1), node.commands(controlStreamID: csID).map(\.id))
+
+        let backwards = #"{"uploadTimeRange":{"start":"2026-06-01T10:00:00Z","stop":"2026-06-01T09:00:00Z","outputs":""}}"#
+        XCTAssertEqual(try call(operatorPost(csID, backwards)).status, 200)
+        XCTAssertTrue(try run { node.commands(controlStreamID: csID).count == 2 && node.commands(controlStreamID: csID)[1].reports.count >= 3 })
+        XCTAssertEqual(node.commands(controlStreamID: csID)[1].currentStatus, "REJECTED")
+        XCTAssertEqual(node.commands(controlStreamID: csID)[1].current?.message,
+                       "uploadTimeRange.stop 2026-06-01T09:00:00.000Z is not after start 2026-06-01T10:00:00.000Z: give a window with stop later than start")
+        XCTAssertEqual(seen.count, 1)
+        // The node itself refuses a time that is not ISO 8601.
+        let numeric = try call(operatorPost(csID, #"{"uploadTimeRange":{"start":1780000000,"stop":"2026-06-01T09:00:00Z","outputs":""}}"#))
+        XCTAssertEqual(numeric.status, 400)
         r.stop()
     }
 

@@ -436,6 +436,40 @@ final class DaemonTests: XCTestCase {
         }
     }
 
+    /// `[record]` reaches the runtime with its rates keyed by the datastreams' names (the raw IMU
+    /// outputs named for the chip); no [record.NAME] records every enabled output at its live rate.
+    func testRecordRatesAreKeyedByTheDatastreamName() throws {
+        let outputs = """
+        [outputs.accelerometer]
+        enabled = true
+        rate = 20
+
+        [outputs.barometer]
+        enabled = true
+        """
+        let some = try Daemon.load(configPath: try writeConfig(outputs + """
+
+        [record]
+        enabled = true
+        max_hours = 2
+
+        [record.accelerometer]
+        rate = 400
+        """), secretsPath: dir + "/none", forRunning: false).config
+        XCTAssertEqual(some.recordRates, ["MPU9250_Accelerometer_data": 400])
+        XCTAssertEqual(some.record.maxHours, 2)
+        XCTAssertEqual(some.record.rates, ["accelerometer": 400])
+
+        let all = try Daemon.load(configPath: try writeConfig(outputs + "\n[record]\nenabled = true\n"),
+                                  secretsPath: dir + "/none", forRunning: false).config
+        XCTAssertEqual(all.recordRates, ["MPU9250_Accelerometer_data": 20, "barometer": 1, "device_health": 1.0 / 60])
+
+        let off = try Daemon.load(configPath: try writeConfig(outputs + "\n[record.barometer]\nrate = 10\n"),
+                                  secretsPath: dir + "/none", forRunning: false).config
+        XCTAssertEqual(off.recordRates, [:])
+        XCTAssertFalse(off.record.enabled)
+    }
+
     /// Under systemd: READY=1 after registration with a readable STATUS, WATCHDOG=1 from the
     /// loop at half the watchdog period, STOPPING=1 on SIGTERM — over a real notify socket.
     func testSystemdNotifyReadyStatusWatchdogStopping() throws {

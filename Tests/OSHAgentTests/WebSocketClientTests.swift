@@ -149,7 +149,7 @@ final class WebSocketTLSTests: XCTestCase {
             loop: loop, http: http, builder: builder, controlStreamID: csID, outputNames: ["gps_data"],
             options: CommandReceiver.Options(ackWindow: 0.2, repostMargin: 0.1,
                                              websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0))
-        ) { cmd in
+        ) { cmd, _ in
             seen.append(cmd)
             return .completed()
         }

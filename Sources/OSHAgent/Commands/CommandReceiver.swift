@@ -116,14 +116,15 @@ public final class CommandReceiver {
         channel.onText = { [weak self] bytes in self?.onMessage(bytes) }
     }
 
-    /// A receiver for `device_control`: decodes into DeviceControlCommand for `handler`.
+    /// A receiver for `device_control`: decodes into DeviceControlCommand for `handler`, which gets
+    /// the received command too (its id, for later status reports).
     public static func deviceControl(loop: EventLoop, http: HTTPClient, builder: CSRequestBuilder,
                                      controlStreamID: String, outputNames: [String], options: Options = Options(),
-                                     handler: @escaping (DeviceControlCommand) -> CommandOutcome) throws -> CommandReceiver {
+                                     handler: @escaping (DeviceControlCommand, ReceivedCommand) -> CommandOutcome) throws -> CommandReceiver {
         try CommandReceiver(loop: loop, http: http, builder: builder, controlStreamID: controlStreamID,
                             schema: DeviceControl.schema(outputNames: outputNames), options: options) { cmd in
             do throws(CommandDecodeError) {
-                return handler(try DeviceControl.command(cmd.value))
+                return handler(try DeviceControl.command(cmd.value), cmd)
             } catch {
                 return .rejected(error.message)
             }

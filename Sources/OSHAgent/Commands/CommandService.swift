@@ -53,8 +53,8 @@ final class CommandService {
         openControl(systemID: systemID, inputName: DeviceControl.inputName,
                     body: DeviceControl.body(systemLabel: runtime.config.identity.label, outputNames: names)) { [unowned self] id in
             try CommandReceiver.deviceControl(loop: loop, http: self.http, builder: self.builder, controlStreamID: id,
-                                              outputNames: names, options: options) { [unowned self] c in
-                self.execute(c)
+                                              outputNames: names, options: options) { [unowned self] c, received in
+                self.execute(c, commandID: received.id)
             }
         }
         for control in extraControls {
@@ -118,8 +118,9 @@ final class CommandService {
         Log.notice("command \(lastCommand ?? "")")
     }
 
-    /// Runs one command from the node; the outcome is what the node will hold.
-    func execute(_ c: DeviceControlCommand) -> CommandOutcome {
+    /// Runs one command from the node; the outcome is what the node will hold. `commandID` is the
+    /// node's id for it, for status reports after this outcome.
+    func execute(_ c: DeviceControlCommand, commandID: String?) -> CommandOutcome {
         let outcome: CommandOutcome
         let video = runtime.videoSpec?.outputName
         do throws(AgentRuntime.ControlError) {
@@ -144,6 +145,8 @@ final class CommandService {
             case .reregister:
                 runtime.reregister()
                 outcome = .completed("registering again")
+            case .uploadTimeRange:
+                outcome = .rejected("recording is off: set [record] enabled = true to record on the board")
             }
         } catch {
             outcome = .rejected(error.description)

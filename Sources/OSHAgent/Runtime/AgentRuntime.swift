@@ -35,6 +35,11 @@ public struct AgentConfig: Sendable {
     /// Outputs whose values arrive through `record(_:monotonicTime:values:)` from a device input
     /// (barometer, IMU, audio…); the others are sampled on a timer (simulated values, health).
     public var externalOutputs: Set<String> = []
+    /// `[record]`: the board's own recording (off unless enabled).
+    public var record = RecordSettings()
+    /// Recording rates (Hz) by the datastream's output name (`MPU9250_Accelerometer_data`, not
+    /// `accelerometer`); filled from `record` for the outputs published, empty when it is off.
+    public var recordRates: [String: Double] = [:]
 
     public init(server: HTTPServer, identity: SystemIdentity, options: OutputOptions, stateDirectory: String) {
         self.server = server
@@ -322,7 +327,7 @@ public final class AgentRuntime {
         set { commands.extraControls = newValue }
     }
     public var lastCommand: String? { commands.lastCommand }
-    func execute(_ c: DeviceControlCommand) -> CommandOutcome { commands.execute(c) }
+    func execute(_ c: DeviceControlCommand, commandID: String?) -> CommandOutcome { commands.execute(c, commandID: commandID) }
 
     public var clockState: ClockSync.State { clock.state }
     /// Replaces the clock check (tests simulate an unsynchronised board with it).

@@ -45,11 +45,13 @@ public enum Daemon {
         config.spool = settings.spool
         config.trustHostClock = !settings.requireClockSync
         config.notBefore = settings.notBefore
+        config.record = settings.record
         var enabled: [String] = []
         for spec in OutputCatalogue.all(options) {
             guard let o = settings.outputs[spec.kind.settingsKey], o.enabled else { continue }
             enabled.append(spec.outputName)
             config.rates[spec.outputName] = o.rate
+            config.recordRates[spec.outputName] = recordRate(settings, spec.kind)
             if spec.kind == .gps, o.source == .hardware {
                 let g = settings.gps
                 if let a = g.gpsd { config.gps = .gpsd(host: a.host, port: a.port) }
@@ -59,6 +61,14 @@ public enum Daemon {
         if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }
         config.outputs = enabled
         return Loaded(settings: settings, config: config, plan: plan(settings))
+    }
+
+    /// An enabled output's recording rate: its `[record.NAME] rate`, or with no `[record.NAME]`
+    /// sections at all its live rate; nil when it is not recorded (or recording is off).
+    static func recordRate(_ settings: AgentSettings, _ kind: OutputKind) -> Double? {
+        let r = settings.record
+        guard r.enabled, let o = settings.outputs[kind.settingsKey], o.enabled else { return nil }
+        return r.rates.isEmpty ? o.rate : r.rates[kind.settingsKey]
     }
 
     /// The active `[server.*]` section as libcurl's client takes it: the one place the parsed TLS
@@ -124,6 +134,7 @@ public enum Daemon {
         // Outputs renamed for the chip found take the rate configured under their config key.
         for spec in catalogue where config.rates[spec.outputName] == nil && (config.outputs ?? []).contains(spec.outputName) {
             config.rates[spec.outputName] = loaded.settings.outputs[spec.kind.settingsKey]?.rate
+            config.recordRates[spec.outputName] = recordRate(loaded.settings, spec.kind)
         }
         config.externalOutputs = found
         config.video = hardware.hasVideo && wantedKinds.contains(.video)
