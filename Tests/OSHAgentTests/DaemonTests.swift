@@ -446,6 +446,10 @@ final class DaemonTests: XCTestCase {
 
         [outputs.barometer]
         enabled = true
+
+        [outputs.camera0_H264]
+        enabled = true
+        rate = 2
         """
         let some = try Daemon.load(configPath: try writeConfig(outputs + """
 
@@ -455,14 +459,17 @@ final class DaemonTests: XCTestCase {
 
         [record.accelerometer]
         rate = 400
+
+        [record.camera0_H264]
+        rate = 25
         """), secretsPath: dir + "/none", forRunning: false).config
-        XCTAssertEqual(some.recordRates, ["MPU9250_Accelerometer_data": 400])
+        XCTAssertEqual(some.recordRates, ["MPU9250_Accelerometer_data": 400, "camera0_H264": 25])
         XCTAssertEqual(some.record.maxHours, 2)
-        XCTAssertEqual(some.record.rates, ["accelerometer": 400])
+        XCTAssertEqual(some.record.rates, ["accelerometer": 400, "camera0_H264": 25])
 
         let all = try Daemon.load(configPath: try writeConfig(outputs + "\n[record]\nenabled = true\n"),
                                   secretsPath: dir + "/none", forRunning: false).config
-        XCTAssertEqual(all.recordRates, ["MPU9250_Accelerometer_data": 20, "barometer": 1, "device_health": 1.0 / 60])
+        XCTAssertEqual(all.recordRates, ["MPU9250_Accelerometer_data": 20, "barometer": 1, "camera0_H264": 2, "device_health": 1.0 / 60])
 
         let off = try Daemon.load(configPath: try writeConfig(outputs + "\n[record.barometer]\nrate = 10\n"),
                                   secretsPath: dir + "/none", forRunning: false).config
