@@ -329,6 +329,28 @@ final class RecordingStoreTests: XCTestCase {
         XCTAssertEqual(kills, 5)
     }
 
+    /// For counting heap allocations per record from outside (valgrind, at N and 2N appends; the
+    /// difference over N is the cost per record):
+    ///   OSH_RECORD_APPENDS=N valgrind .build/debug/osh-edgePackageTests.xctest RecordingStoreTests/testAppendsForAnAllocationCount
+    func testAppendsForAnAllocationCount() throws {
+        guard let n = ProcessInfo.processInfo.environment["OSH_RECORD_APPENDS"].flatMap({ Int($0) }) else {
+            throw XCTSkip("set OSH_RECORD_APPENDS=N and count allocations with valgrind")
+        }
+        let s = try open(maxBytes: 1 << 30, segmentBytes: 16 << 20, names: ["quat", "camera"])
+        let q = [0.1, 0.2, 0.3, 0.9], frame = [UInt8](repeating: 7, count: 3000)
+        q.withUnsafeBufferPointer { v in
+            frame.withUnsafeBytes { f in
+                for i in 0..<n {
+                    let t = t0 + Double(i) * 0.01
+                    _ = s.append(output: 0, epochTime: t, values: v)
+                    _ = s.append(output: 1, epochTime: t, accessUnit: f, keyFrame: i % 50 == 0)
+                    s.tick(now: t)
+                }
+            }
+        }
+        s.close()
+    }
+
     /// Append cost: ns per scalar record, bytes per record, and what a 100 Hz quaternion plus 25 fps
     /// video would write.
     func testMeasureAppendCost() throws {
