@@ -149,29 +149,16 @@ public final class RecordingStore {
     // MARK: Opening
 
     static func subdirectories(_ dir: String) throws -> [String] {
-        try directoryEntries(dir).filter { name in
+        try StateFiles.entries(dir).filter { name in
             var st = stat()
             return !name.hasPrefix(".") && stat(dir + "/" + name, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
         }
     }
 
-    static func directoryEntries(_ dir: String) throws -> [String] {
-        guard let d = opendir(dir) else { throw SystemError.last("opendir", subject: dir) }
-        defer { closedir(d) }
-        var out: [String] = []
-        while let e = readdir(d) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != ".", name != ".." { out.append(name) }
-        }
-        return out
-    }
-
     /// An output directory's segments, oldest first (other files are not ours and stay).
     static func segments(_ dir: String) throws -> [Segment] {
         var out: [Segment] = []
-        for name in try directoryEntries(dir) {
+        for name in try StateFiles.entries(dir) {
             guard let start = RecordingRecord.segmentStart(name: name) else { continue }
             let p = dir + "/" + name
             var st = stat()
