@@ -59,6 +59,11 @@ commands:
          --line N (default 17)  --active-low  --show identify|STATE  --seconds S (default 10)
   spool [status|dump]  what the store-and-forward spool holds (read only; safe while running)
          --config FILE (its state_directory) | --dir DIR   --json
+  record status        the on-board recording: per output its time range, records, segments, size;
+                       the total and the bound (read only; safe while running)   --json
+  record export --from TIME --to TIME --output NAME FILE   one output's recorded window: video as an
+                       Annex-B .h264 (from the key frame at or before --from), scalars as CSV
+                       (TIME: ISO-8601 with a zone)   both: --config FILE (its state_directory) | --dir DIR
   version (--version)  this build and the C libraries it is linked with
   help                 this text
 
@@ -182,6 +187,7 @@ public func runOSHEdgeCommandLine() {
     case "command": runCommandCommand(&args)
     case "led": runLEDCommand(&args)
     case "spool": runSpoolCommand(&args)
+    case "record": runRecordCommand(&args)
     case "version", "--version": printVersion(&args)
     case "help", "--help", "-h": print(usage)
     default: fail("unknown command '\(command)'\n\(usage)")

@@ -12,23 +12,8 @@ func runSpoolCommand(_ a: inout Arguments) {
     let what = a.positional() ?? "status"
     guard what == "status" || what == "dump" else { fail("spool: expected status or dump, not '\(what)'") }
     let json = a.flag("--json")
-    let dirArg = a.value("--dir")
-    let configArg = a.value("--config")
+    let dir = stateSubdirectory(&a, "spool")
     a.finish()
-    let dir: String
-    if let d = dirArg {
-        dir = d
-    } else {
-        let path = configArg ?? Daemon.defaultConfigPath
-        do {
-            guard let bytes = try StateFiles.read(path) else {
-                fail("\(path) does not exist; give --config FILE or --dir STATE_DIRECTORY/spool")
-            }
-            dir = try AgentSettings.parse(bytes: bytes, path: path).stateDirectory + "/spool"
-        } catch {
-            fail("\(error)")
-        }
-    }
     let inspection: FileSpool.Inspection
     do {
         inspection = try FileSpool.inspect(directory: dir)
@@ -98,13 +83,7 @@ private func perOutput(_ i: FileSpool.Inspection, _ names: SpoolNames) -> [(Stri
 private struct SpoolNames {
     var byKey: [UInt32: String] = [:]
     init() {
-        for imu in KnownChips.imus {
-            for mag in [nil] + KnownChips.magnetometers.map(Optional.some) {
-                for spec in OutputCatalogue.all(OutputOptions(uid: "spool", imuChip: imu, magnetometerChip: mag)) {
-                    byKey[SpoolRecord.key(outputName: spec.outputName)] = spec.outputName
-                }
-            }
-        }
+        for spec in everyCatalogueOutput() { byKey[SpoolRecord.key(outputName: spec.outputName)] = spec.outputName }
         byKey[SpoolRecord.key(outputName: "ptz_position")] = "ptz_position"
     }
     func name(_ key: UInt32) -> String { byKey[key] ?? "output#" + String(key, radix: 16) }

@@ -68,6 +68,20 @@ public enum StateFiles {
 
     public static func remove(_ path: String) { unlink(path) }
 
+    /// A directory's entry names (without `.` and `..`), in directory order.
+    public static func entries(_ dir: String) throws -> [String] {
+        guard let d = opendir(dir) else { throw SystemError.last("opendir", subject: dir) }
+        defer { closedir(d) }
+        var out: [String] = []
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != ".", name != ".." { out.append(name) }
+        }
+        return out
+    }
+
     /// mkdir -p with mode 0700 (state may name the node and its ids).
     public static func makeDirectories(_ dir: String) throws {
         guard !dir.isEmpty else { return }

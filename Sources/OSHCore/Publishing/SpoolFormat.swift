@@ -156,8 +156,10 @@ public enum CRC32 {
         return c
     }
 
-    public static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        var c: UInt32 = 0xFFFF_FFFF
+    /// The CRC of `bytes`; `previous` (the CRC of what came before them) continues one over
+    /// bytes that are not contiguous: checksum(b, previous: checksum(a)) == checksum(a + b).
+    public static func checksum(_ bytes: UnsafeRawBufferPointer, previous: UInt32 = 0) -> UInt32 {
+        var c: UInt32 = previous ^ 0xFFFF_FFFF
         table.withUnsafeBufferPointer { t in
             for b in bytes { c = t[Int((c ^ UInt32(b)) & 0xFF)] ^ (c >> 8) }
         }

@@ -172,17 +172,7 @@ public final class FileSpool: ObservationSpool {
 
     /// Directory entries named like segments, oldest first.
     static func segmentIDs(_ dir: String) throws -> [UInt64] {
-        guard let d = opendir(dir) else { throw SystemError.last("opendir", subject: dir) }
-        defer { closedir(d) }
-        var out: [UInt64] = []
-        while let e = readdir(d) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            guard name.hasSuffix(".seg"), let id = UInt64(name.dropLast(4)) else { continue }
-            out.append(id)
-        }
-        return out.sorted()
+        try StateFiles.entries(dir).compactMap { $0.hasSuffix(".seg") ? UInt64($0.dropLast(4)) : nil }.sorted()
     }
 
     /// End of the last whole record in a segment (scanning across damage).
