@@ -31,13 +31,17 @@ public struct DemoOptions: Sendable {
     /// The camera: a generated test pattern through libx264 (false: no camera datastream).
     public var video = true
     public var videoFPS = 5.0
-    /// Take the node's commands, and (with the built-in node) send two to ourselves through it:
-    /// identify and a rate change, so the table shows the round trip.
+    /// Take the node's commands, and (with the built-in node) send some to ourselves through it:
+    /// identify, a rate change and an upload of a recorded window, so the table shows the round trip.
     public var commands = true
+    /// Record on the board at full rate (the orientation at the IMU's 100 Hz, the camera at 25
+    /// frames per second) while streaming at the live rates, in the state directory's `record`.
+    public var record = true
     public init() {}
 }
 
 public enum Demo {
+    static let recordFPS = 25.0
     /// Runs until the duration passes or SIGINT/SIGTERM. Returns the final rows.
     @discardableResult
     public static func run(_ o: DemoOptions, output: @escaping (String) -> Void) throws -> [AgentRuntime.Row] {
@@ -65,6 +69,14 @@ public enum Demo {
                                  stateDirectory: o.stateDirectory ?? Agent.defaultStateDirectory())
         config.publisher.format = o.format
         config.trustHostClock = o.trustHostClock
+        if o.record {
+            // A small recording: the demo's state directory is the user's.
+            config.record.enabled = true
+            config.record.maxMegabytes = 64
+            config.record.maxHours = 1
+            config.recordRates = ["quat_orientation_data": 100]
+            if o.video { config.recordRates["camera0_H264"] = Demo.recordFPS }
+        }
         if let log = o.gpsLog {
             if access(log, R_OK) == 0 { config.gps = .replay(logPath: log) }
             else { output("no NMEA log at \(log): gps_data is simulated") }
@@ -84,6 +96,7 @@ public enum Demo {
         }
         plan.camera = o.video ? .simulated : nil
         plan.cameraFPS = o.videoFPS
+        if o.record && o.video { plan.recordCamera(liveFPS: o.videoFPS, recordFPS: Demo.recordFPS) }
         plan.ptz = .simulated
         plan.scratchDirectory = config.stateDirectory
         let hardware = Hardware(loop: loop, plan: plan)
@@ -156,6 +169,8 @@ struct StatusTable {
             let ch = a.commandReceiver.map { "\($0.channel.state)" } ?? (a.lastCommand == nil ? "not yet" : "closed")
             lines.append("commands: channel \(ch); last: \(a.lastCommand ?? "none")")
         }
+        if let r = a.recordingSummary { lines.append("recording: " + r) }
+        if let u = a.uploadStatus { lines.append(u) }
         lines.append(pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last value" + "                  last error")
         for (i, r) in rows.enumerated() {
             let prev = i < memory.lastSent.count ? memory.lastSent[i] : 0
@@ -252,6 +267,11 @@ final class SelfCommands {
         switch step {
         case 2: parameters = #"{"identify":{"duration":5}}"#
         case 5: parameters = #"{"setRate":{"outputName":""# + target + #"","rate":2}}"#
+        case 20 where agent.recording != nil:
+            // Ten seconds of the full-rate recording, from 15 s ago, pulled as the node would.
+            let now = Clock.realtimeSeconds()
+            parameters = #"{"uploadTimeRange":{"start":""# + ISOTime.string(epochSeconds: now - 15) + #"","stop":""#
+                + ISOTime.string(epochSeconds: now - 5) + #"","outputs":""}}"#
         case 3:
             // Point the (simulated) pan-tilt unit 30° right.
             guard let ptz = agent.commandReceivers[PTZSchema.inputName], ptz.channel.state == .open else { return }

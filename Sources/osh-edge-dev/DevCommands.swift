@@ -199,6 +199,7 @@ func demo(_ a: inout Arguments) {
     }
     if a.flag("--no-camera") { o.video = false }
     if a.flag("--no-commands") { o.commands = false }
+    if a.flag("--no-record") { o.record = false }
     if let f = a.value("--camera-fps") {
         guard let v = Double(f), (1...25).contains(v) else { fail("--camera-fps must be 1 to 25") }
         o.videoFPS = v

@@ -22,7 +22,7 @@ commands:
                        a live table of what each datastream sent
          --duration S  --format om+json|swe+json  --state-dir DIR  --uid UID  --label LABEL
          --audio-wav FILE|none  the simulated microphone (default: generated pink noise, −20 dBFS)
-         --no-camera  --camera-fps F (default 5)  --no-commands
+         --no-camera  --camera-fps F (default 5)  --no-commands  --no-record
          --gps-log FILE|none  an NMEA log replayed through a pseudo-terminal for gps_data
                        (default none: simulated positions; e.g. Tests/OSHCoreTests/Fixtures/nmea/…)
          --node URL [--user NAME]  use an external node (password from OSH_EDGE_PASSWORD)

@@ -33,7 +33,7 @@ final class VideoInputTests: XCTestCase {
         publisher.datastreamID = "cam"
         publisher.clockOffset = 1_700_000_000
         var aus: [[UInt8]] = []
-        let input = try VideoInput(loop: loop, settings: VideoSettings(width: 160, height: 120, fps: 25, threads: 1)) { t, au in
+        let input = try VideoInput(loop: loop, settings: VideoSettings(width: 160, height: 120, fps: 25, threads: 1)) { t, au, _ in
             if aus.count < 3 { aus.append(Array(au)) }
             publisher.offer(monotonicTime: t, frame: au)
         }
@@ -79,7 +79,7 @@ final class VideoInputTests: XCTestCase {
         let s = simulated(cameraFormats: [.yuyv], encoder: true)
         var aus: [[UInt8]] = []
         let input = try VideoInput(loop: loop, settings: VideoSettings(device: "USB Camera", width: 320, height: 240, fps: 25),
-                                   device: s) { _, au in aus.append(Array(au)) }
+                                   device: s) { _, au, _ in aus.append(Array(au)) }
         try input.start()
         XCTAssertTrue(s.deliverFrame("/dev/video0", fill: 0x33))
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
@@ -98,7 +98,7 @@ final class VideoInputTests: XCTestCase {
         c.exportDisabled = ["/dev/video0"]
         aus.removeAll()
         let copying = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                     device: c) { _, au in aus.append(Array(au)) }
+                                     device: c) { _, au, _ in aus.append(Array(au)) }
         try copying.start()
         c.deliverFrame("/dev/video0", fill: 0x44)
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
@@ -112,7 +112,7 @@ final class VideoInputTests: XCTestCase {
         let s = simulated(cameraFormats: [.mjpeg, .yuyv], encoder: false)
         var aus: [[UInt8]] = []
         let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                   device: s) { _, au in aus.append(Array(au)) }
+                                   device: s) { _, au, _ in aus.append(Array(au)) }
         try input.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
@@ -123,7 +123,7 @@ final class VideoInputTests: XCTestCase {
         let h = simulated(cameraFormats: [.yuyv, .h264], encoder: true)
         aus.removeAll()
         let direct = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                    device: h) { _, au in aus.append(Array(au)) }
+                                    device: h) { _, au, _ in aus.append(Array(au)) }
         try direct.start()
         XCTAssertEqual(direct.pictureSize?.width, 320)
         h.deliverFrame("/dev/video0", fill: 0x21)
@@ -140,7 +140,7 @@ final class VideoInputTests: XCTestCase {
         s.add("/dev/video2", .vicodecDecoder)
         var aus = 0
         let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                   device: s) { _, _ in aus += 1 }
+                                   device: s) { _, _, _ in aus += 1 }
         try input.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus == 1 })
@@ -154,7 +154,7 @@ final class VideoInputTests: XCTestCase {
                                   output: [.nv12, .yuyv], multiplanar: true))
         aus = 0
         let hw = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                device: s) { _, _ in aus += 1 }
+                                device: s) { _, _, _ in aus += 1 }
         try hw.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus == 1 })
@@ -169,7 +169,7 @@ final class VideoInputTests: XCTestCase {
         let s = simulated(cameraFormats: [.yuyv], encoder: true)
         var aus = 0
         let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                   device: s) { _, _ in aus += 1 }
+                                   device: s) { _, _, _ in aus += 1 }
         try input.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus == 1 })
@@ -193,7 +193,7 @@ final class VideoInputTests: XCTestCase {
         s.add("/dev/video1", .vicodecEncoder)
         var aus = 0
         let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 5),
-                                   device: s) { _, _ in aus += 1 }
+                                   device: s) { _, _, _ in aus += 1 }
         input.cameraBackoff = Backoff(initial: 0.01, maximum: 0.04)
         func count(_ line: String) -> Int { s.trace(of: "/dev/video0").filter { $0 == line }.count }
         let capture = LogCapture()
@@ -225,10 +225,10 @@ final class VideoInputTests: XCTestCase {
 
     func testRefusesBadSettingsAndMissingHardwareWhenDemanded() throws {
         let loop = try EventLoop()
-        XCTAssertThrowsError(try VideoInput(loop: loop, settings: VideoSettings(width: 641, fps: 60)) { _, _ in }) {
+        XCTAssertThrowsError(try VideoInput(loop: loop, settings: VideoSettings(width: 641, fps: 60)) { _, _, _ in }) {
             XCTAssertTrue("\($0)".contains("fps 60.0"), "\($0)")
         }
-        let input = try VideoInput(loop: loop, settings: VideoSettings(encoder: .hardware), device: SimulatedV4L2()) { _, _ in }
+        let input = try VideoInput(loop: loop, settings: VideoSettings(encoder: .hardware), device: SimulatedV4L2()) { _, _, _ in }
         XCTAssertThrowsError(try input.start()) { XCTAssertTrue("\($0)".contains("set encoder = auto"), "\($0)") }
         XCTAssertFalse(input.isRunning)
         XCTAssertEqual(VideoInput.listDevices(SimulatedV4L2()), [])

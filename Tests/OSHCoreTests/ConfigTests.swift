@@ -113,7 +113,7 @@ final class ConfigTests: XCTestCase {
                     "uid", "uid_extension", "label", "format", "ring_capacity", "flush_interval", "batch_max",
                     "spool", "spool_max_mb", "spool_fsync",
                     "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file",
-                    "max_mb", "max_hours", "#fsync", "upload_share", "keyframe_interval"] {
+                    "max_mb", "max_hours", "#fsync", "upload_share"] {
             XCTAssertTrue(text.contains(key + " = "), key)
         }
         XCTAssertTrue(text.contains("[record]\n"))
@@ -462,7 +462,6 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(r.maxHours, 24)
         XCTAssertEqual(r.sync, .second)
         XCTAssertEqual(r.uploadShare, 0.5)
-        XCTAssertEqual(r.keyFrameSeconds, 2)
         XCTAssertEqual(r.rates, [:])
         XCTAssertEqual(settings(server + "[record]\n")?.record, RecordSettings(), "[record] alone is valid")
         XCTAssertEqual(settings(server + "[record]\nenabled = true\n")?.record.rates, [:], "no [record.NAME]: every output at its live rate")
@@ -477,7 +476,6 @@ final class ConfigTests: XCTestCase {
             max_hours = 0.5
             fsync = "never"
             upload_share = 1
-            keyframe_interval = 0.5
             [record.camera0_H264]
             rate = 25
             [record.accelerometer]
@@ -501,7 +499,6 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(r.maxHours, 0.5)
         XCTAssertEqual(r.sync, .never)
         XCTAssertEqual(r.uploadShare, 1)
-        XCTAssertEqual(r.keyFrameSeconds, 0.5)
         // gps_data without a rate of its own: its live rate; barometer has no [record.NAME]: not recorded.
         XCTAssertEqual(r.rates, ["camera0_H264": 25, "accelerometer": 1000, "gps_data": 0.5])
         XCTAssertEqual(settings(server + "[record]\nmax_mb = 1_048_576\nmax_hours = 8760\nfsync = \"record\"\n")?.record.maxMegabytes, 1_048_576)
@@ -520,12 +517,10 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(one("record", "fsync = \"always\""), ["osh-edge.conf:4: fsync = \"always\" in [record] is not allowed; allowed: \"record\", \"second\", \"never\""])
         XCTAssertEqual(one("record", "upload_share = 0"), ["osh-edge.conf:4: upload_share = 0 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
         XCTAssertEqual(one("record", "upload_share = 1.5"), ["osh-edge.conf:4: upload_share = 1.5 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
-        XCTAssertEqual(one("record", "keyframe_interval = 0.4"), ["osh-edge.conf:4: keyframe_interval = 0.4 in [record] is out of range; allowed: 0.5 to 10 seconds"])
-        XCTAssertEqual(one("record", "keyframe_interval = 11"), ["osh-edge.conf:4: keyframe_interval = 11 in [record] is out of range; allowed: 0.5 to 10 seconds"])
         XCTAssertEqual(one("record", "max_mib = 64"), ["osh-edge.conf:4: key 'max_mib' is not known in [record] (did you mean 'max_mb'?); "
-                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share, keyframe_interval"])
+                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share"])
         XCTAssertEqual(one("record", "rate = 5"), ["osh-edge.conf:4: key 'rate' is not known in [record]; "
-                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share, keyframe_interval"])
+                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share"])
         XCTAssertEqual(one("record.gps_data", "rte = 5", enable: "gps_data"), ["osh-edge.conf:4: key 'rte' is not known in [record.gps_data] (did you mean 'rate'?); known keys: rate"])
         XCTAssertEqual(one("record.gps", "rate = 5"), ["osh-edge.conf:3: output 'gps' in [record.gps] is not known (did you mean 'gps_data'?); known outputs: " + outputs])
         XCTAssertEqual(one("record.camera0_H264", "rate = 30", enable: "camera0_H264"),

@@ -136,4 +136,17 @@ final class RecordingFormatTests: XCTestCase {
         XCTAssertEqual(names, names.sorted())
         XCTAssertTrue(names.allSatisfy { $0.utf8.count == RecordingRecord.nameStemBytes + 4 })
     }
+
+    func testTheLiveBitRoundTripsBesideTheKind() {
+        let buf = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 8)
+        defer { buf.deallocate() }
+        for (kind, live) in [(RecordingRecord.Kind.values, true), (.keyFrame, true), (.accessUnit, false)] {
+            RecordingRecord.encodeHeader(kind: kind, live: live, key: 7, time: 1.5, payloadLength: 8, into: buf)
+            XCTAssertEqual(RecordingRecord.header(UnsafeRawBufferPointer(start: buf, count: 20), at: 0),
+                           .record(RecordingRecord.Header(kind: kind, live: live, key: 7, time: 1.5, payloadLength: 8)))
+        }
+        // Bit 7 beside a kind that does not exist is still no record.
+        buf.storeBytes(of: UInt8(0x83), toByteOffset: 3, as: UInt8.self)
+        XCTAssertEqual(RecordingRecord.header(UnsafeRawBufferPointer(start: buf, count: 20), at: 0), .invalid)
+    }
 }

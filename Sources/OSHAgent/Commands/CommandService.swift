@@ -106,6 +106,7 @@ final class CommandService {
                     receiver.start()
                     self.receivers[inputName] = receiver
                     Log.notice("commands: listening on control stream \(id) (\(inputName))")
+                    if inputName == DeviceControl.inputName { self.runtime.commandChannelReady() }
                 } catch {
                     Log.error("commands: cannot open the \(inputName) channel: \(error)")
                 }
@@ -145,8 +146,8 @@ final class CommandService {
             case .reregister:
                 runtime.reregister()
                 outcome = .completed("registering again")
-            case .uploadTimeRange:
-                outcome = .rejected("recording is off: set [record] enabled = true to record on the board")
+            case .uploadTimeRange(let start, let stop, let outputs):
+                outcome = runtime.startUpload(commandID: commandID, start: start, stop: stop, outputs: outputs)
             }
         } catch {
             outcome = .rejected(error.description)

@@ -9,6 +9,15 @@ import Glibc
 /// generated test pattern) — the same drivers either way.
 public struct HardwarePlan: Sendable {
     public enum Source: Sendable, Equatable { case board, simulated }
+
+    /// The camera recorded faster than it streams: it encodes at the recording's rate with a key
+    /// frame every live interval, and only the key frames go live (a P-frame cannot be thinned).
+    public mutating func recordCamera(liveFPS: Double, recordFPS: Double) {
+        guard recordFPS > liveFPS, liveFPS > 0 else { return }
+        cameraFPS = recordFPS
+        devices.camera.keyframeInterval = max(1, Int((recordFPS / liveFPS).rounded()))
+    }
+
     public var devices = DeviceConfig()
     /// nil: the group is off.
     public var barometer: Source?
@@ -170,8 +179,8 @@ public final class Hardware {
                                          keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
                                          encoder: c.encoder)
             do {
-                let v = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au in
-                    self.agent?.offerVideo(monotonicTime: t, accessUnit: au)
+                let v = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au, key in
+                    self.agent?.offerVideo(monotonicTime: t, accessUnit: au, keyFrame: key)
                 }
                 video = v
                 sources.append(v)

@@ -42,8 +42,10 @@ final class TimedSampler {
     func isSampling(_ i: Int) -> Bool { groups.values.contains { $0.outputs.contains(i) } }
 
     /// Samples output `i` at `rate` Hz from now on (again, after a rate change).
-    func arm(_ i: Int, rate: Double) throws {
+    func arm(_ i: Int, rate live: Double) throws {
         remove(i)
+        // Recorded faster than it streams: sampled at the recording's rate, the gate thins the live stream.
+        let rate = max(live, gate.recorder?.rates[i] ?? 0)
         let period = UInt64((1e9 / max(rate, 0.001)).rounded())
         if var g = groups[period] {
             g.outputs.append(i)
@@ -90,16 +92,20 @@ final class TimedSampler {
     }
 
     private func sample(_ i: Int) {
-        guard gate.enabled[i] else { return }
+        // A disabled output is still recorded: the recording does not depend on the link.
+        let recording = gate.recorder?.isRecording(i) ?? false
+        guard gate.enabled[i] || recording else { return }
+        // This timer is the output's rate, unless it runs faster for the recording: then the gate thins.
+        let always = !recording || (gate.recorder?.rates[i] ?? 0) <= gate.rates[i]
         let now = Double(Clock.monotonicNanoseconds()) / 1e9
         if let p = healthPort, p.datastream == i {
-            p.send(healthSample(), at: now, always: true)
+            p.send(healthSample(), at: now, always: always)
             return
         }
         let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<(specs[i].leaves.count - 1)])
         guard SimulationHooks.provider?.fill(specs[i].outputName, at: now - startTime, into: out) == true else { return }
         if specs[i].kind == .gps, out.count >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
-        gate.record(i, monotonicTime: now, values: UnsafeBufferPointer(out), always: true)
+        gate.record(i, monotonicTime: now, values: UnsafeBufferPointer(out), always: always)
     }
 
     private func healthSample() -> DeviceHealthSample {

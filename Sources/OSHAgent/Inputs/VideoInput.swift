@@ -23,7 +23,7 @@ public struct VideoInputError: Error, CustomStringConvertible, Equatable {
 
 public final class VideoInput {
     /// One encoded access unit; the bytes are valid only during the call.
-    public typealias Sink = (_ monotonicTime: Double, _ accessUnit: UnsafeRawBufferPointer) -> Void
+    public typealias Sink = (_ monotonicTime: Double, _ accessUnit: UnsafeRawBufferPointer, _ keyFrame: Bool) -> Void
 
     public struct Counters: Sendable, Equatable {
         /// Pictures from the source (after the camera's rate dropping).
@@ -257,6 +257,6 @@ public final class VideoInput {
         counters.accessUnits += 1
         counters.bytes += au.bytes.count
         if au.isKeyFrame && !AnnexB.summarize(au.bytes).isSelfContainedKeyFrame { counters.keyFramesWithoutHeaders += 1 }
-        sink(au.monotonicTime, au.bytes)
+        sink(au.monotonicTime, au.bytes, au.isKeyFrame)
     }
 }

@@ -68,6 +68,15 @@ public final class AgentRuntime {
     public let videoPublisher: VideoPublisher?
     /// Store-and-forward, when `[publisher] spool = true` and its directory opened.
     public private(set) var fileSpool: FileSpool?
+    /// The on-board recording (issue 18), when `[record] enabled` and its directory opened.
+    public private(set) var recording: RecordingStore?
+    private var recorder: Recorder?
+    private var uploader: Uploader?
+    /// An upload the previous process did not finish: reported FAILED once the command channel is up.
+    private var interruptedUpload: (commandID: String, message: String)?
+    /// The camera records faster than it streams: it encodes at the recording's rate with a key
+    /// frame every live interval, and only the key frames go live (a P-frame cannot be thinned).
+    private var videoLiveKeyFramesOnly = false
 
     private let http: HTTPClient
     private let node: HTTPNodeClient
@@ -112,6 +121,7 @@ public final class AgentRuntime {
         registration = RegistrationService(loop: loop, client: node, builder: builder, config: config,
                                            specs: specs + (videoSpec.map { [$0] } ?? []))
         if config.spool.enabled { openSpool() }
+        if config.record.enabled { openRecording() }
         wire()
     }
 
@@ -133,6 +143,89 @@ public final class AgentRuntime {
         } catch {
             Log.error("spool disabled: \(error); check that \(config.stateDirectory) is writable by the service user")
         }
+    }
+
+    /// The recording in `stateDirectory/record`, at each output's `[record.NAME]` rate; without it
+    /// the agent streams as before and `uploadTimeRange` is refused.
+    private func openRecording() {
+        let names = specs.map(\.outputName) + (videoSpec.map { [$0.outputName] } ?? [])
+        let rates = names.map { config.recordRates[$0] ?? 0 }
+        guard rates.contains(where: { $0 > 0 }) else {
+            Log.warning("recording: none of the recorded outputs is published here; nothing is recorded")
+            return
+        }
+        let dir = config.stateDirectory + "/record"
+        let store: RecordingStore
+        do {
+            store = try RecordingStore(options: RecordingOptions(directory: dir, maxBytes: config.record.maxMegabytes << 20,
+                                                                 maxAge: config.record.maxHours * 3600, sync: config.record.sync),
+                                       outputNames: names.indices.filter { rates[$0] > 0 }.map { names[$0] })
+        } catch {
+            Log.error("recording disabled: \(error); check that \(config.stateDirectory) is writable by the service user")
+            return
+        }
+        store.onProblem = { Log.warning($0) }
+        let r = Recorder(rates: rates, sink: store)
+        r.clockOffset = publisher.clockOffset
+        gate.recorder = r
+        recorder = r
+        recording = store
+        if let v = videoSpec {
+            videoLiveKeyFramesOnly = rates[specs.count] > (config.rates[v.outputName] ?? v.defaultRate)
+        }
+        let publisher = publisher
+        let up = Uploader(loop: loop,
+                          settings: .init(directory: dir, outputNames: names, recorded: rates.map { $0 > 0 },
+                                          videoIndex: videoSpec == nil ? nil : specs.count, share: config.record.uploadShare,
+                                          format: config.publisher.format, batchMax: config.publisher.batchMax),
+                          hooks: .init(datastreamID: { [unowned self] i in
+                                           i < self.specs.count ? publisher.datastreamID(i) : self.videoPublisher?.datastreamID
+                                       },
+                                       encoder: { publisher.encoder($0) },
+                                       linkOnline: { publisher.connectivity == .online },
+                                       linkFailed: { publisher.requestFailed() },
+                                       report: { [unowned self] id, outcome in self.commandReceiver?.report(commandID: id, outcome) }),
+                          scalarTransport: node, videoTransport: node)
+        interruptedUpload = up.interruptedJob()
+        uploader = up
+        Log.notice("recording \(zip(names, rates).filter { $0.1 > 0 }.map { "\($0.0) at \($0.1) Hz" }.joined(separator: ", ")) in \(dir)")
+    }
+
+    /// `uploadTimeRange` from the node: EXECUTING while it runs, or why not.
+    func startUpload(commandID: String?, start: Double, stop: Double, outputs: [String]) -> CommandOutcome {
+        guard let uploader else {
+            return .rejected(config.record.enabled ? "the recording could not be opened on this board (see its log)"
+                             : "recording is off: set [record] enabled = true to record on the board")
+        }
+        guard let commandID else { return .rejected("an upload needs the node's command id to report its progress") }
+        return uploader.start(commandID: commandID, start: start, stop: stop, outputs: outputs)
+    }
+
+    /// The device_control channel is open: an upload the previous process left unfinished is reported now.
+    func commandChannelReady() {
+        guard let u = interruptedUpload, let receiver = commandReceiver else { return }
+        interruptedUpload = nil
+        receiver.report(commandID: u.commandID, .failed(u.message))
+        Log.notice("upload \(u.commandID): reported FAILED — \(u.message)")
+    }
+
+    /// The running upload's progress or the last one's result (status line, the demo's table).
+    public var uploadStatus: String? { uploader?.statusLine }
+
+    /// What the recording holds and lost, one line (the demo's table); nil when not recording.
+    public var recordingSummary: String? {
+        guard let store = recording, let r = recorder else { return nil }
+        var records = 0, dropped = 0
+        var parts: [String] = []
+        for i in r.rates.indices {
+            guard let k = r.sinkIndex(i) else { continue }
+            let c = store.counters(k)
+            records += c.recorded
+            dropped += c.droppedBound + c.droppedNoKeyFrame + c.writeErrors + r.counters[i].droppedNoClock
+            parts.append("\(i < specs.count ? specs[i].outputName : videoSpec?.outputName ?? "camera") \(Int(r.rates[i])) Hz")
+        }
+        return parts.joined(separator: ", ") + "; \(records) records this run, \(Double(store.storedBytes * 10 / (1 << 20)) / 10) MiB on the card"
+            + (dropped > 0 ? ", \(dropped) not kept (bound, clock, disk)" : "")
     }
 
     /// Connects the stages' callbacks: registration feeds the publishers' ids and starts the
@@ -195,6 +288,7 @@ public final class AgentRuntime {
         })
         timers.append(try loop.addAlignedTimer(every: 1_000_000_000) { [unowned self] _ in
             self.checkClock()
+            self.recording?.tick(now: Clock.realtimeSeconds())
         })
         let sampler = TimedSampler(loop: loop, specs: specs, gate: gate, publisher: publisher, clock: clock,
                                    healthPort: try port(DeviceHealthSample.self), diskPath: config.stateDirectory)
@@ -239,10 +333,14 @@ public final class AgentRuntime {
     }
 
     /// One encoded camera access unit; dropped (and counted) while the previous one is in flight.
-    public func offerVideo(monotonicTime: Double, accessUnit: UnsafeRawBufferPointer) {
-        guard let v = videoPublisher, videoEnabled else { return }
-        v.clockOffset = publisher.clockOffset
-        v.offer(monotonicTime: monotonicTime, frame: accessUnit)
+    /// Recorded whether it goes live or not.
+    public func offerVideo(monotonicTime: Double, accessUnit: UnsafeRawBufferPointer, keyFrame: Bool = true) {
+        var live = false
+        if let v = videoPublisher, videoEnabled, keyFrame || !videoLiveKeyFramesOnly {
+            v.clockOffset = publisher.clockOffset
+            live = v.offer(monotonicTime: monotonicTime, frame: accessUnit)
+        }
+        recorder?.offerVideo(specs.count, monotonicTime: monotonicTime, accessUnit: accessUnit, keyFrame: keyFrame, live: live)
     }
 
     /// A GPS position: stamped with the receiver's UTC time when it has one (as Android stamps a
@@ -337,7 +435,10 @@ public final class AgentRuntime {
     }
     /// Re-evaluates the clock now (otherwise once a second).
     public func recheckClock() { checkClock() }
-    private func checkClock() { publisher.clockOffset = clock.check() }
+    private func checkClock() {
+        publisher.clockOffset = clock.check()
+        recorder?.clockOffset = publisher.clockOffset
+    }
 
     // MARK: Status
 
@@ -432,6 +533,7 @@ public final class AgentRuntime {
     }
 
     private func stopSources() {
+        uploader?.stop()
         commands.stop()
         gpsInput?.stop()
         gpsInput = nil
@@ -456,6 +558,10 @@ public final class AgentRuntime {
             // directory for the next runtime while this one still exists.
             publisher.spool = nil
             fileSpool = nil
+            // Synced and closed for the same reason; the next runtime reopens it.
+            gate.recorder = nil
+            recording?.close()
+            recording = nil
         }
         let done = stopCompletions
         stopCompletions.removeAll()

@@ -97,13 +97,16 @@ public enum Daemon {
             guard let o = kinds.compactMap(output).first(where: { $0.enabled }) else { return nil }
             return o.source == .hardware ? .board : .simulated
         }
+        // A device recorded faster than it streams runs at the recording's rate; the gate thins the live stream.
+        func recorded(_ k: OutputKind) -> Double { settings.record.enabled ? settings.record.rates[k.settingsKey] ?? 0 : 0 }
         p.barometer = source([.barometer])
-        p.barometerRate = output(.barometer)?.rate ?? 1
+        p.barometerRate = max(output(.barometer)?.rate ?? 1, recorded(.barometer))
         p.imu = source(OutputKind.inertial)
         // The filter runs at 100 Hz whatever the outputs' rates (they are thinned), faster if asked.
-        p.imuRate = max(100, OutputKind.inertial.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 100)
+        p.imuRate = max(100, OutputKind.inertial.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 100,
+                        OutputKind.inertial.map(recorded).max() ?? 0)
         p.flushInterval = settings.publisher.flushInterval
-        if let m = output(.magnetometer), m.enabled { p.magnetometerRate = m.rate }
+        if let m = output(.magnetometer), m.enabled { p.magnetometerRate = max(m.rate, recorded(.magnetometer)) }
         p.audio = source([.audioLevel])
         // A simulated microphone replays the WAV [audio] device names (looped, in real time).
         if p.audio == .simulated, settings.devices.audio.device.lowercased().hasSuffix(".wav") {
@@ -111,6 +114,7 @@ public enum Daemon {
         }
         p.camera = source([.video])
         p.cameraFPS = output(.video)?.rate ?? 10
+        p.recordCamera(liveFPS: p.cameraFPS, recordFPS: recorded(.video))
         p.ptz = settings.devices.ptz.chip == "none" ? nil : .board
         return p
     }

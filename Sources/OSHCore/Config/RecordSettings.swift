@@ -10,9 +10,6 @@ public struct RecordSettings: Sendable, Equatable {
     public var sync = SpoolSync.second
     /// `[record] upload_share`, more than 0 up to 1: the share of the link an upload may use.
     public var uploadShare = 0.5
-    /// `[record] keyframe_interval`, 0.5 to 10 s: the recording's key-frame spacing when the
-    /// camera records faster than it streams.
-    public var keyFrameSeconds = 2.0
     /// `[record.NAME] rate` per output (config output names, as [outputs.NAME]); empty = every
     /// published output at its live rate.
     public var rates: [String: Double] = [:]

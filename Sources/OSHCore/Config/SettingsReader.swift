@@ -20,7 +20,7 @@ struct SettingsReader {
         "publisher": ["format", "ring_capacity", "flush_interval", "batch_max", "spool", "spool_max_mb", "spool_fsync"],
         "time": ["require_sync", "not_before"],
         "outputs": ["enabled", "rate", "source"],
-        "record": ["enabled", "max_mb", "max_hours", "fsync", "upload_share", "keyframe_interval"],
+        "record": ["enabled", "max_mb", "max_hours", "fsync", "upload_share"],
         "orientation": SettingsReader.orientationKeys,
         "gps": ["device", "baud", "gpsd"],
         "log": ["level"],
@@ -348,7 +348,6 @@ struct SettingsReader {
         if let v = number(s, "max_hours", 0...8760, lowerExclusive: true, unit: "hours") { r.maxHours = v }
         if let v = choice(s, "fsync", SpoolSync.allCases.map { ($0.rawValue, $0) }) { r.sync = v }
         if let v = number(s, "upload_share", 0...1, lowerExclusive: true, unit: "(a share of the link)") { r.uploadShare = v }
-        if let v = number(s, "keyframe_interval", 0.5...10, unit: "seconds") { r.keyFrameSeconds = v }
     }
 
     mutating func readSystem(_ s: ConfigSection) -> SystemSettings {

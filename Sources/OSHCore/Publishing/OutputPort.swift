@@ -114,22 +114,28 @@ public final class OutputGate {
     public private(set) var rates: [Double]
     /// The first value of each output's latest observation (the demo's table).
     public private(set) var lastValues: [Double]
-    private var nextDue: [Double]
+    private var thinners: [RateThinner]
     private let publisher: Publisher
+    /// The on-board recording (issue 18), when `[record] enabled`.
+    public var recorder: Recorder?
 
     public init(rates: [Double], publisher: Publisher) {
         self.rates = rates
         self.publisher = publisher
         enabled = [Bool](repeating: true, count: rates.count)
-        nextDue = [Double](repeating: 0, count: rates.count)
+        thinners = [RateThinner](repeating: RateThinner(), count: rates.count)
         lastValues = [Double](repeating: .nan, count: rates.count)
     }
 
     /// One observation of output `i`: values in its leaf order, time excluded.
     public func record(_ i: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>, always: Bool) {
-        guard admits(i, at: monotonicTime, always: always) else { return }
-        publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
-        lastValues[i] = values.first ?? .nan
+        let live = admits(i, at: monotonicTime, always: always)
+        if live {
+            publisher.record(datastream: i, monotonicTime: monotonicTime, values: values)
+            lastValues[i] = values.first ?? .nan
+        }
+        // The recording keeps its own rate, whether the live stream took this one or not.
+        recorder?.offer(i, monotonicTime: monotonicTime, values: values, live: live)
     }
 
     /// True when output `i` should take a sample at `t` (enabled, and due at its rate).
@@ -137,21 +143,16 @@ public final class OutputGate {
     private func admits(_ i: Int, at t: Double, always: Bool) -> Bool {
         guard enabled[i] else { return false }
         if always { return true }
-        let interval = 1 / rates[i]
-        // 5 % slack so a 100 Hz source thinned to 10 Hz keeps every tenth sample despite jitter.
-        guard t >= nextDue[i] - interval * 0.05 else { return false }
-        nextDue[i] += interval
-        if nextDue[i] < t { nextDue[i] = t + interval }
-        return true
+        return thinners[i].admits(t, rate: rates[i])
     }
 
     public func setRate(_ i: Int, _ hz: Double) {
         rates[i] = hz
-        nextDue[i] = 0
+        thinners[i].reset()
     }
 
     public func setEnabled(_ i: Int, _ on: Bool) {
         enabled[i] = on
-        nextDue[i] = 0
+        thinners[i].reset()
     }
 }

@@ -6,7 +6,8 @@
 //   0  u8   0xA5            magic, the spool's, so damage is skipped the same way (SpoolRecord.resync)
 //   1  u8   0x5A
 //   2  u8   2               format version (the spool's records are 1)
-//   3  u8   kind            0 values, 1 access unit, 2 key-frame access unit
+//   3  u8   kind            0 values, 1 access unit, 2 key-frame access unit; bit 7: the live
+//                           stream took it too (an upload leaves it out: the node has it)
 //   4  u32  key             SpoolRecord.key of the output name
 //   8  f64  time            epoch seconds
 //  16  u32  length          payload bytes
@@ -30,13 +31,19 @@ public enum RecordingRecord {
         public var isVideo: Bool { self != .values }
     }
 
+    /// Bit 7 of the kind byte.
+    static let liveBit: UInt8 = 0x80
+
     public struct Header: Equatable, Sendable {
         public var kind: Kind
+        /// The live stream took this observation too.
+        public var live: Bool
         public var key: UInt32
         public var time: Double
         public var payloadLength: Int
-        public init(kind: Kind, key: UInt32, time: Double, payloadLength: Int) {
+        public init(kind: Kind, live: Bool = false, key: UInt32, time: Double, payloadLength: Int) {
             self.kind = kind
+            self.live = live
             self.key = key
             self.time = time
             self.payloadLength = payloadLength
@@ -58,12 +65,12 @@ public enum RecordingRecord {
     public static func size(payload: Int) -> Int { headerBytes + payload + crcBytes }
 
     /// Writes the 20-byte header at `out`.
-    public static func encodeHeader(kind: Kind, key: UInt32, time: Double, payloadLength: Int,
+    public static func encodeHeader(kind: Kind, live: Bool = false, key: UInt32, time: Double, payloadLength: Int,
                                     into out: UnsafeMutableRawPointer) {
         out.storeBytes(of: SpoolRecord.magic0, toByteOffset: 0, as: UInt8.self)
         out.storeBytes(of: SpoolRecord.magic1, toByteOffset: 1, as: UInt8.self)
         out.storeBytes(of: version, toByteOffset: 2, as: UInt8.self)
-        out.storeBytes(of: kind.rawValue, toByteOffset: 3, as: UInt8.self)
+        out.storeBytes(of: kind.rawValue | (live ? liveBit : 0), toByteOffset: 3, as: UInt8.self)
         out.storeBytes(of: key.littleEndian, toByteOffset: 4, as: UInt32.self)
         out.storeBytes(of: time.bitPattern.littleEndian, toByteOffset: 8, as: UInt64.self)
         out.storeBytes(of: UInt32(truncatingIfNeeded: payloadLength).littleEndian, toByteOffset: 16, as: UInt32.self)
@@ -76,10 +83,10 @@ public enum RecordingRecord {
     }
 
     /// Writes a whole values record at `out` (room for `size(payload: 8 * values.count)`) and returns its length.
-    public static func encode(key: UInt32, time: Double, values: UnsafeBufferPointer<Double>,
+    public static func encode(key: UInt32, time: Double, values: UnsafeBufferPointer<Double>, live: Bool = false,
                               into out: UnsafeMutableRawPointer) -> Int {
         let n = values.count
-        encodeHeader(kind: .values, key: key, time: time, payloadLength: 8 * n, into: out)
+        encodeHeader(kind: .values, live: live, key: key, time: time, payloadLength: 8 * n, into: out)
         for i in 0..<n {
             out.storeBytes(of: values[i].bitPattern.littleEndian, toByteOffset: headerBytes + 8 * i, as: UInt64.self)
         }
@@ -101,16 +108,19 @@ public enum RecordingRecord {
         if avail >= 2, p.load(fromByteOffset: 1, as: UInt8.self) != SpoolRecord.magic1 { return .invalid }
         if avail >= 3, p.load(fromByteOffset: 2, as: UInt8.self) != version { return .invalid }
         var kind = Kind.values
+        var live = false
         if avail >= 4 {
-            guard let k = Kind(rawValue: p.load(fromByteOffset: 3, as: UInt8.self)) else { return .invalid }
+            let byte = p.load(fromByteOffset: 3, as: UInt8.self)
+            guard let k = Kind(rawValue: byte & ~liveBit) else { return .invalid }
             kind = k
+            live = byte & liveBit != 0
         }
         guard avail >= headerBytes else { return .incomplete }
         let length = Int(UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 16, as: UInt32.self)))
         guard length <= limit, kind.isVideo || length % 8 == 0 else { return .invalid }
         let key = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
         let time = Double(bitPattern: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-        return .record(Header(kind: kind, key: key, time: time, payloadLength: length))
+        return .record(Header(kind: kind, live: live, key: key, time: time, payloadLength: length))
     }
 
     /// The whole record at `offset`, CRC checked.

@@ -92,6 +92,8 @@ public struct RecordingItem {
     public var time: Double
     public var kind: RecordingRecord.Kind
     public var keyFrame: Bool { kind == .keyFrame }
+    /// The live stream took it too.
+    public var live: Bool
     /// Scalars: the values (empty for video).
     public var values: UnsafeBufferPointer<Double>
     /// Video: the Annex-B access unit as encoded (empty for scalars).
@@ -213,7 +215,7 @@ public final class RecordingWindow {
                     guard Self.includes(h.time, from: from, to: to, video: isVideo) else { continue }
                     done += 1
                     if h.kind.isVideo {
-                        return RecordingItem(time: h.time, kind: h.kind, values: UnsafeBufferPointer(start: nil, count: 0),
+                        return RecordingItem(time: h.time, kind: h.kind, live: h.live, values: UnsafeBufferPointer(start: nil, count: 0),
                                              accessUnit: payload)
                     }
                     let n = payload.count / 8
@@ -224,7 +226,7 @@ public final class RecordingWindow {
                     for i in 0..<n {
                         values[i] = Double(bitPattern: UInt64(littleEndian: payload.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self)))
                     }
-                    return RecordingItem(time: h.time, kind: h.kind, values: UnsafeBufferPointer(rebasing: values[0..<n]),
+                    return RecordingItem(time: h.time, kind: h.kind, live: h.live, values: UnsafeBufferPointer(rebasing: values[0..<n]),
                                          accessUnit: UnsafeRawBufferPointer(start: nil, count: 0))
                 }
             }

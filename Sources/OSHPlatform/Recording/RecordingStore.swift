@@ -206,13 +206,13 @@ public final class RecordingStore {
 
     // MARK: Writing
 
-    /// Records `values` for `output`. False when not written (a disk error: counted).
-    public func append(output: Int, epochTime: Double, values: UnsafeBufferPointer<Double>) -> Bool {
+    /// Records `values` for `output`; `live`: the live stream took it too. False when not written (a disk error: counted).
+    public func append(output: Int, epochTime: Double, values: UnsafeBufferPointer<Double>, live: Bool = false) -> Bool {
         guard !closed, output >= 0, output < outputs.count else { return false }
         let o = outputs[output]
         let n = min(values.count, (Self.recordBufBytes - RecordingRecord.size(payload: 0)) / 8)
         let len = RecordingRecord.encode(key: o.key, time: epochTime, values: UnsafeBufferPointer(rebasing: values.prefix(n)),
-                                         into: recordBuf)
+                                         live: live, into: recordBuf)
         guard prepare(o, time: epochTime, length: len, keyFrame: true) else { return false }
         iov[0] = iovec(iov_base: recordBuf, iov_len: len)
         return write(o, time: epochTime, length: len, vectors: 1)
@@ -221,7 +221,7 @@ public final class RecordingStore {
     /// Records one encoded access unit for `output`, as encoded. An access unit that would begin a
     /// segment without being a key frame is dropped (counted droppedNoKeyFrame), so every segment
     /// decodes on its own.
-    public func append(output: Int, epochTime: Double, accessUnit: UnsafeRawBufferPointer, keyFrame: Bool) -> Bool {
+    public func append(output: Int, epochTime: Double, accessUnit: UnsafeRawBufferPointer, keyFrame: Bool, live: Bool = false) -> Bool {
         guard !closed, output >= 0, output < outputs.count else { return false }
         let o = outputs[output]
         o.isVideo = true
@@ -233,7 +233,7 @@ public final class RecordingStore {
         }
         let len = RecordingRecord.size(payload: accessUnit.count)
         guard prepare(o, time: epochTime, length: len, keyFrame: keyFrame) else { return false }
-        RecordingRecord.encodeHeader(kind: keyFrame ? .keyFrame : .accessUnit, key: o.key, time: epochTime,
+        RecordingRecord.encodeHeader(kind: keyFrame ? .keyFrame : .accessUnit, live: live, key: o.key, time: epochTime,
                                      payloadLength: accessUnit.count, into: recordBuf)
         crcBuf.storeBytes(of: RecordingRecord.crc(header: recordBuf, payload: accessUnit).littleEndian, as: UInt32.self)
         iov[0] = iovec(iov_base: recordBuf, iov_len: RecordingRecord.headerBytes)
