@@ -108,6 +108,11 @@ final class RecordUploadTests: XCTestCase {
         let message = rig.commands.last?.current?.message ?? ""
         XCTAssertTrue(message.hasPrefix("uploaded "), message)
         XCTAssertTrue(rig.commands.last?.reports.contains { $0.statusCode == "EXECUTING" } ?? false)
+        // The counters file's recording columns: 20 Hz for the run, nothing lost.
+        let row = rig.agent.counterRows.first { $0.outputName == "barometer" }?.counters
+        XCTAssertGreaterThan(row?.recorded ?? 0, 100)
+        XCTAssertEqual(row?.recordDropped, 0)
+        XCTAssertGreaterThan(rig.agent.counterRows.first { $0.outputName == "camera0_H264" }?.counters.recorded ?? 0, 100)
         rig.video?.stop()
         try rig.agent.stop(flushUntil: EventLoop.deadline(after: 2))
 

@@ -188,7 +188,13 @@ public final class AgentRuntime {
                           scalarTransport: node, videoTransport: node)
         interruptedUpload = up.interruptedJob()
         uploader = up
-        Log.notice("recording \(zip(names, rates).filter { $0.1 > 0 }.map { "\($0.0) at \($0.1) Hz" }.joined(separator: ", ")) in \(dir)")
+        Log.notice("recording \(zip(names, rates).filter { $0.1 > 0 }.map { "\($0.0) " + Self.rateText($0.1) }.joined(separator: ", ")) in \(dir)")
+    }
+
+    /// "at 25 Hz", "at 2.5 Hz", "every 60 s" (device_health's once a minute).
+    static func rateText(_ hz: Double) -> String {
+        if hz < 1 { return "every \(Int((1 / hz).rounded())) s" }
+        return hz == hz.rounded() ? "at \(Int(hz)) Hz" : "at \(hz) Hz"
     }
 
     /// `uploadTimeRange` from the node: EXECUTING while it runs, or why not.
@@ -216,13 +222,12 @@ public final class AgentRuntime {
     public var recordingSummary: String? {
         guard let store = recording, let r = recorder else { return nil }
         var records = 0, dropped = 0
-        var parts: [String] = []
-        for i in r.rates.indices {
-            guard let k = r.sinkIndex(i) else { continue }
-            let c = store.counters(k)
+        for (_, c) in counterRows {
             records += c.recorded
-            dropped += c.droppedBound + c.droppedNoKeyFrame + c.writeErrors + r.counters[i].droppedNoClock
-            parts.append("\(i < specs.count ? specs[i].outputName : videoSpec?.outputName ?? "camera") \(Int(r.rates[i])) Hz")
+            dropped += c.recordDropped
+        }
+        let parts = r.rates.indices.filter(r.isRecording).map { i in
+            "\(i < specs.count ? specs[i].outputName : videoSpec?.outputName ?? "camera") " + Self.rateText(r.rates[i])
         }
         return parts.joined(separator: ", ") + "; \(records) records this run, \(Double(store.storedBytes * 10 / (1 << 20)) / 10) MiB on the card"
             + (dropped > 0 ? ", \(dropped) not kept (bound, clock, disk)" : "")
@@ -474,6 +479,14 @@ public final class AgentRuntime {
         var rows = specs.indices.map { (specs[$0].outputName, publisher.counters($0)) }
         if let v = videoPublisher, let spec = videoSpec {
             rows.append((spec.outputName, v.counters.streamCounters(clockOffset: publisher.clockOffset, inFlight: v.inFlight)))
+        }
+        if let r = recorder, let store = recording {
+            for i in rows.indices {
+                guard let k = r.sinkIndex(i) else { continue }
+                let c = store.counters(k)
+                rows[i].1.recorded = c.recorded
+                rows[i].1.recordDropped = c.droppedBound + c.droppedNoKeyFrame + c.writeErrors + r.counters[i].droppedNoClock
+            }
         }
         return rows
     }

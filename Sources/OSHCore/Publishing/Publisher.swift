@@ -102,6 +102,10 @@ public struct StreamCounters: Sendable, Equatable {
     public var inFlight = 0
     /// Epoch seconds of the newest produced observation (0: none, or no trusted clock yet).
     public var lastProduced = 0.0
+    /// The on-board recording, apart from the live books above: records written, and records
+    /// not kept (no trusted clock yet, a disk error, the bound's oldest segment, video before a key frame).
+    public var recorded = 0
+    public var recordDropped = 0
     public var lastError: String?
     public var dropped: Int {
         droppedRingFull + droppedRejected + droppedNoSlot + droppedSpoolFailed + droppedSpoolBound + droppedInvalid
@@ -119,6 +123,7 @@ public struct StreamCounters: Sendable, Equatable {
         droppedInvalid += o.droppedInvalid; droppedNotReady += o.droppedNotReady; droppedFailed += o.droppedFailed
         droppedLost += o.droppedLost; droppedUnknown += o.droppedUnknown; droppedAtStop += o.droppedAtStop
         unknownOutcome += o.unknownOutcome; errors += o.errors; spooled += o.spooled; sentFromSpool += o.sentFromSpool
+        recorded += o.recorded; recordDropped += o.recordDropped
         pending = o.pending
         inFlight = o.inFlight
         lastProduced = max(lastProduced, o.lastProduced)
