@@ -253,7 +253,7 @@ final class DaemonTests: XCTestCase {
                     XCTAssertNotNil(Int(kv[1]), String(line))
                 }
             }
-            XCTAssertEqual(row.count, 19, String(line))
+            XCTAssertEqual(row.count, 21, String(line))
             out[name] = row
         }
         return out
