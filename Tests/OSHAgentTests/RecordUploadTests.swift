@@ -14,7 +14,7 @@ import XCTest
 final class RecordUploadTests: XCTestCase {
     override class func setUp() { super.setUp(); DemoSimulation.install() }
 
-    private struct Rig {
+    fileprivate struct Rig {
         let node: DevNode
         let dir: String
         let loop: EventLoop
@@ -49,8 +49,8 @@ final class RecordUploadTests: XCTestCase {
         }
     }
 
-    private func makeRig(_ name: String, serial: String, video: Bool, share: Double = 1, dir existing: String? = nil,
-                         node existingNode: DevNode? = nil) throws -> Rig {
+    fileprivate func makeRig(_ name: String, serial: String, video: Bool, share: Double = 1, batchMax: Int = 50,
+                             dir existing: String? = nil, node existingNode: DevNode? = nil) throws -> Rig {
         Log.muted = true
         var nc = DevNodeConfig()
         nc.commandAckSeconds = 0.3
@@ -66,6 +66,7 @@ final class RecordUploadTests: XCTestCase {
         c.video = video
         c.record.enabled = true
         c.record.uploadShare = share
+        c.publisher.batchMax = batchMax
         c.record.maxMegabytes = 64
         c.recordRates = ["barometer": 20] .merging(video ? ["camera0_H264": 25] : [:]) { a, _ in a }
         c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
@@ -87,14 +88,14 @@ final class RecordUploadTests: XCTestCase {
         return rig
     }
 
-    private func recorded(_ dir: String, _ output: String, _ from: Double, _ to: Double) throws -> [(time: Double, live: Bool, bytes: [UInt8])] {
+    fileprivate func recorded(_ dir: String, _ output: String, _ from: Double, _ to: Double) throws -> [(time: Double, live: Bool, bytes: [UInt8])] {
         let w = try RecordingWindow(directory: dir + "/record", outputName: output, from: from, to: to)
         var out: [(Double, Bool, [UInt8])] = []
         while let item = try w.next() { out.append((item.time, item.live, Array(item.accessUnit))) }
         return out
     }
 
-    private func ms(_ t: Double) -> Int64 { Int64((t * 1000).rounded()) }
+    fileprivate func ms(_ t: Double) -> Int64 { Int64((t * 1000).rounded()) }
 
     func testAnUploadedWindowIsAtTheNodeExactlyOnceBesideTheLiveStream() throws {
         let rig = try makeRig("osh-record", serial: "10000000cafe0018", video: true)
@@ -195,6 +196,36 @@ final class RecordUploadTests: XCTestCase {
         rig.upload(from: t0, to: t0 + 1, outputs: "gps_data")
         XCTAssertTrue(try rig.run(5) { rig.commands.count == 3 && rig.commands.last?.currentStatus == "REJECTED" })
         XCTAssertTrue(rig.commands.last?.current?.message?.contains("recorded outputs: barometer") ?? false)
+        try rig.agent.stop(flushUntil: EventLoop.deadline(after: 1))
+    }
+}
+
+extension RecordUploadTests {
+    /// The node restarted empty mid-upload while the output's live stream is off (nothing else
+    /// would notice): the upload registers again, goes on into the new datastream, and completes —
+    /// 404s at most once a second, no duplicates.
+    func testAnUploadRegistersAgainWhenTheNodeForgetsItsDatastreams() throws {
+        let rig = try makeRig("osh-record-forget", serial: "10000000cafe001b", video: false, share: 0.01,
+                              batchMax: 4)
+        defer { rig.node.stop(); try? FileManager.default.removeItem(atPath: rig.dir) }
+        _ = try rig.run(1)
+        try rig.agent.setEnabled("barometer", false)
+        let t0 = Clock.realtimeSeconds()
+        _ = try rig.run(4)
+        rig.upload(from: t0, to: t0 + 4)
+        XCTAssertTrue(try rig.run(5) { rig.commands.last?.currentStatus == "EXECUTING" }, "\(rig.commands)")
+        _ = try rig.run(0.3)
+        rig.node.forgetEverything()
+        XCTAssertTrue(try rig.run(30) { rig.agent.uploadStatus?.hasPrefix("upload completed") ?? false },
+                      rig.agent.uploadStatus ?? "no upload status")
+        let notFound = rig.node.requests.filter { $0.route.hasSuffix("/observations") && $0.status == 404 }.count
+        XCTAssertLessThanOrEqual(notFound, 3, "404s at most once a second while registering again")
+        let recorded = Set(try recorded(rig.dir, "barometer", t0, t0 + 4).map { ms($0.time) })
+        let atNode = rig.observations("barometer").compactMap(\.phenomenonTime).map(ms)
+        XCTAssertGreaterThan(atNode.count, 0)
+        XCTAssertEqual(Set(atNode).count, atNode.count, "no duplicates")
+        XCTAssertTrue(Set(atNode).isSubset(of: recorded))
+        XCTAssertTrue(atNode.contains(recorded.max() ?? -1), "the window's end reached the new datastream")
         try rig.agent.stop(flushUntil: EventLoop.deadline(after: 1))
     }
 }

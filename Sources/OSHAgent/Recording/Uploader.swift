@@ -38,6 +38,8 @@ final class Uploader {
         var encoder: (Int) -> ObservationEncoder
         var linkOnline: () -> Bool
         var linkFailed: () -> Void
+        /// 404: the node lost the output's datastream; registering again makes a new one.
+        var datastreamLost: (Int) -> Void
         var report: (String, CommandOutcome) -> Void
     }
 
@@ -249,6 +251,8 @@ final class Uploader {
         inFlight = false
         guard var j = job, !stopped else { return }
         let took = Double(Clock.monotonicNanoseconds() &- postedAt) / 1e9
+        let share = min(max(settings.share, 0.01), 1)
+        var wait = took * (1 - share) / share
         switch DeliveryVerdict.classify(outcome) {
         case .delivered:
             j.sent += pendingCount
@@ -261,11 +265,13 @@ final class Uploader {
             // Kept and sent again once the publisher's probe finds the node (the link is shared).
             hooks.linkFailed()
         case .datastreamLost:
-            break // the live publisher registers again; the batch goes to the new id
+            // Registered again (the output's live stream may be off, and would not notice); the
+            // batch goes to the new id, tried at most once a second meanwhile.
+            hooks.datastreamLost(pendingOutput)
+            wait = max(wait, 1)
         }
         job = j
-        let share = min(max(settings.share, 0.01), 1)
-        schedule(after: took * (1 - share) / share)
+        schedule(after: wait)
     }
 
     // MARK: Reporting

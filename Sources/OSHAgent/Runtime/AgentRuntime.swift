@@ -184,6 +184,10 @@ public final class AgentRuntime {
                                        encoder: { publisher.encoder($0) },
                                        linkOnline: { publisher.connectivity == .online },
                                        linkFailed: { publisher.requestFailed() },
+                                       datastreamLost: { [unowned self] i in
+                                           Log.warning("upload: the node no longer knows \(names[i])'s datastream; registering again")
+                                           self.reregister()
+                                       },
                                        report: { [unowned self] id, outcome in self.commandReceiver?.report(commandID: id, outcome) }),
                           scalarTransport: node, videoTransport: node)
         interruptedUpload = up.interruptedJob()
