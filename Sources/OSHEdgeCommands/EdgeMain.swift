@@ -57,6 +57,7 @@ commands:
          --mounting x=-y,y=x,z=z|z90|…  --no-bias  --json
   led                  show a status-LED pattern to check the wiring  --chip C (default gpiochip0)
          --line N (default 17)  --active-low  --show identify|STATE  --seconds S (default 10)
+         --config FILE (its [led] section, even if the rest of the file is refused)
   spool [status|dump]  what the store-and-forward spool holds (read only; safe while running)
          --config FILE (its state_directory) | --dir DIR   --json
   record status        the on-board recording: per output its time range, records, segments, size;

@@ -1,10 +1,22 @@
 import OSHAgent
 import OSHCLI
 import OSHCore
+import OSHPlatform
 
-/// `osh-edge led [--chip C] [--line N] [--active-low] [--show STATE] [--seconds S]`
+/// `osh-edge led [--chip C] [--line N] [--active-low] [--config FILE] [--show STATE] [--seconds S]`
+/// `--config FILE`: the LED of that file's `[led]` section, read even when the rest of the file
+/// is refused (as `osh-edge run` shows a refused configuration); the image's first boot uses it.
 func runLEDCommand(_ a: inout Arguments) {
     var settings = LEDSettings()
+    if let path = a.value("--config") {
+        let bytes: [UInt8]?
+        do { bytes = try StateFiles.read(path) } catch { fail("--config: \(error)", code: 1) }
+        guard let bytes else { fail("--config: \(path) does not exist", code: 1) }
+        guard let led = AgentSettings.ledSettings(bytes: bytes, path: path) else {
+            fail("\(path) has no usable [led] section (none, damaged, or chip = \"\"): no LED to show", code: 1)
+        }
+        settings = led
+    }
     if let c = a.value("--chip") {
         if let p = LEDSettings.chipProblem(c) { fail("--chip: \(p)") }
         settings.chip = c
@@ -13,7 +25,7 @@ func runLEDCommand(_ a: inout Arguments) {
         guard let n = Int(l), LEDSettings.lineProblem(n) == nil else { fail("--line: expected 0 to \(LEDSettings.maxLine), not '\(l)'") }
         settings.line = n
     }
-    settings.activeLow = a.flag("--active-low")
+    if a.flag("--active-low") { settings.activeLow = true }
     var state: LEDState?
     if let s = a.value("--show"), s != "identify" {
         guard let st = LEDState(rawValue: s) else {

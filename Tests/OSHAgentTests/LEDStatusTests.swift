@@ -169,5 +169,13 @@ final class LEDStatusTests: XCTestCase {
         XCTAssertEqual(try run(["led", "--line", "-3"]).0, 2)
         XCTAssertEqual(try run(["led", "--show", "disco"]).0, 2)
         XCTAssertEqual(try run(["led", "--chip", "/etc/passwd"]).0, 2)
+        // --config: a refused file without a usable [led] section names the file and shows nothing.
+        let conf = NSTemporaryDirectory() + "osh-led-\(UUID().uuidString).conf"
+        try "[server.main\nurl = 3\n".write(toFile: conf, atomically: false, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: conf) }
+        let (status, err) = try run(["led", "--config", conf, "--show", "configError", "--seconds", "1"])
+        XCTAssertEqual(status, 1, err)
+        XCTAssertTrue(err.contains("\(conf) has no usable [led] section"), err)
+        XCTAssertEqual(try run(["led", "--config", conf + ".missing"]).0, 1)
     }
 }

@@ -110,7 +110,7 @@ final class ConfigTests: XCTestCase {
     func testExampleDocumentsEveryKeyAndOutput() throws {
         let text = try example()
         for key in ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "active",
-                    "uid", "uid_extension", "label", "format", "ring_capacity", "flush_interval", "batch_max",
+                    "uid", "uid_extension", "label", "hostname", "format", "ring_capacity", "flush_interval", "batch_max",
                     "spool", "spool_max_mb", "spool_fsync",
                     "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file",
                     "max_mb", "max_hours", "#fsync", "upload_share"] {
@@ -400,6 +400,17 @@ final class ConfigTests: XCTestCase {
                        ["osh-edge.conf:5: uid_extension in [system] is only used when uid is empty (the UID is then urn:osh:rpi:<serial>:<uid_extension>); remove one of them"])
         XCTAssertEqual(one("system", "label = \"two\\nlines\""), ["osh-edge.conf:4: label in [system] must be one line of text, without control characters"])
         XCTAssertEqual(one("system", "label = [\"a\"]"), ["osh-edge.conf:4: 'label' in [system] must be a quoted string; got a list"])
+        let badName = "is not a usable hostname: 1 to 63 lower-case letters, digits and '-', not starting or ending with '-', as \"garden-01\"; \"\" keeps the board's own"
+        for name in ["Garden", "-garden", "garden-", "gar.den", "gar den", String(repeating: "a", count: 64)] {
+            XCTAssertEqual(one("system", "hostname = \"\(name)\""), ["osh-edge.conf:4: hostname = \"\(name)\" in [system] \(badName)"], name)
+        }
+        XCTAssertEqual(one("system", "hostname = 1"), ["osh-edge.conf:4: 'hostname' in [system] must be a quoted string; got a whole number: write \"1\""])
+    }
+
+    func testHostnameAcceptsRFC1123LabelsInLowerCase() {
+        for name in ["", "a", "garden-01", "0pi", String(repeating: "a", count: 63)] {
+            XCTAssertEqual(settings(server + "[system]\nhostname = \"\(name)\"\n")?.system.hostname, name, name)
+        }
     }
 
     func testEverySettingIsRead() {
@@ -410,6 +421,7 @@ final class ConfigTests: XCTestCase {
             [system]
             uid_extension = "garden"
             label = "Garden Pi"
+            hostname = "garden-01"
             [publisher]
             format = "swe+json"
             ring_capacity = 5_000
@@ -436,7 +448,8 @@ final class ConfigTests: XCTestCase {
         guard let s = settings(text) else { return }
         XCTAssertEqual(s.activeServer, ServerSettings(name: "main", url: "http://node:8181/sensorhub/api", user: "pi",
                                                       connectTimeout: 5, requestTimeout: 60.5))
-        XCTAssertEqual(s.system, SystemSettings(uid: "", uidExtension: "garden", label: "Garden Pi"))
+        XCTAssertEqual(s.system, SystemSettings(uid: "", uidExtension: "garden", label: "Garden Pi",
+                                                    hostname: "garden-01"))
         XCTAssertEqual(s.publisher.format, .sweJSON)
         XCTAssertEqual(s.publisher.flushInterval, 1)
         XCTAssertEqual(s.publisher.batchMax, 10)

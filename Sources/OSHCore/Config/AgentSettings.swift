@@ -56,11 +56,21 @@ public struct SystemSettings: Sendable, Equatable {
     public var uidExtension: String
     /// Empty = `Raspberry Pi Sensors [<hostname>]`.
     public var label: String
+    /// Empty = leave the board's hostname alone; otherwise the image's first boot sets it.
+    public var hostname: String
 
-    public init(uid: String = "", uidExtension: String = "", label: String = "") {
+    public init(uid: String = "", uidExtension: String = "", label: String = "", hostname: String = "") {
         self.uid = uid
         self.uidExtension = uidExtension
         self.label = label
+        self.hostname = hostname
+    }
+
+    /// One RFC 1123 label in lower case: 1–63 of a–z, 0–9 and '-', not starting or ending with '-'.
+    public static func isValidHostname(_ name: String) -> Bool {
+        let b = Array(name.utf8)
+        guard (1...63).contains(b.count), b.first != UInt8(ascii: "-"), b.last != UInt8(ascii: "-") else { return false }
+        return b.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") }
     }
 }
 

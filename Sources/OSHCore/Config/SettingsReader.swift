@@ -16,7 +16,7 @@ struct SettingsReader {
     static let keys: [String: [String]] = [
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
-        "system": ["uid", "uid_extension", "label"],
+        "system": ["uid", "uid_extension", "label", "hostname"],
         "publisher": ["format", "ring_capacity", "flush_interval", "batch_max", "spool", "spool_max_mb", "spool_fsync"],
         "time": ["require_sync", "not_before"],
         "outputs": ["enabled", "rate", "source"],
@@ -377,6 +377,15 @@ struct SettingsReader {
                 fail(line, "label in [system] must be one line of text, without control characters")
             } else {
                 out.label = label
+            }
+        }
+        if let (name, line) = string(s, "hostname") {
+            if name.isEmpty || SystemSettings.isValidHostname(name) {
+                out.hostname = name
+            } else {
+                fail(line, "hostname = \(ConfigValue.quote(name)) in [system] is not a usable hostname: 1 to 63 "
+                    + "lower-case letters, digits and '-', not starting or ending with '-', as \"garden-01\"; "
+                    + "\"\" keeps the board's own")
             }
         }
         return out
