@@ -6,7 +6,7 @@
 #      osh-edge links no libmicrohttpd and no simulator (check-hygiene.sh); `osh-edge --version`
 #      and `osh-edge-dev demo --duration 5` under qemu-aarch64-static;
 #   3. `systemd-analyze verify` of the unit where it is really installed, in two staged roots:
-#      deploy.sh --stage (what install.sh puts on a Pi) and the unpacked .deb;
+#      deploy.sh --stage (what install.sh puts on a Pi; with the image's first-boot unit) and the unpacked .deb;
 #   4. the .deb (deploy/build-deb.sh): dpkg-deb --info/--contents checked, and lintian.
 # Ends with a summary block; every step's full output is in .build/ci-aarch64/*.log.
 #
@@ -266,6 +266,13 @@ if [[ -f $BIN ]] && command -v systemd-analyze >/dev/null; then
       fi
       mv "$OUT/osh-edge.moved" "$STAGED/usr/bin/osh-edge"
     fi
+    # The SD-card image's first-boot unit and osh-edge.service's drop-in, where the image puts them.
+    FB=$REPO/board/image/firstboot
+    install -D -m 0755 "$FB/osh-edge-firstboot" "$STAGED/usr/libexec/osh-edge/osh-edge-firstboot"
+    install -D -m 0644 "$FB/osh-edge-firstboot.service" "$STAGED/etc/systemd/system/osh-edge-firstboot.service"
+    install -D -m 0644 "$FB/osh-edge.service.d/firstboot.conf" "$STAGED/etc/systemd/system/osh-edge.service.d/firstboot.conf"
+    verify_in "$STAGED" /etc/systemd/system/osh-edge-firstboot.service firstboot
+    verify_in "$STAGED" /etc/systemd/system/osh-edge.service deploy-with-firstboot
   else
     fail_step "deploy.sh --stage"
     tail_of "$OUT/deploy-stage.log"

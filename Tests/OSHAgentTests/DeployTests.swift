@@ -49,7 +49,8 @@ final class DeployTests: XCTestCase {
          "board/virtual-pi/image/assemble.sh", "board/virtual-pi/modules/build-modules.sh",
          "board/virtual-pi/modules/selftest.sh", "board/virtual-pi/guest/vpi-board.sh",
          "board/virtual-pi/guest/vpi-scenario.sh", "board/virtual-pi/guest/vpi-led.sh",
-         "board/virtual-pi/i2c/i2c-load.sh", "board/virtual-pi/i2c/i2c-steps.sh"]
+         "board/virtual-pi/i2c/i2c-load.sh", "board/virtual-pi/i2c/i2c-steps.sh",
+         "board/image/firstboot/osh-edge-firstboot"]
             .map { repo + "/" + $0 }
     }
 
