@@ -43,3 +43,21 @@ func runOSHEdge(_ args: [String], stdin: String? = nil, env: [String: String] = 
 func builtBinary(_ name: String) -> URL {
     URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
 }
+
+/// Runs `argv` through /usr/bin/env with `env` added to the environment; standard output and
+/// error together (for scripts, whose output is short).
+func runTool(_ argv: [String], env: [String: String] = [:]) throws -> (status: Int32, out: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = argv
+    var e = ProcessInfo.processInfo.environment
+    for (k, v) in env { e[k] = v }
+    p.environment = e
+    let pipe = Pipe()
+    p.standardOutput = pipe
+    p.standardError = pipe
+    try p.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+}

@@ -30,25 +30,11 @@ final class FirstBootTests: XCTestCase {
     }
 
     private func runScript(grow: String = "true", hostnamectl: Bool = true) throws -> (status: Int32, out: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = [script]
-        var e = ProcessInfo.processInfo.environment
-        e["ROOT"] = root
-        e["BOOT"] = boot
-        e["OSH_EDGE"] = builtBinary("osh-edge").path
-        e["SYSTEMCTL"] = dir + "/bin/systemctl"
-        e["HOSTNAMECTL"] = hostnamectl ? dir + "/bin/hostnamectl" : ""
-        e["LED"] = dir + "/bin/led"
-        e["GROW"] = grow
-        p.environment = e
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: data, as: UTF8.self))
+        try runTool(["bash", script], env: [
+            "ROOT": root, "BOOT": boot, "OSH_EDGE": builtBinary("osh-edge").path,
+            "SYSTEMCTL": dir + "/bin/systemctl", "HOSTNAMECTL": hostnamectl ? dir + "/bin/hostnamectl" : "",
+            "LED": dir + "/bin/led", "GROW": grow
+        ])
     }
 
     private func put(_ name: String, _ text: String) throws {
