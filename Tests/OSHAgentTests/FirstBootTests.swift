@@ -4,7 +4,7 @@ import XCTest
 
 /// board/image/firstboot/osh-edge-firstboot against a temporary ROOT and BOOT, with the built
 /// osh-edge for `config check` and stand-ins that record their arguments for systemctl,
-/// hostnamectl and the LED. Nothing outside the temporary directory is touched.
+/// hostname and the LED. Nothing outside the temporary directory is touched.
 final class FirstBootTests: XCTestCase {
     private let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path + "/board/image/firstboot/osh-edge-firstboot"
@@ -18,7 +18,7 @@ final class FirstBootTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: boot, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: dir + "/bin", withIntermediateDirectories: true)
         // Each stand-in appends its arguments, one call a line, to dir/NAME.log.
-        for name in ["systemctl", "hostnamectl", "led"] {
+        for name in ["systemctl", "sethostname", "led"] {
             let path = dir + "/bin/" + name
             try "#!/bin/sh\necho \"$*\" >>'\(dir)/\(name).log'\n".write(toFile: path, atomically: false, encoding: .utf8)
             chmod(path, 0o755)
@@ -29,10 +29,10 @@ final class FirstBootTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    private func runScript(grow: String = "true", hostnamectl: Bool = true) throws -> (status: Int32, out: String) {
+    private func runScript(grow: String = "true", sethostname: Bool = true) throws -> (status: Int32, out: String) {
         try runTool(["bash", script], env: [
             "ROOT": root, "BOOT": boot, "OSH_EDGE": builtBinary("osh-edge").path,
-            "SYSTEMCTL": dir + "/bin/systemctl", "HOSTNAMECTL": hostnamectl ? dir + "/bin/hostnamectl" : "",
+            "SYSTEMCTL": dir + "/bin/systemctl", "SETHOSTNAME": sethostname ? dir + "/bin/sethostname" : "",
             "LED": dir + "/bin/led", "GROW": grow
         ])
     }
@@ -70,7 +70,8 @@ final class FirstBootTests: XCTestCase {
         XCTAssertEqual(read(boot + "/osh-edge.conf.applied"), goodConfig)
         XCTAssertEqual(read(root + "/root/.ssh/authorized_keys"), "ssh-ed25519 AAAA test\n")
         XCTAssertEqual(mode(root + "/root/.ssh/authorized_keys"), 0o600)
-        XCTAssertEqual(read(dir + "/hostnamectl.log"), "set-hostname garden-01\n")
+        XCTAssertEqual(read(dir + "/sethostname.log"), "garden-01\n")
+        XCTAssertEqual(read(root + "/etc/hostname"), "garden-01\n")
         // Without BOOT/ssh, sshd is left alone; the service is enabled and queued.
         XCTAssertEqual(read(dir + "/systemctl.log"), "enable osh-edge.service\nstart --no-block osh-edge.service\n")
         XCTAssertFalse(exists(dir + "/led.log"))
@@ -78,12 +79,12 @@ final class FirstBootTests: XCTestCase {
 
         // The next boot: nothing new on BOOT, nothing changes, nothing is called.
         try FileManager.default.removeItem(atPath: dir + "/systemctl.log")
-        try FileManager.default.removeItem(atPath: dir + "/hostnamectl.log")
+        try FileManager.default.removeItem(atPath: dir + "/sethostname.log")
         r = try runScript()
         XCTAssertEqual(r.status, 0, r.out)
         XCTAssertTrue(r.out.contains("keeping \(root)/etc/osh-edge/osh-edge.conf"), r.out)
         XCTAssertFalse(exists(dir + "/systemctl.log"), read(dir + "/systemctl.log"))
-        XCTAssertFalse(exists(dir + "/hostnamectl.log"))
+        XCTAssertFalse(exists(dir + "/sethostname.log"))
         XCTAssertFalse(exists(boot + "/osh-edge-error.txt"))
         XCTAssertEqual(read(root + "/etc/osh-edge/secrets"), "main = hunter2\n")
     }
@@ -98,11 +99,11 @@ final class FirstBootTests: XCTestCase {
                       read(dir + "/systemctl.log"))
     }
 
-    func testHostnameWithoutHostnamectlGoesToEtcHostnameAndHosts() throws {
+    func testHostnameGoesToEtcHostnameAndHostsWithoutARunningSystem() throws {
         try put("osh-edge.conf", goodConfig)
         try FileManager.default.createDirectory(atPath: root + "/etc", withIntermediateDirectories: true)
         try "127.0.0.1\tlocalhost\n127.0.1.1\tdebian\n".write(toFile: root + "/etc/hosts", atomically: false, encoding: .utf8)
-        let r = try runScript(hostnamectl: false)
+        let r = try runScript(sethostname: false)
         XCTAssertEqual(r.status, 0, r.out)
         XCTAssertEqual(read(root + "/etc/hostname"), "garden-01\n")
         XCTAssertEqual(read(root + "/etc/hosts"), "127.0.0.1\tlocalhost\n127.0.1.1\tgarden-01\n")
