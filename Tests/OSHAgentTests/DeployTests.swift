@@ -38,7 +38,8 @@ final class DeployTests: XCTestCase {
          "board/virtual-pi/modules/selftest.sh", "board/virtual-pi/guest/vpi-board.sh",
          "board/virtual-pi/guest/vpi-scenario.sh", "board/virtual-pi/guest/vpi-led.sh",
          "board/virtual-pi/i2c/i2c-load.sh", "board/virtual-pi/i2c/i2c-steps.sh",
-         "board/image/firstboot/osh-edge-firstboot"]
+         "board/image/firstboot/osh-edge-firstboot", "board/image/build-image.sh", "board/image/root-base.sh",
+         "board/virtual-pi/guest/image/image-start.sh", "board/virtual-pi/guest/image/image-observe.sh"]
             .map { repo + "/" + $0 }
     }
 
@@ -57,6 +58,7 @@ final class DeployTests: XCTestCase {
         // The virtual Pi's host side and register planner (Python 3, standard library only).
         if which("python3") {
             let py = ["board/virtual-pi/host/vpi_host.py", "board/virtual-pi/host/checks.py",
+                      "board/virtual-pi/host/image_test.py",
                       "board/virtual-pi/i2c/registers.py"].map { repo + "/" + $0 }
             let c = try run(["python3", "-c", "import ast, sys\nfor f in sys.argv[1:]: ast.parse(open(f).read(), f)"] + py)
             XCTAssertEqual(c.status, 0, c.out)

@@ -167,7 +167,14 @@ def monitor(path, command):
     return text.split("\n", 1)[1].replace("(qemu)", "").strip() if "\n" in text else ""
 
 
-def boot(image_dir, disk, share, run_dir, boot_no, gps_file, events):
+# The virtual Pi's own disk: a bare ext4 root, the kernel and initrd beside it.
+VPI_APPEND = "root=/dev/vda rw console=ttyAMA0 panic=-1 systemd.show_status=1"
+
+
+def boot(kernel, initrd, append, disk, share, run_dir, boot_no, gps_file, events, timeout=BOOT_TIMEOUT_S):
+    """One QEMU boot of DISK with KERNEL/INITRD/APPEND until the guest powers off; the GPS fed
+    on a usb-serial adapter, the 9p share at mount tag "vpi", the console in
+    share/out/console-bootN.log. Returns (QEMU's exit code, wall seconds)."""
     mon = os.path.join(run_dir, "monitor.sock")
     gps = os.path.join(run_dir, "gps.sock")
     for p in (mon, gps):
@@ -177,8 +184,7 @@ def boot(image_dir, disk, share, run_dir, boot_no, gps_file, events):
         "qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a72", "-smp", "2", "-m", "1024",
         "-accel", "tcg,thread=multi", "-display", "none", "-no-reboot", "-nic", "none",
         "-serial", "stdio", "-monitor", "unix:%s,server=on,wait=off" % mon,
-        "-kernel", os.path.join(image_dir, "vmlinuz"), "-initrd", os.path.join(image_dir, "initrd.img"),
-        "-append", "root=/dev/vda rw console=ttyAMA0 panic=-1 systemd.show_status=1",
+        "-kernel", kernel, "-initrd", initrd, "-append", append,
         "-drive", "file=%s,if=none,format=raw,id=hd0,cache=unsafe" % disk,
         "-device", "virtio-blk-pci,drive=hd0",
         "-virtfs", "local,path=%s,mount_tag=vpi,security_model=none,id=vpi" % share,
@@ -194,7 +200,7 @@ def boot(image_dir, disk, share, run_dir, boot_no, gps_file, events):
                          stderr=subprocess.STDOUT)
     feeder = NMEAFeeder(gps, gps_file, os.path.join(share, "out", "gps-sent.txt"))
     feeder.start()
-    killer = threading.Timer(BOOT_TIMEOUT_S, q.kill)
+    killer = threading.Timer(timeout, q.kill)
     killer.start()
     try:
         for raw in q.stdout:
@@ -243,7 +249,8 @@ def main():
     t_start = time.time()
     for n in (1, 2):
         log("boot %d (QEMU TCG; ~30 s to login, the scenario takes a few minutes)" % n)
-        rc, wall = boot(a.image, disk, share, run_dir, n, used["gps.nmea"]["path"], events)
+        rc, wall = boot(os.path.join(a.image, "vmlinuz"), os.path.join(a.image, "initrd.img"), VPI_APPEND,
+                        disk, share, run_dir, n, used["gps.nmea"]["path"], events)
         done = os.path.exists(os.path.join(share, "out", "boot%d" % n, "done"))
         boots.append({"boot": n, "qemu_exit": rc, "wall_s": round(wall, 1), "scenario_done": done})
         log("boot %d: QEMU exit %d after %.0f s; scenario %s" % (n, rc, wall, "done" if done else "NOT done"))

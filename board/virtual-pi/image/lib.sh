@@ -55,3 +55,17 @@ ensure_binfmt() {
   [[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ]] || update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
   arch-test arm64 >/dev/null 2>&1 || vdie "this host cannot run arm64 binaries through binfmt (qemu-user-static, binfmt-support)" 2
 }
+
+# find_or_build_deb RELEASE: prints the arm64 package to install: the newest one ci-aarch64.sh
+# left (trixie), else cross-built for RELEASE (toolchain/cross-build.sh, several minutes) and
+# packaged (deploy/build-deb.sh). Used by `vpi build` and board/image/build-image.sh.
+find_or_build_deb() {
+  local rel=$1 newest bin libs
+  newest=$(ls -t "$REPO"/.build/ci-aarch64/deb/osh-edge_*_arm64.deb 2>/dev/null | head -1 || true)
+  if [[ $rel == trixie && -n $newest ]]; then printf '%s\n' "$newest"; return; fi
+  vlog "no package given: cross-building osh-edge for $rel (toolchain/cross-build.sh, several minutes)"
+  bin=$REPO/.build/cross/$rel/osh-edge
+  "$REPO/toolchain/cross-build.sh" "$rel" --dev --out "$bin" >&2 || vdie "cross-build.sh $rel failed"
+  libs=/var/cache/osh-edge/swift60-trixie/var/cache/osh-edge-sdk-apt/$rel/cache/archives
+  "$REPO/deploy/build-deb.sh" arm64 "$bin" --out "$REPO/.build/vpi/deb-$rel" --libs-from "$libs" | tail -1
+}
