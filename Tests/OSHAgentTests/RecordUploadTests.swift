@@ -88,8 +88,12 @@ final class RecordUploadTests: XCTestCase {
         return rig
     }
 
+    /// The recorded items of the window as the agent sees it: `from` and `to` go through the
+    /// command's ISO text (milliseconds), as `upload` sends them — with the raw doubles, a record
+    /// within a millisecond of `to` is in this window but not in the agent's.
     fileprivate func recorded(_ dir: String, _ output: String, _ from: Double, _ to: Double) throws -> [(time: Double, live: Bool, bytes: [UInt8])] {
-        let w = try RecordingWindow(directory: dir + "/record", outputName: output, from: from, to: to)
+        func sent(_ t: Double) -> Double { ISOTime.parse(Array(ISOTime.string(epochSeconds: t).utf8)) ?? t }
+        let w = try RecordingWindow(directory: dir + "/record", outputName: output, from: sent(from), to: sent(to))
         var out: [(Double, Bool, [UInt8])] = []
         while let item = try w.next() { out.append((item.time, item.live, Array(item.accessUnit))) }
         return out

@@ -129,7 +129,8 @@ final class Uploader {
         let window = "\(ISOTime.string(epochSeconds: start)) to \(ISOTime.string(epochSeconds: stop))"
         guard total > 0 else {
             return .failed(droppedBefore
-                ? "the window \(window) was dropped from the recording (its bound, [record] max_mb or max_hours, was reached); "
+                ? "the window \(window) is older than the recording (it began later, or its bound, [record] max_mb "
+                    + "or max_hours, dropped that part); "
                     + recordedRange(outputs)
                 : "nothing recorded from \(window) for " + outputs.map { settings.outputNames[$0] }.joined(separator: ", ")
                     + "; " + recordedRange(outputs))
@@ -138,7 +139,7 @@ final class Uploader {
         saveJob()
         lastReport = Clock.monotonicNanoseconds()
         let m = "uploading \(total) recorded observations from \(window)"
-            + (droppedBefore ? " (its start was already dropped from the recording)" : "")
+            + (droppedBefore ? " (its start is older than the recording)" : "")
         statusLine = m
         Log.notice("upload \(commandID): \(m)")
         schedule(after: 0)
@@ -295,7 +296,7 @@ final class Uploader {
         if j.skippedLive > 0 { m += "; \(j.skippedLive) were already sent live" }
         if j.rejected > 0 { m += "; the node rejected \(j.rejected)" }
         if j.invalid > 0 { m += "; \(j.invalid) no longer fit the output's schema" }
-        if j.droppedBefore { m += "; the window's start had already been dropped from the recording" }
+        if j.droppedBefore { m += "; the window's start is older than the recording" }
         return .completed(m)
     }
 
