@@ -79,12 +79,7 @@ build_image() {
   ensure_binfmt
   mount -t proc proc "$R/proc" && mounts+=("$R/proc")
   mount --bind /dev "$R/dev" && mounts+=("$R/dev")
-  install -m 0644 "$DEB" "$R/tmp/"
-  vlog "apt install ./$(basename "$DEB")"
-  chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 \
-    apt-get install -y --no-install-recommends "./tmp/$(basename "$DEB")" >"$work/apt.log" 2>&1 ||
-    { tail -30 "$work/apt.log"; vdie "apt install of the package failed in the image (log above)"; }
-  rm -f "$R/tmp/$(basename "$DEB")"
+  apt_install_deb "$R" "$DEB" "$work/apt.log"
   {
     printf 'image: %s.xz\nrelease: %s\nSOURCE_DATE_EPOCH: %s\nkernel: %s\n' "$NAME" "$REL" "$SOURCE_DATE_EPOCH" "$(cat "$base/kver")"
     printf 'package: %s %s\n\n' "$(basename "$DEB")" "$(sha256sum "$DEB" | cut -d' ' -f1)"

@@ -299,20 +299,8 @@ def main():
     summary = analyse(a.expect, given, before, after, fat_after, error_text, status, boot, a.image, raw_bytes,
                       card_bytes, out)
     summary["wall_s"] = round(time.time() - t0, 1)
-    os.makedirs(os.path.dirname(a.json), exist_ok=True)
-    with open(a.json, "w") as f:
-        json.dump(summary, f, indent=2)
-    print(table(summary))
-    print("summary: %s" % a.json)
-    if a.keep:
-        if os.path.exists(a.keep):
-            shutil.rmtree(a.keep)
-        shutil.copytree(share, a.keep, symlinks=True, ignore=shutil.ignore_patterns("bin"))
-        print("share kept in %s" % a.keep)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    failed = [c for c in summary["checks"] if not c["ok"]]
-    print("vpi image: %d checks, %d failed" % (len(summary["checks"]), len(failed)))
-    sys.exit(1 if failed else 0)
+    # The node's binary is not kept: it is the input, not a result.
+    vpi_host.finish(summary, table(summary), a.json, share, a.keep, run_dir, "vpi image", ignore=["bin"])
 
 
 if __name__ == "__main__":

@@ -259,19 +259,25 @@ def main():
 
     summary = checks.analyse(share, used, boots, events, a.image)
     summary["wall_s"] = round(time.time() - t_start, 1)
-    os.makedirs(os.path.dirname(a.json), exist_ok=True)
-    with open(a.json, "w") as f:
+    finish(summary, checks.table(summary), a.json, share, a.keep, run_dir, "vpi")
+
+
+def finish(summary, table, json_path, share, keep, run_dir, label, ignore=None):
+    """Writes the JSON summary, prints the table, keeps the share if asked (without IGNORE's
+    patterns), removes the run's directory, and exits 1 when a check failed, else 0."""
+    os.makedirs(os.path.dirname(json_path), exist_ok=True)
+    with open(json_path, "w") as f:
         json.dump(summary, f, indent=2)
-    print(checks.table(summary))
-    print("summary: %s" % a.json)
-    if a.keep:
-        if os.path.exists(a.keep):
-            shutil.rmtree(a.keep)
-        shutil.copytree(share, a.keep, symlinks=True)
-        print("share kept in %s" % a.keep)
+    print(table)
+    print("summary: %s" % json_path)
+    if keep:
+        if os.path.exists(keep):
+            shutil.rmtree(keep)
+        shutil.copytree(share, keep, symlinks=True, ignore=shutil.ignore_patterns(*ignore) if ignore else None)
+        print("share kept in %s" % keep)
     shutil.rmtree(run_dir, ignore_errors=True)
     failed = [c for c in summary["checks"] if not c["ok"]]
-    print("vpi: %d checks, %d failed" % (len(summary["checks"]), len(failed)))
+    print("%s: %d checks, %d failed" % (label, len(summary["checks"]), len(failed)))
     sys.exit(1 if failed else 0)
 
 

@@ -37,12 +37,7 @@ ensure_binfmt
 mount -t proc proc "$R/proc" && MOUNTS+=("$R/proc")
 mount --bind /dev "$R/dev" && MOUNTS+=("$R/dev")
 cp -L /etc/resolv.conf "$R/etc/resolv.conf" 2>/dev/null || true
-install -m 0644 "$DEB" "$R/tmp/"
-vlog "apt install ./$(basename "$DEB")"
-chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 \
-  apt-get install -y --no-install-recommends "./tmp/$(basename "$DEB")" >"$WORK/apt.log" 2>&1 ||
-  { tail -30 "$WORK/apt.log"; vdie "apt install of the package failed in the image (log above)"; }
-rm -f "$R/tmp/$(basename "$DEB")"
+apt_install_deb "$R" "$DEB" "$WORK/apt.log"
 cleanup
 MOUNTS=()
 

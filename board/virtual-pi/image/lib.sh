@@ -69,3 +69,17 @@ find_or_build_deb() {
   libs=/var/cache/osh-edge/swift60-trixie/var/cache/osh-edge-sdk-apt/$rel/cache/archives
   "$REPO/deploy/build-deb.sh" arm64 "$bin" --out "$REPO/.build/vpi/deb-$rel" --libs-from "$libs" | tail -1
 }
+
+# apt_install_deb ROOT DEB LOG: `apt install ./DEB` inside ROOT, as a Pi owner would (its
+# dependencies come from ROOT's apt, its maintainer scripts run through qemu-user). The caller
+# has mounted /proc and /dev in ROOT. Used by assemble.sh and board/image/build-image.sh.
+apt_install_deb() {
+  local root=$1 deb=$2 log=$3 name
+  name=$(basename "$deb")
+  install -m 0644 "$deb" "$root/tmp/"
+  vlog "apt install ./$name"
+  chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 \
+    apt-get install -y --no-install-recommends "./tmp/$name" >"$log" 2>&1 ||
+    { tail -30 "$log"; vdie "apt install of the package failed in the image (log above)"; }
+  rm -f "$root/tmp/$name"
+}
