@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# build-image.sh [--release trixie|bookworm] --out DIR [--deb FILE]
+# build-image.sh [--release trixie|bookworm] --out DIR [--deb FILE] [--raw]
 #   Builds DIR/osh-edge-<version>-<release>-arm64.img.xz, the SD-card image for a Raspberry Pi
 #   3/3+/4/400/CM4/Zero 2 W: a FAT partition (label RASPIFIRM) with the Pi firmware, config.txt,
 #   cmdline.txt, the kernel, initrd and device trees; an ext4 root (label RASPIROOT) with a minimal
@@ -7,6 +7,7 @@
 #   Also writes the image's .sha256 and its manifest (package versions, inputs).
 #   --deb FILE   the arm64 package (default: the newest .build/ci-aarch64/deb/osh-edge_*_arm64.deb,
 #                else cross-built for the release)
+#   --raw        write the uncompressed .img instead (CI boots it: xz takes minutes on 2 cores)
 #   Cached in /var/cache/osh-edge/image/<release>/ (IMAGE_CACHE): the Debian root by its recipe
 #   (root-base.sh, rootfs/), the image by that and the package's bytes; a second run with the same
 #   inputs copies the cached image. SOURCE_DATE_EPOCH (default: the time of the last commit of
@@ -19,15 +20,17 @@ HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 source "$HERE/../virtual-pi/image/lib.sh"
 vlog() { printf '[image] %s\n' "$*" >&2; }
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 REL=trixie
 OUT=
 DEB=
+RAW=0
 while (($#)); do
   case $1 in
     --release) REL=${2:?}; shift ;;
     --out) OUT=$(realpath -m -- "${2:?}"); shift ;;
     --deb) DEB=$(realpath -e -- "${2:?}"); shift ;;
+    --raw) RAW=1 ;;
     -h | --help) usage 0 ;;
     *) vdie "unknown argument '$1' (build-image.sh --help)" ;;
   esac
@@ -144,10 +147,7 @@ build_image() {
     "$DISK_ID" "$fat_s" $((FAT_MB * 2048)) "$root_s" | sfdisk -q --no-reread --no-tell-kernel "$disk"
   dd if="$work/fat.img" of="$disk" bs=1M seek="$FAT_START_MB" conv=notrunc,sparse status=none
   dd if="$work/root.img" of="$disk" bs=1M seek=$((FAT_START_MB + FAT_MB)) conv=notrunc,sparse status=none
-  vlog "xz ($(du -h --apparent-size "$disk" | cut -f1) image; a minute or two)"
-  nice -n 10 xz -T2 -6 -c "$disk" >"$work/$NAME.xz"
-  (cd "$work" && sha256sum "$NAME.xz" >"$NAME.xz.sha256")
-  rm -rf --one-file-system -- "$R" "$work/fat" "$work/fat.img" "$work/root.img" "$disk"
+  rm -rf --one-file-system -- "$R" "$work/fat" "$work/fat.img" "$work/root.img"
   rm -rf --one-file-system -- "$dir"
   mv "$work" "$dir"
   trap - EXIT
@@ -174,8 +174,21 @@ if [[ ! -f $img/.ready ]]; then
 else
   vlog "image from the cache: $img"
 fi
+# The cache keeps the raw image (sparse) and, once asked for, its xz.
 mkdir -p "$OUT"
-cp "$img/$NAME.xz" "$img/$NAME.xz.sha256" "$OUT/"
 cp "$img/manifest.txt" "$OUT/$NAME.manifest.txt"
-vlog "$OUT/$NAME.xz: $(stat -c %s "$OUT/$NAME.xz") bytes, $(cut -d' ' -f1 "$OUT/$NAME.xz.sha256"), $(($(date +%s) - start)) s"
-printf '%s\n' "$OUT/$NAME.xz"
+if ((RAW)); then
+  out=$OUT/$NAME
+  cp --sparse=always "$img/$NAME" "$out"
+  (cd "$OUT" && sha256sum "$NAME" >"$NAME.sha256")
+else
+  if [[ ! -f $img/$NAME.xz.sha256 ]]; then
+    vlog "xz ($(du -h --apparent-size "$img/$NAME" | cut -f1) image; a few minutes on 2 cores)"
+    nice -n 10 xz -T2 -6 -c "$img/$NAME" >"$img/$NAME.xz.tmp" && mv "$img/$NAME.xz.tmp" "$img/$NAME.xz"
+    (cd "$img" && sha256sum "$NAME.xz" >"$NAME.xz.sha256")
+  fi
+  out=$OUT/$NAME.xz
+  cp "$img/$NAME.xz" "$img/$NAME.xz.sha256" "$OUT/"
+fi
+vlog "$out: $(stat -c %s "$out") bytes, $(cut -d' ' -f1 "$out.sha256"), $(($(date +%s) - start)) s"
+printf '%s\n' "$out"

@@ -144,7 +144,7 @@ def analyse(expect, given, before, after, fat_after, error_text, status, boot, i
     secrets_given = "osh-edge-secrets" in given
     summary = {
         "image": image,
-        "image_xz_bytes": os.path.getsize(image),
+        "image_file_bytes": os.path.getsize(image),
         "image_bytes": raw_bytes,
         "card_bytes": card_bytes,
         "expect": expect,
@@ -214,8 +214,8 @@ def table(s):
     rows = ["%-52s %s  %s" % (c["name"], "ok  " if c["ok"] else "FAIL", c["detail"]) for c in s["checks"]]
     fb, sv = s["firstboot"], s["service"]
     rows.append("")
-    rows.append("image %s: %d bytes (xz), %d raw; card %d" % (os.path.basename(s["image"]), s["image_xz_bytes"],
-                                                             s["image_bytes"], s["card_bytes"]))
+    rows.append("image %s: %d bytes, %d written to the card; card %d" % (
+        os.path.basename(s["image"]), s["image_file_bytes"], s["image_bytes"], s["card_bytes"]))
     rows.append("boot: QEMU %s s wall; guest uptime: firstboot %s-%s s, service ready at %s s, first observation "
                 "at %s s" % (s["boot"].get("wall_s"), fb["started_s"], fb["done_s"], sv["ready_s"], sv["first_observation_s"]))
     return "\n".join(rows)
