@@ -34,8 +34,7 @@ DEADLINE_S = 420   # guest uptime at which the observer reports whatever it has
 GROW_BYTES = 1 << 30  # the "card" is this much bigger than the image
 
 
-def log(msg):
-    vpi_host.log(msg)
+log = vpi_host.log
 
 
 def run(cmd, **kw):
@@ -281,7 +280,7 @@ def main():
     # The test's one addition to the root: the unit that mounts the share and starts its part.
     card.root_add_unit(os.path.join(GUEST, "vpi-image-guest.service"), "multi-user.target")
 
-    gps = a.gps or vpi_host.fixture(a.repo, "nmea", "gpsd-3.22", "ublox-neo-m9n-nmea.log")
+    gps = a.gps or vpi_host.default_gps(a.repo)
     append = qemu_append(cmdline)
     log("first boot (QEMU TCG): %s" % append)
     events = []

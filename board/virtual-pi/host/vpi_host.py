@@ -38,6 +38,11 @@ def fixture(repo, *parts):
     return os.path.join(repo, "Tests", "OSHCoreTests", "Fixtures", *parts)
 
 
+def default_gps(repo):
+    """The NMEA log fed to the GPS when a tester gives none: a u-blox NEO-M9N's, from gpsd."""
+    return fixture(repo, "nmea", "gpsd-3.22", "ublox-neo-m9n-nmea.log")
+
+
 # ---------------------------------------------------------------- inputs
 
 def prepare_inputs(repo, inputs_dir, share):
@@ -53,7 +58,7 @@ def prepare_inputs(repo, inputs_dir, share):
             return os.path.join(inputs_dir, name), "given"
         return default, "fixture"
 
-    gps, how = pick("gps.nmea", fixture(repo, "nmea", "gpsd-3.22", "ublox-neo-m9n-nmea.log"))
+    gps, how = pick("gps.nmea", default_gps(repo))
     used["gps.nmea"] = {"path": gps, "source": how}
     wav, how = pick("audio.wav", fixture(repo, "audio", "sine_1k_-20dBFS.wav"))
     used["audio.wav"] = {"path": wav, "source": how}

@@ -28,6 +28,7 @@ get() {
 observations() { get '/sensorhub/api/observations?limit=10000' | grep -o '"resultTime"' | wc -l; }
 
 first=
+stream_end=
 while :; do
   now=$(up)
   fb=$(prop osh-edge-firstboot.service ActiveState)
@@ -36,9 +37,10 @@ while :; do
     if [[ $fb == failed ]]; then break; fi
     if [[ -z $first ]] && (($(observations) > 0)); then
       first=$now
+      stream_end=$(awk -v f="$first" -v s="$STREAM_S" 'BEGIN { print f + s }')
       echo "vpi-image: first observation at the node at $first s"
     fi
-    if [[ -n $first ]] && after "$now" "$(awk -v f="$first" -v s="$STREAM_S" 'BEGIN { print f + s }')"; then break; fi
+    if [[ -n $first ]] && after "$now" "$stream_end"; then break; fi
   else
     case $fb in active | failed) break ;; esac
   fi
