@@ -342,7 +342,10 @@ extension DevNode {
         let parser = WebSocketFrameParser(role: .server, maxMessageBytes: 64 * 1024)
         var attached = false
         var closingSince: Double?
-        if !ctx.duplicate, commandHub.attach(sock) {
+        if let reason = config.refuseReceivers {
+            sock.sendClose(WebSocketCloseCode.internalError, reason)
+            closingSince = wallClock()
+        } else if !ctx.duplicate, commandHub.attach(sock) {
             attached = true
             log("command receiver connected to control stream " + ctx.controlStreamID)
         } else {
@@ -438,11 +441,16 @@ extension DevNode {
         }
         let issued = wallClock()
         let cmd = StoredCommand(id: id, controlStreamID: csID, issueTime: issued, sender: user(of: req), parameters: params)
-        let pushed = commandHub.awaitReceiver(csID).map { r in r.send(.text, Self.commandJSON(cmd, currentStatus: nil)) } ?? false
+        let pushed = commandHub.awaitReceiver(csID).map { r in r.send(.binary, Self.commandJSON(cmd, currentStatus: nil)) } ?? false
         guard pushed else {
-            // Nobody subscribed: OSH stores nothing and the POST gives up after ~29.5 s.
+            // Nobody subscribed: OSH stores nothing and the POST gives up after ~29.5 s with 202
+            // (CommandHandler.addEntry: REQUEST_ACCEPTED_TIMEOUT), its message in Jetty's HTML error page.
             sleepSeconds(config.noReceiverWaitSeconds)
-            return answer(connection, req, route: route, HTTPResponse(status: 202, body: [], contentType: nil))
+            let page = "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=utf-8\"/>\n"
+                + "<title>Error 202 Command accepted but request timed out before command was acknowledged by receiving system</title>\n"
+                + "</head>\n<body><h2>HTTP ERROR 202 Command accepted but request timed out before command was acknowledged by receiving system</h2>\n"
+                + "</body>\n</html>\n"
+            return answer(connection, req, route: route, HTTPResponse(status: 202, body: Array(page.utf8), contentType: "text/html;charset=utf-8"))
         }
         commandHub.store(cmd, cap: config.maxStoredCommands)
         // Status reports posted over HTTP carry no correlation id: the wait always runs out.

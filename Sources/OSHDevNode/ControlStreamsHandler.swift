@@ -28,6 +28,20 @@ extension RequestHandler {
             route = method + " /controlstreams/{id}/" + name
             guard ["commands", "status", "schema"].contains(name) else { throw NodeFailure.invalidName(name) }
             guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
+            // `…/commands/{cmdId}/status`: the reports held for one command (CommandStatusHandler,
+            // nested under CommandHandler); list only — a POST there is 405 as on osh-core.
+            if name == "commands", sub.count == 2, sub[1] == "status" {
+                route = method + " /controlstreams/{id}/commands/{cmdId}/status"
+                return try onCollection(get: {
+                    let reports = store.controlStreams[i].statuses.filter { $0.body["command@id"]?.string == sub[0] }
+                    return json(page(reports) { s, w in
+                        w.beginObject()
+                        w.key("id"); w.string(s.id)
+                        if case .object(let m) = s.body { for (k, x) in m { w.key(k); w.value(x) } }
+                        w.endObject()
+                    })
+                }, post: { throw NodeFailure.unsupported("Observations can only be created within a Datastream") })
+            }
             guard sub.isEmpty else { throw NodeFailure.badRequest("Invalid resource URI") }
             switch name {
             case "status":

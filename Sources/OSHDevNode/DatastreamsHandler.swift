@@ -17,6 +17,20 @@ extension RequestHandler {
                 guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
                 let (item, at) = try replacementItem(allowed: [MediaType.json])
                 let input = try datastreamInput(item, at: at)
+                // osh-core's in-memory store refuses every replacement: its put() finds the datastream
+                // itself under the same system, output and validTime (InMemoryDataStreamStore.java:228).
+                if config.oshInMemoryStore {
+                    throw NodeFailure(status: 500, message: "org.sensorhub.api.datastore.DataStoreException: "
+                                     + "Datastore already contains datastream for the same system, output and validTime")
+                }
+                // DataStreamTransactionHandler.update: no structure change once observations exist
+                // (names, types and order — DataComponentChecks.checkStructCompatible), answered 400 by
+                // BaseResourceHandler.update.
+                let d = store.datastreams[i]
+                if d.observationCount > 0, input.record.structureSignature != d.record.structureSignature {
+                    throw NodeFailure.badRequest("Cannot update '\(id)': Cannot update the record structure or encoding "
+                                                 + "of a datastream if it already has observations")
+                }
                 update(&store.datastreams[i], with: input)
                 return HTTPResponse(status: 204, contentType: nil)
             }, delete: {

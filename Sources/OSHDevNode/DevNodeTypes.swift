@@ -34,6 +34,16 @@ public struct DevNodeConfig: Sendable {
     public var commandAckSeconds: Double = 5
     /// How long a command POST with no connected receiver waits before 202 (OSH: ~29.5 s).
     public var noReceiverWaitSeconds: Double = 29.5
+    /// Reproduces osh-core's in-memory datastore (what a node without the H2 module runs): every
+    /// PUT of a datastream is answered 500 (InMemoryDataStreamStore.put finds the datastream itself
+    /// under the same system, output and validTime). False: a PUT is refused only for a changed
+    /// structure once observations exist, as with the H2 store.
+    public var oshInMemoryStore = false
+    /// Set: each command receiver is closed with 1011 and this reason right after the upgrade, as
+    /// osh-core 4c87a65 does with security on (the receiver's permission check in
+    /// CommandHandler.startRealTimeStream runs where no user is known: "Permission denied: …
+    /// No user specified"). Observations are not affected.
+    public var refuseReceivers: String?
     /// `--journal FILE`: every change to a system, datastream, control stream or sampling feature
     /// is appended here, and the first `start()` replays the file, so resources and their ids
     /// survive a restart (as an OSH node's database does). nil: everything lives in memory only.
@@ -43,6 +53,9 @@ public struct DevNodeConfig: Sendable {
     public var ledgerPath: String?
     /// Called with one line per request (and lifecycle events). Nothing is printed otherwise.
     public var log: (@Sendable (String) -> Void)?
+
+    /// osh-core's close reason when its permission check refuses a receiver (with security on).
+    public static let oshSecuredReceiverRefusal = "Permission denied: csapi[default]/create/status: No user specified"
 
     public init(host: String = "127.0.0.1", port: UInt16 = 0, apiPath: String = "/sensorhub/api",
                 users: [(String, String)] = [], tls: (certPEM: String, keyPEM: String)? = nil,

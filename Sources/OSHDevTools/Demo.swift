@@ -232,12 +232,15 @@ extension Agent {
     /// (DevNode.control) and the answers go to `output`.
     public static func runDevelopmentNode(port: UInt16, users: [(String, String)], journal: String? = nil,
                                           ledger: String? = nil, controlStdin: Bool = false,
+                                          oshInMemoryStore: Bool = false, refuseReceivers: Bool = false,
                                           output: @escaping (String) -> Void) throws -> Never {
         var config = DevNodeConfig()
         config.port = port
         config.users = users
         config.journalPath = journal
         config.ledgerPath = ledger
+        config.oshInMemoryStore = oshInMemoryStore
+        config.refuseReceivers = refuseReceivers ? DevNodeConfig.oshSecuredReceiverRefusal : nil
         try DevNode.runForever(config: config, onStart: { n in
             n.journalNotes.forEach(output)
             output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))

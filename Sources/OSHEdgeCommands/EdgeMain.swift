@@ -38,7 +38,8 @@ commands:
   schema --remote DATASTREAM   a datastream's schema as the node holds it  [--format om+json|swe+json|swe+binary]
   observations DATASTREAM      its newest records whatever their age, decoded with its schema
          [--latest N] (default 10) | --current (resultTime=latest)  [--format om+json|swe+json|swe+binary]
-  command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and the status the node reports
+  command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and its outcome, read back from
+                       the node's status reports (--wait S, default 12: how long to wait for a final one)
                        these five: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
                        for check, or the configured node (--config FILE --secrets FILE); --json for JSON
   decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows
@@ -147,8 +148,8 @@ func check(_ a: inout Arguments) {
         let identity: SystemIdentity
         if uid == nil, let loaded { identity = loaded.config.identity }
         else { identity = try Agent.localIdentity(uid: uid, uidExtension: "", label: nil) }
+        // Without a configuration the board's outputs are unknown: what the node holds is listed, not judged.
         let outputs = loaded.map(Check.configuredOutputs)
-            ?? OutputCatalogue.all(OutputOptions(uid: identity.uid)).filter { $0.binaryEncoding == nil }
         let lines = try Check.run(server: server, identity: identity, outputs: outputs)
         for l in lines { print((l.ok ? "ok    " : "FAIL  ") + l.text) }
         exit(lines.allSatisfy(\.ok) ? 0 : 1)

@@ -227,11 +227,14 @@ func node(_ a: inout Arguments) {
     let journal = a.value("--journal")
     let ledger = a.value("--ledger")
     let control = a.flag("--control-stdin")
+    let inMemory = a.flag("--osh-in-memory-store")
+    let refuse = a.flag("--refuse-receivers")
     a.finish()
     do {
         // Flushed (fflush(nil): every stream): the node never exits normally and its stdout is often a pipe.
         try Agent.runDevelopmentNode(port: port, users: users, journal: journal, ledger: ledger,
-                                     controlStdin: control) { print($0); fflush(nil) }
+                                     controlStdin: control, oshInMemoryStore: inMemory,
+                                     refuseReceivers: refuse) { print($0); fflush(nil) }
     } catch {
         fail("\(error)", code: 1)
     }

@@ -34,6 +34,9 @@ commands:
                        datastream deleted (node-start/system/datastream/obs/deleted), before answering
          --control-stdin  steer it from standard input, one answer per line (ok LINE | error WHY):
                        mode normal|refuse|status N|delay S|reset|reject N, delete OUTPUT, stats
+         --osh-in-memory-store  answer every datastream PUT with 500, as osh-core's in-memory store does
+         --refuse-receivers  close each command receiver with 1011 right after the upgrade, as osh-core
+                       does with security on ("Permission denied: … No user specified")
   run                  the agent as osh-edge runs it, with the simulation linked: outputs with
                        source = "simulated" run on the demo's simulated chips
                        --config FILE (default /etc/osh-edge/osh-edge.conf)  --secrets FILE

@@ -41,6 +41,18 @@ final class CheckAndSignalTests: XCTestCase {
         try a.stop(flushUntil: EventLoop.deadline(after: 1))
         let after = try Check.run(server: good, identity: identity, outputs: outputs)
         XCTAssertEqual(after.map(\.ok), [true, true, true], after.map(\.text).joined(separator: "\n"))
+        XCTAssertTrue(after[2].text.hasPrefix("all 1 configured datastreams are there (the node holds 1 datastream for this board)"),
+                      after[2].text)
+        // The board's own datastreams are counted, not a default set: a configuration naming
+        // another output says what is missing and what the node holds beyond it; no configuration
+        // (`check --node URL` alone) lists what the node holds and fails nothing.
+        let other = try Check.run(server: good, identity: identity,
+                                  outputs: [OutputCatalogue.gps(OutputOptions(uid: identity.uid))])
+        XCTAssertEqual(other[2].text, "0 of the 1 configured datastreams are there; missing: gps_data (osh-edge creates them "
+                       + "when it registers) (the node holds 1 datastream for this board; not in this configuration: barometer)")
+        let unjudged = try Check.run(server: good, identity: identity, outputs: nil)
+        XCTAssertEqual(unjudged.map(\.ok), [true, true, true])
+        XCTAssertEqual(unjudged[2].text, "the node holds 1 datastream for this board: barometer")
         let closed = try Check.run(server: HTTPServer(apiRoot: "http://127.0.0.1:1/sensorhub/api"), identity: identity, outputs: outputs)
         XCTAssertTrue(closed[0].text.contains("nothing accepts connections"), closed[0].text)
     }

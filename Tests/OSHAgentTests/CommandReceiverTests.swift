@@ -266,4 +266,48 @@ final class CommandReceiverTests: XCTestCase {
         guard case .notFound? = gone.lastError else { return XCTFail("\(String(describing: gone.lastError))") }
         gone.stop()
     }
+    /// `osh-edge command` as a field engineer runs it, against the development node behaving as
+    /// osh-core does (the POST answers PENDING when its window ends): the CLI reads the outcome
+    /// back from the command's status reports and prints it — COMPLETED with the handler's
+    /// message, REJECTED with the reason — and says plainly when nothing is listening.
+    func testTheCLIPrintsTheOutcomeNotTheNodesPending() throws {
+        let csID = try register()
+        let r = try receiver(csID) { cmd in
+            if case .setRate(let name, let hz) = cmd { return .completed("\(name) now at \(hz) Hz") }
+            return .completed()
+        }
+        r.start()
+        XCTAssertTrue(try run { node.hasCommandReceiver(controlStreamID: csID) && r.channel.state == .open })
+        func cli(_ parameters: String) throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = builtBinary("osh-edge")
+            p.arguments = ["command", csID, parameters, "--node", node.apiRoot, "--user", "pi"]
+            var env = ProcessInfo.processInfo.environment
+            env["OSH_EDGE_PASSWORD"] = "secret"
+            p.environment = env
+            let out = Pipe()
+            p.standardOutput = out
+            p.standardError = out
+            try p.run()
+            // The receiver answers on this loop while the CLI waits.
+            try run(timeout: 30) { !p.isRunning }
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        }
+        let (okStatus, ok) = try cli(#"{"setRate":{"outputName":"barometer","rate":2}}"#)
+        XCTAssertEqual(okStatus, 0, ok)
+        XCTAssertTrue(ok.contains("\nstatus: COMPLETED at "), ok)
+        XCTAssertTrue(ok.contains(" — barometer now at 2.0 Hz\n"), ok)
+        XCTAssertTrue(ok.contains("(the node answered PENDING when its window ended"), ok)
+        let (_, rejected) = try cli(#"{"setRate":{"outputName":"barometer","rate":500}}"#)
+        XCTAssertTrue(rejected.contains("\nstatus: REJECTED at "), rejected)
+        XCTAssertTrue(rejected.contains(" — setRate.rate 500 Hz is outside 0.001…100 Hz"), rejected)
+        r.stop()
+        XCTAssertTrue(try run { !node.hasCommandReceiver(controlStreamID: csID) })
+        let (_, nobody) = try cli(#"{"identify":{"duration":1}}"#)
+        XCTAssertTrue(nobody.hasPrefix("command on control stream \(csID): the node kept no command (HTTP 202 after "), nobody)
+        XCTAssertTrue(nobody.contains("no receiver acknowledged it in its window"), nobody)
+        XCTAssertTrue(nobody.contains("Command accepted but request timed out"), nobody)
+        XCTAssertTrue(nobody.contains("commands: listening on control stream \(csID)"), nobody)
+    }
 }

@@ -105,7 +105,9 @@ final class ReadSideCommandTests: XCTestCase {
         XCTAssertEqual(o.firstReport?.statusCode, "PENDING")
         XCTAssertEqual(o.status, "COMPLETED", "the newest report the node holds, not the POST's PENDING")
         XCTAssertEqual(ReadSideRender.commandText(o),
-                       "command cmd7 on control stream cs1\nstatus: COMPLETED at 2026-11-29T10:00:07.000Z — pan 3°, tilt 0°")
+                       "command cmd7 on control stream cs1\nstatus: COMPLETED at 2026-11-29T10:00:07.000Z — pan 3°, tilt 0°\n"
+                       + "(the node answered PENDING when its window ended — an OSH node does not hand a status posted over "
+                       + "HTTP back to the sender — and the outcome was read from its status reports after 0 s)")
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(ReadSideRender.commandJSON(o).utf8)) as? [String: Any])
         XCTAssertEqual(json["command@id"] as? String, "cmd7")
         XCTAssertEqual(json["statusCode"] as? String, "COMPLETED")
@@ -119,7 +121,7 @@ final class ReadSideCommandTests: XCTestCase {
         let silent = try ReadSide.command(r, controlStream: "cs2", json: #"{"rpan":3.0}"#)
         XCTAssertEqual(silent.httpStatus, 202)
         XCTAssertNil(silent.commandID)
-        XCTAssertTrue(ReadSideRender.commandText(silent).contains("no receiver answered"), ReadSideRender.commandText(silent))
+        XCTAssertTrue(ReadSideRender.commandText(silent).contains("no receiver acknowledged it"), ReadSideRender.commandText(silent))
 
         XCTAssertThrowsError(try ReadSide.command(r, controlStream: "cs3", json: #"{"warp":1}"#)) { e in
             XCTAssertTrue("\(e)".contains("HTTP 500: Command rejected: unknown output 'warp'"), "\(e)")

@@ -68,14 +68,52 @@ final class WebSocketClientTests: XCTestCase {
     func testRefusedConnectionIsRetriedWithBackoff() throws {
         node.stop()
         let c = try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
-                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0))
+                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0,
+                                                                     stableAfter: 0.2))
         c.start()
         XCTAssertTrue(try run { c.failures >= 3 })
         guard case .connect? = c.lastError else { return XCTFail("\(String(describing: c.lastError))") }
         try node.start()
         XCTAssertTrue(try run { c.state == .open })
-        XCTAssertEqual(c.failures, 0)
+        // The backoff starts again only once the channel has proved itself.
+        XCTAssertGreaterThanOrEqual(c.failures, 3)
+        XCTAssertTrue(try run { c.failures == 0 })
+        XCTAssertEqual(c.state, .open)
         c.stop()
+    }
+
+    /// osh-core with security on accepts the upgrade and closes the channel at once with 1011
+    /// ("Permission denied: … No user specified"). That is a failure like a refused connect: the
+    /// waits grow to the backoff's maximum instead of a reconnect every step, and the error quotes
+    /// the close code and reason and says what it means.
+    func testAChannelClosedRightAfterTheUpgradeBacksOff() throws {
+        node.stop()
+        var cfg = DevNodeConfig()
+        cfg.refuseReceivers = DevNodeConfig.oshSecuredReceiverRefusal
+        let secured = DevNode(config: cfg)
+        try secured.start()
+        defer { secured.stop() }
+        let b = CSRequestBuilder()
+        let h = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: secured.apiRoot))
+        let sys = try h.sendWaiting(b.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:ws2", label: "WS", serial: "ws2",
+                                                                                            validFrom: 1.7e9, components: []))), on: loop)
+        let cs = try h.sendWaiting(b.createControlStream(systemID: try XCTUnwrap(CSResponse.resourceID(fromLocation: sys.location)),
+                                                         body: DeviceControl.body(systemLabel: "WS", outputNames: [])), on: loop)
+        let c = try WebSocketClient(loop: loop, server: h.server,
+                                    request: b.commandChannel(controlStreamID: try XCTUnwrap(CSResponse.resourceID(fromLocation: cs.location))),
+                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.4), pingInterval: 0))
+        var steps: [Double] = []
+        c.onDown = { _, retry in if let retry { steps.append(retry) } }
+        c.start()
+        XCTAssertTrue(try run(timeout: 10) { steps.count >= 5 })
+        c.stop()
+        XCTAssertEqual(Array(steps.prefix(5)), [0.05, 0.1, 0.2, 0.4, 0.4])
+        XCTAssertEqual(c.lastError, .closedRightAfterOpening(code: 1011, reason: DevNodeConfig.oshSecuredReceiverRefusal))
+        let text = c.lastError?.description ?? ""
+        XCTAssertTrue(text.contains("close code 1011: Permission denied"), text)
+        XCTAssertTrue(text.contains("Commands will not reach this board"), text)
+        XCTAssertTrue(text.contains("observations still flow"), text)
+        XCTAssertGreaterThanOrEqual(c.opens, 5) // each upgrade succeeded: the node closed what it had opened
     }
 
     /// The client logs nothing (its owner knows which channel it is: AgentRuntime logs once per

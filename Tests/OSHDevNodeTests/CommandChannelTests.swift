@@ -58,7 +58,7 @@ final class CommandChannelTests: XCTestCase {
         let sink: (WebSocketEvent) -> Void = { e in
             switch e {
             case .text(let b): out.append("text " + String(decoding: b, as: UTF8.self))
-            case .binary: out.append("binary")
+            case .binary(let b): out.append("binary " + String(decoding: b, as: UTF8.self))
             case .ping(let b): out.append("ping " + String(decoding: b, as: UTF8.self))
             case .pong(let b): out.append("pong " + String(decoding: b, as: UTF8.self))
             case .close(let c, let r): out.append("close \(c) \(r)")
@@ -109,7 +109,10 @@ final class CommandChannelTests: XCTestCase {
         let answer = try TestHTTP.parse(raw, readError: nil)
         XCTAssertEqual(answer.status, 200)
         XCTAssertEqual((answer.json as? [String: Any])?["statusCode"] as? String, "PENDING")
-        let pushed = try JSONValue.parse(String(try XCTUnwrap(got.first).dropFirst(5)))
+        // osh-core pushes commands as binary frames (WebSocketOutputStream.send → sendBytes).
+        let frameText = try XCTUnwrap(got.first)
+        XCTAssertTrue(frameText.hasPrefix("binary {"), frameText)
+        let pushed = try JSONValue.parse(String(frameText.dropFirst(7)))
         XCTAssertEqual(pushed.objectKeys, ["id", "controlstream@id", "issueTime", "sender", "parameters"])
         XCTAssertEqual(pushed["controlstream@id"]?.string, csID)
         XCTAssertEqual(pushed["sender"]?.string, "anonymous")

@@ -85,7 +85,7 @@ public final class CommandReceiver {
     public var onChannelDown: ((WebSocketClientError?, Double?) -> Void)? {
         didSet { channel.onDown = onChannelDown }
     }
-    /// The channel opened (the first time, and after every reconnection).
+    /// The channel works (WebSocketClient.onOpen: a message came, or it stayed open `stableAfter` s).
     public var onChannelUp: (() -> Void)? {
         didSet { channel.onOpen = onChannelUp }
     }
@@ -113,7 +113,10 @@ public final class CommandReceiver {
         channel = try WebSocketClient(loop: loop, server: http.server,
                                       request: builder.commandChannel(controlStreamID: controlStreamID),
                                       options: options.websocket)
+        // osh-core writes each command as a binary frame (WebSocketOutputStream.send → sendBytes);
+        // a text frame carries the same JSON, so both are read alike.
         channel.onText = { [weak self] bytes in self?.onMessage(bytes) }
+        channel.onBinary = { [weak self] bytes in self?.onMessage(bytes) }
     }
 
     /// A receiver for `device_control`: decodes into DeviceControlCommand for `handler`, which gets

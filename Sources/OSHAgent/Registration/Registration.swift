@@ -106,6 +106,9 @@ public final class Registrar {
     public private(set) var state: RegistrationState
     /// Requests made by the last run, for tests and the status line.
     public private(set) var created: [String] = []
+    /// What the last run decided off the plain path, a line each, for the log (once per text): a
+    /// datastream the node would not update, and which way out was taken.
+    public private(set) var notices: [String] = []
 
     public init(client: NodeClient, builder: CSRequestBuilder, server: String, identity: SystemIdentity,
                 specs: [OutputSpec], format: ScalarFormat, cached: RegistrationState?, now: @escaping () -> Double) {
@@ -123,6 +126,7 @@ public final class Registrar {
 
     public func register(_ done: @escaping (Result<RegistrationState, RegistrationError>) -> Void) {
         created.removeAll()
+        notices.removeAll()
         send(builder.landingPage(), step: "reaching the node's API root") { [self] r in
             guard case .success = r else { return done(r.map { _ in state }) }
             system { [self] r in
@@ -256,10 +260,16 @@ public final class Registrar {
                 return next(i + 1, onNode, k)
             }
             // On the node but new to us, or its schema changed: update it in place.
-            send(builder.updateDatastream(id: id, body: body), step: step) { [self] r in
-                guard case .success = r else { return k(r) }
-                state.datastreams[spec.outputName] = (id, hash)
-                next(i + 1, onNode, k)
+            client.send(builder.updateDatastream(id: id, body: body)) { [self] resp in
+                if (200...299).contains(resp.status) {
+                    state.datastreams[spec.outputName] = (id, hash)
+                    return next(i + 1, onNode, k)
+                }
+                let refusal = RegistrationError(step: step, status: resp.status,
+                                                detail: resp.transportError ?? NodeError.parse(resp.body).summary)
+                // The node went away or refuses us: the whole registration is retried.
+                if [0, 401, 403, 408, 429].contains(resp.status) { return k(.failure(refusal)) }
+                refusedUpdate(i, id: id, body: body, hash: hash, refusal: refusal, onNode, k)
             }
         } else {
             send(builder.createDatastream(systemID: sys, body: body), step: step) { [self] r in
@@ -269,6 +279,58 @@ public final class Registrar {
                 }
                 state.datastreams[spec.outputName] = (id, hash)
                 created.append("datastream:" + spec.outputName)
+                next(i + 1, onNode, k)
+            }
+        }
+    }
+
+    /// The node would not update datastream `id` in place: osh-core refuses a changed structure
+    /// once observations exist (DataStreamTransactionHandler.update), and its in-memory store
+    /// refuses every update (InMemoryDataStreamStore.put: "Datastore already contains datastream
+    /// for the same system, output and validTime"). One datastream must not stop the others:
+    /// 1. if the node's structure is compatible with ours — the same names, types and order at
+    ///    every depth, osh-core's own rule (DataComponentChecks.checkStructCompatible) — keep it:
+    ///    our observations parse against it;
+    /// 2. otherwise create it again (POST): osh-core then adds a new datastream with a later
+    ///    validTime, as it does itself when an output's structure changes
+    ///    (SystemTransactionHandler.addOrUpdateDataStream), and the old one keeps its observations;
+    /// 3. if the node refuses that too, this output waits for the next registration.
+    private func refusedUpdate(_ i: Int, id: String, body: [UInt8], hash: String, refusal: RegistrationError,
+                               _ onNode: [String: String], _ k: @escaping Step) {
+        let name = specs[i].outputName
+        let said = "the node would not update datastream \(name) (\(id)) (HTTP \(refusal.status): \(refusal.detail))"
+        let ours = (try? JSONValue.parse(body))?["schema"].flatMap { try? SchemaDecoder.datastreamSchema($0) }
+        let obsFormat = ours?.obsFormat ?? format.mediaType
+        // The node going away now fails the whole registration, to be retried like any outage.
+        let away = { (r: TransportOutcome) in
+            RegistrationError(step: refusal.step, status: 0, detail: r.transportError ?? "no answer")
+        }
+        client.send(builder.datastreamSchema(id: id, obsFormat: obsFormat)) { [self] resp in
+            if resp.status == 0 { return k(.failure(away(resp))) }
+            let theirs = resp.status == 200 ? try? SchemaDecoder.datastreamSchema(json: resp.body) : nil
+            if let ours, let theirs, ours.record.structureSignature == theirs.record.structureSignature {
+                state.datastreams[name] = (id, hash)
+                notices.append(said + "; its structure is the same as ours (fields, types and order), so \(name) keeps streaming into it")
+                return next(i + 1, onNode, k)
+            }
+            guard let sys = state.systemID else { return k(.success(TransportOutcome(status: 200))) }
+            client.send(builder.createDatastream(systemID: sys, body: body)) { [self] resp in
+                if resp.status == 0 { return k(.failure(away(resp))) }
+                if (200...299).contains(resp.status), let newID = CSResponse.resourceID(fromLocation: resp.location) {
+                    state.datastreams[name] = (newID, hash)
+                    if newID != id {
+                        created.append("datastream:" + name)
+                        notices.append(said + "; its structure differs from ours, so a new datastream \(newID) was created "
+                                       + "(the old one keeps its observations)")
+                    } else {
+                        notices.append(said + "; created again, the node kept the same datastream")
+                    }
+                    return next(i + 1, onNode, k)
+                }
+                state.datastreams[name] = nil
+                notices.append(said + "; its structure differs from ours and the node refused a new one too (HTTP \(resp.status): "
+                               + NodeError.parse(resp.body).summary + "): \(name) is not streamed until the next registration "
+                               + "(a restart, or the reregister command); the other outputs are")
                 next(i + 1, onNode, k)
             }
         }

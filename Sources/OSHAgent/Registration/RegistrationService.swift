@@ -21,6 +21,7 @@ final class RegistrationService {
     /// only a different one (libcurl's elapsed time does not make one new).
     private var policy: ReconnectPolicy
     private var registering = false
+    private var noticesSaid: Set<String> = []
     private lazy var deadline = LoopDeadline(loop: loop) { [unowned self] in self.register() }
 
     init(loop: EventLoop, client: NodeClient, builder: CSRequestBuilder, config: AgentConfig, specs: [OutputSpec]) {
@@ -51,6 +52,12 @@ final class RegistrationService {
                 self.lastError = nil
                 // The outage ends with the caller's "registered …" line, the one line for it.
                 _ = self.policy.succeeded()
+                // Each way out is logged once per run, with the node's message; a later registration
+                // that meets the same refusal says nothing new.
+                for n in self.registrar.notices where !self.noticesSaid.contains(n) {
+                    if self.noticesSaid.count < 64 { self.noticesSaid.insert(n) }
+                    Log.warning(n)
+                }
                 do { try StateFiles.write(state.encoded(), to: self.cachePath) }
                 catch { Log.warning("could not save the id cache (\(error)); registration repeats at the next start") }
                 self.onRegistered(state)

@@ -281,7 +281,7 @@ public final class AgentRuntime {
         if config.commands, let sys = state.systemID { commands.start(systemID: sys) }
         let created = registration.registrar.created
         Log.notice("registered \(config.identity.uid) with \(config.server.apiRoot): "
-                   + "\(specs.count) datastreams" + (created.isEmpty ? "" : ", created \(created.joined(separator: ", "))"))
+                   + "\(registration.registrar.specs.count) datastreams" + (created.isEmpty ? "" : ", created \(created.joined(separator: ", "))"))
     }
 
     /// Starts registration, the GPS input, the flush and clock timers and the timer-sampled outputs.

@@ -9,7 +9,9 @@ public enum Check {
         public var text: String
     }
 
-    public static func run(server: HTTPServer, identity: SystemIdentity, outputs: [OutputSpec],
+    /// `outputs`: the datastreams the board's configuration publishes, each checked; nil (no
+    /// configuration read) lists what the node holds for the board without judging it.
+    public static func run(server: HTTPServer, identity: SystemIdentity, outputs: [OutputSpec]?,
                            timeout: Double = 20) throws -> [Line] {
         let loop = try EventLoop()
         let http = try HTTPClient(loop: loop, server: server)
@@ -61,11 +63,13 @@ public enum Check {
                 }
                 lines.append(Line(ok: true, text: "this board is registered as system \(sys) (\(identity.uid))"))
                 exchange(builder.listDatastreams(systemID: sys, limit: 1000)) { res in
-                    let names = Set(Registrar.items(res.body).compactMap { $0["outputName"]?.string })
-                    let missing = outputs.map(\.outputName).filter { !names.contains($0) }
-                    lines.append(Line(ok: missing.isEmpty, text: missing.isEmpty
-                        ? "all \(outputs.count) datastreams are there"
-                        : "\(outputs.count - missing.count) of \(outputs.count) datastreams are there; missing: \(missing.joined(separator: ", "))"))
+                    guard res.status == 200 else {
+                        lines.append(Line(ok: false, text: "listing the datastreams of system \(sys) failed: HTTP \(res.status) "
+                                          + NodeError.parse(res.body).summary))
+                        return
+                    }
+                    lines.append(datastreamLine(onNode: Registrar.items(res.body).compactMap { $0["outputName"]?.string },
+                                                configured: outputs?.map(\.outputName)))
                 }
             }
         }
@@ -73,6 +77,25 @@ public enum Check {
         while pending > 0, Clock.monotonicNanoseconds() < end { try loop.runOnce(timeoutMs: 50) }
         if pending > 0 { lines.append(Line(ok: false, text: "no answer within \(Int(timeout)) s")) }
         return lines
+    }
+
+    /// The board's datastreams on the node against the configured outputs (nil: no configuration,
+    /// so only what the node holds is said).
+    static func datastreamLine(onNode: [String], configured: [String]?) -> Line {
+        let held = Set(onNode)
+        let heldText = "the node holds \(held.count) datastream\(held.count == 1 ? "" : "s") for this board"
+        guard let configured else {
+            return Line(ok: true, text: heldText + (held.isEmpty ? "" : ": " + onNode.joined(separator: ", ")))
+        }
+        let missing = configured.filter { !held.contains($0) }
+        let others = onNode.filter { !configured.contains($0) }
+        var text = missing.isEmpty
+            ? "all \(configured.count) configured datastreams are there"
+            : "\(configured.count - missing.count) of the \(configured.count) configured datastreams are there; missing: "
+                + missing.joined(separator: ", ") + " (osh-edge creates them when it registers)"
+        text += " (\(heldText)"
+        text += others.isEmpty ? ")" : "; not in this configuration: \(others.joined(separator: ", ")))"
+        return Line(ok: missing.isEmpty, text: text)
     }
 
     /// The datastreams a configuration publishes, named as `run` names them for the configured

@@ -226,6 +226,10 @@ public enum ReadSide {
         public var decodeError: SWEDecodingError?
         /// The path of the observation-time leaf, when the record has one.
         public var timePath: String?
+        /// How many newest records were asked for (nil: `resultTime=latest`).
+        public var asked: Int?
+        /// The node's answer had a `next` link (it pages).
+        public var nodePages = false
 
         /// A record's time: O&M phenomenonTime, else its observation-time leaf.
         public func time(of rec: SWERecordValue) -> Double? {
@@ -261,8 +265,13 @@ public enum ReadSide {
         var records = decoded.records
         if case .newest = query { records.reverse() } // asked newest first; shown oldest → newest, like tail
         let timePath = schema.leaves.first { $0.component.isObservationTime }?.path
-        return ObservationPage(datastream: schema.datastream, format: f, leaves: schema.leaves, records: records,
-                               decodeError: decoded.error, timePath: timePath)
+        var page = ObservationPage(datastream: schema.datastream, format: f, leaves: schema.leaves, records: records,
+                                   decodeError: decoded.error, timePath: timePath)
+        if case .newest(let n) = query { page.asked = n }
+        if f == MediaType.omJSON || f == MediaType.json, let v = try? JSONValue.parse(res.body) {
+            page.nodePages = NodeCollection.nextLink(v) != nil
+        }
+        return page
     }
 
     /// `om+json`, `swe+json`, `swe+binary` (or a full media type) → the media type.
@@ -284,18 +293,35 @@ public enum ReadSide {
         public var commandID: String?
         /// The report the POST returned.
         public var firstReport: CommandReport?
-        /// The newest report the node holds afterwards (nil when it lists none or cannot list them).
+        /// The newest report the node holds afterwards (nil when it lists none or cannot list them):
+        /// a final one (COMPLETED, FAILED, REJECTED, CANCELED) once the receiver posted it.
         public var latestReport: CommandReport?
+        /// The text of a body that was not a status report (osh-core's 202 is an HTML error page).
+        public var nodeMessage: String?
+        /// Seconds from the POST to the last answer read.
+        public var seconds: Double = 0
+        /// Why the status reports could not be read, if they could not.
+        public var listingError: String?
 
         /// What the node says now: the newest report, else the first.
         public var status: String? { (latestReport ?? firstReport).map(\.statusCode) }
     }
 
     /// POSTs a command (`parameters` JSON as typed, or a whole body) and reads back its status.
-    public static func command(_ r: NodeReader, controlStream cs: String, json text: String) throws -> CommandOutcome {
+    ///
+    /// An OSH node answers the POST with the first status correlated with the command, which for a
+    /// receiver that reports over HTTP is always the PENDING it stores when its 5 s window ends:
+    /// osh-core matches reports to the waiting POST by correlation id only (CommandStreamTransactionHandler
+    /// .connectStatusReceiver), and a status POSTed over HTTP carries none (CommandStatusHandler.addEntry
+    /// passes RequestContext.getCorrelationID(), which nothing sets outside MQTT). So the outcome is
+    /// read back from `…/commands/{id}/status` for up to `wait` seconds, until a final report is there.
+    public static func command(_ r: NodeReader, controlStream cs: String, json text: String,
+                               wait: Double = 12) throws -> CommandOutcome {
         let body: [UInt8]
         do { body = try CommandBody.bytes(fromUserJSON: text) } catch { throw ReadSideError.config("\(error)") }
         let what = "command to control stream \(cs)"
+        let started = Clock.monotonicNanoseconds()
+        let elapsed = { Double(Clock.monotonicNanoseconds() &- started) / 1e9 }
         let res = try r.exchange(r.builder.postCommand(controlStreamID: cs, body: body), what: what)
         if res.status == 404 { throw ReadSideError.notFound(what: "control stream \(cs)") }
         guard (200..<300).contains(res.status) else {
@@ -306,12 +332,24 @@ public enum ReadSide {
             // One report, or an array of them (a JSON array of commands was posted).
             out.firstReport = CommandReport(v) ?? v.array?.compactMap(CommandReport.init).first
         }
+        if out.firstReport == nil, !res.body.isEmpty { out.nodeMessage = NodeError.parse(res.body).summary }
         out.commandID = out.firstReport?.commandID ?? CSResponse.resourceID(fromLocation: res.location)
-        if let id = out.commandID,
-           let listing = try? r.json(r.builder.commandStatusReports(controlStreamID: cs, commandID: id), what: what) {
-            out.latestReport = CommandReport.newest(in: listing)
+        out.seconds = elapsed()
+        guard let id = out.commandID, !(out.firstReport?.isFinal ?? false) else { return out }
+        let statusWhat = "the status reports of command \(id)"
+        while true {
+            do {
+                let listing = try r.json(r.builder.commandStatusReports(controlStreamID: cs, commandID: id), what: statusWhat)
+                out.latestReport = CommandReport.outcome(in: listing)
+                out.listingError = nil
+            } catch {
+                out.listingError = "\(error)"
+            }
+            out.seconds = elapsed()
+            if out.latestReport?.isFinal == true || out.seconds >= wait { return out }
+            let next = elapsed() + 0.5
+            while elapsed() < next { try r.loop.runOnce(timeoutMs: 100) }
         }
-        return out
     }
 
     /// Sort that keeps equal elements in their order.

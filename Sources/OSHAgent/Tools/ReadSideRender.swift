@@ -112,7 +112,17 @@ public enum ReadSideRender {
         var out = "datastream \(p.datastream.id) \(p.datastream.outputName), \(p.records.count) record(s) as \(p.format)"
         if !p.records.isEmpty { out += "\n" + t.render() }
         if let e = p.decodeError { out += "\nwarning: decoding stopped: \(e)" }
+        if let note = fewerNote(p) { out += "\n" + note }
         return out
+    }
+
+    /// Fewer records than asked for, and no next page: say that the node holds no more (osh-core's
+    /// in-memory store keeps only each datastream's newest observation), so a reader does not
+    /// take one record for the board sending one.
+    static func fewerNote(_ p: ReadSide.ObservationPage) -> String? {
+        guard let n = p.asked, p.records.count < n, !p.nodePages, p.decodeError == nil else { return nil }
+        return "note: asked for the newest \(n), the node returned \(p.records.count) and offers no next page: it holds no more"
+            + (p.records.count == 1 ? " (an OSH node running its in-memory store keeps only the newest observation per datastream)" : "")
     }
 
     public static func observationsJSON(_ p: ReadSide.ObservationPage) -> String {
@@ -145,17 +155,35 @@ public enum ReadSideRender {
     // MARK: Commands
 
     public static func commandText(_ o: ReadSide.CommandOutcome) -> String {
-        var lines = ["command \(o.commandID ?? "(the node gave no id)") on control stream \(o.controlStream)"]
-        if o.httpStatus == 202 && o.firstReport == nil {
-            lines.append("status: none yet — the node accepted it but no receiver answered in its window "
-                         + "(is the device connected to this control stream?)")
-        } else if let r = o.latestReport ?? o.firstReport {
-            var s = "status: \(r.statusCode.isEmpty ? "(none)" : r.statusCode)"
-            if let t = r.reportTime { s += " at \(ISOTime.string(epochSeconds: t))" }
-            if let m = r.message, !m.isEmpty { s += " — \(m)" }
-            lines.append(s)
-        } else {
-            lines.append("status: the node returned HTTP \(o.httpStatus) without a status report")
+        let secs = "\(Int(o.seconds.rounded())) s"
+        guard let id = o.commandID else {
+            var lines = ["command on control stream \(o.controlStream): the node kept no command (HTTP \(o.httpStatus) after \(secs))"]
+            if o.httpStatus == 202 {
+                lines.append("the node accepted it but no receiver acknowledged it in its window"
+                             + (o.nodeMessage.map { " (\"\($0)\")" } ?? "") + ": nothing is listening on this control stream — "
+                             + "is osh-edge running on the board, and does its log say \"commands: listening on control stream "
+                             + "\(o.controlStream)\"? (an OSH node stores a command only when a receiver is connected)")
+            } else {
+                lines.append("the node's answer had no status report" + (o.nodeMessage.map { ": \($0)" } ?? ""))
+            }
+            return lines.joined(separator: "\n")
+        }
+        var lines = ["command \(id) on control stream \(o.controlStream)"]
+        guard let r = o.latestReport ?? o.firstReport else {
+            lines.append("status: the node returned HTTP \(o.httpStatus) without a status report"
+                         + (o.listingError.map { "; its status reports could not be read: \($0)" } ?? ""))
+            return lines.joined(separator: "\n")
+        }
+        var s = "status: \(r.statusCode.isEmpty ? "(none)" : r.statusCode)"
+        if let t = r.reportTime { s += " at \(ISOTime.string(epochSeconds: t))" }
+        if let m = r.message, !m.isEmpty { s += " — \(m)" }
+        lines.append(s)
+        if !r.isFinal {
+            lines.append("no final status within \(secs): the board has the command but reported no outcome yet — see its log"
+                         + (o.listingError.map { " (its status reports could not be read: \($0))" } ?? ""))
+        } else if let first = o.firstReport, !first.isFinal {
+            lines.append("(the node answered \(first.statusCode) when its window ended — an OSH node does not hand a status "
+                         + "posted over HTTP back to the sender — and the outcome was read from its status reports after \(secs))")
         }
         return lines.joined(separator: "\n")
     }
@@ -168,6 +196,9 @@ public enum ReadSideRender {
             w.key("command@id"); if let id = o.commandID { w.string(id) } else { w.null() }
             w.key("statusCode"); if let s = o.status, !s.isEmpty { w.string(s) } else { w.null() }
             if let m = (o.latestReport ?? o.firstReport)?.message { w.key("message"); w.string(m) }
+            if let first = o.firstReport { w.key("firstStatusCode"); w.string(first.statusCode) }
+            if let m = o.nodeMessage { w.key("nodeMessage"); w.string(m) }
+            w.key("seconds"); w.number((o.seconds * 10).rounded() / 10)
             w.endObject()
         }
     }

@@ -172,6 +172,13 @@ public struct CommandReport: Sendable, Equatable {
     /// True for a code after which the node's answer will not change.
     public var isFinal: Bool { CommandStatusCode(rawValue: statusCode)?.isFinal ?? false }
 
+    /// What a command came to: the newest final report in a status listing, else the newest. (On an
+    /// OSH node a PENDING stored when its window ends may be newer than the receiver's COMPLETED.)
+    public static func outcome(in listing: JSONValue) -> CommandReport? {
+        let finals = NodeCollection.items(listing).filter { CommandReport($0)?.isFinal == true }
+        return newest(in: finals.isEmpty ? listing : .array(finals))
+    }
+
     /// The newest report (by reportTime, later entries winning ties) in a status listing.
     public static func newest(in listing: JSONValue) -> CommandReport? {
         var best: CommandReport?

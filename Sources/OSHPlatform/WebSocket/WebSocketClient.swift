@@ -25,6 +25,9 @@ public enum WebSocketClientError: Error, Sendable, Equatable, CustomStringConver
     case alreadyConnected(String)
     case protocolViolation(WebSocketFrameError)
     case closedByServer(code: UInt16, reason: String)
+    /// The node accepted the upgrade and closed the channel before it proved itself (no message,
+    /// less than `Options.stableAfter` open): retried on the growing backoff, like a refused connect.
+    case closedRightAfterOpening(code: UInt16, reason: String)
     case connectionLost(String)
     case noPong
 
@@ -40,6 +43,16 @@ public enum WebSocketClientError: Error, Sendable, Equatable, CustomStringConver
             return "the node already has a command receiver on this control stream (\(m)): another osh-edge registered as this system, or the node has not yet noticed our previous connection drop"
         case .protocolViolation(let e): return "the node broke the WebSocket protocol: " + e.description
         case .closedByServer(let c, let r): return "the node closed the command channel (\(c)\(r.isEmpty ? "" : " " + r))"
+        case .closedRightAfterOpening(let c, let r):
+            var m = "the node accepted the command channel and closed it at once (close code \(c)\(r.isEmpty ? "" : ": " + r))"
+            if r.lowercased().hasSubstring("permission") || r.lowercased().hasSubstring("no user") {
+                // osh-core 4c87a65 with security on: the receiver's permission check runs where no
+                // user is known (CommandHandler.startRealTimeStream), whatever the user may do.
+                m += "; the node's permission check refused this board as command receiver — give the user the "
+                    + "right to create command status, or, if it has it, this is the node's own fault (OSH with "
+                    + "security on checks it without the logged-in user)"
+            }
+            return m + ". Commands will not reach this board until it stays open; observations still flow"
         case .connectionLost(let m): return "the command channel was lost: " + m
         case .noPong: return "the node stopped answering pings on the command channel"
         }
@@ -64,13 +77,17 @@ public final class WebSocketClient {
         public var pingInterval: Double
         /// Seconds to wait for the peer's close frame after ours.
         public var closeTimeout: Double
+        /// A connection counts as working (the backoff starts again from its first step) once it
+        /// delivered a message or stayed open this long; one the node closes sooner is a failure.
+        public var stableAfter: Double
 
         public init(maxMessageBytes: Int = 1 << 20, backoff: Backoff = Backoff(initial: 1, maximum: 60),
-                    pingInterval: Double = 30, closeTimeout: Double = 2) {
+                    pingInterval: Double = 30, closeTimeout: Double = 2, stableAfter: Double = 10) {
             self.maxMessageBytes = maxMessageBytes
             self.backoff = backoff
             self.pingInterval = pingInterval
             self.closeTimeout = closeTimeout
+            self.stableAfter = stableAfter
         }
     }
 
@@ -86,7 +103,8 @@ public final class WebSocketClient {
     /// Connections opened so far.
     public private(set) var opens = 0
 
-    /// The handshake succeeded.
+    /// The channel works: it delivered a message or stayed open `Options.stableAfter` seconds (a
+    /// node that closes it straight after the upgrade never gets here).
     public var onOpen: (() -> Void)?
     /// A text message (the view is valid only during the call).
     public var onText: ((UnsafeRawBufferPointer) -> Void)?
@@ -114,6 +132,9 @@ public final class WebSocketClient {
     private var retry: LoopDeadline?
     private var closeDeadline: LoopDeadline?
     private var pingDeadline: LoopDeadline?
+    private var stableDeadline: LoopDeadline?
+    /// The open connection has proved itself (`Options.stableAfter`).
+    private var stable = false
     private var lastTraffic: UInt64 = 0
     private var rng = SystemRandomNumberGenerator()
     /// CURLOPT_ERRORBUFFER: libcurl keeps the pointer, so it lives as long as the client.
@@ -350,11 +371,25 @@ public final class WebSocketClient {
 
     private func opened() {
         state = .open
-        _ = policy.succeeded()
-        lastError = nil
+        stable = false
         opens += 1
         lastTraffic = Clock.monotonicNanoseconds()
         armPing()
+        if options.stableAfter > 0 {
+            if stableDeadline == nil { stableDeadline = LoopDeadline(loop: loop) { [weak self] in self?.becameStable() } }
+            try? stableDeadline?.arm(after: options.stableAfter)
+        } else {
+            becameStable()
+        }
+    }
+
+    /// The channel works: the next failure starts a new outage at the backoff's first step.
+    private func becameStable() {
+        guard state == .open, !stable else { return }
+        stable = true
+        stableDeadline?.disarm()
+        _ = policy.succeeded()
+        lastError = nil
         onOpen?()
     }
 
@@ -362,8 +397,8 @@ public final class WebSocketClient {
         do throws(WebSocketFrameError) {
             try parser.feed(bytes) { [unowned self] event in
                 switch event {
-                case .text(let p): if state == .open { onText?(p) }
-                case .binary(let p): if state == .open { onBinary?(p) }
+                case .text(let p): if state == .open { becameStable(); onText?(p) }
+                case .binary(let p): if state == .open { becameStable(); onBinary?(p) }
                 case .ping(let p):
                     WebSocketFrameWriter.write(.pong, payload: p, mask: maskKey(), to: out)
                     flush()
@@ -381,7 +416,10 @@ public final class WebSocketClient {
         if state == .closing { return closedCleanly() }
         sendClose(code == WebSocketCloseCode.noStatus ? WebSocketCloseCode.normal : code, "")
         if reason.lowercased().hasSubstring("already connected") { return fail(.alreadyConnected(reason)) }
-        fail(.closedByServer(code: code, reason: reason))
+        // A node going away (1001) or refusing what we sent (1007) is not a channel that failed
+        // to open; either way only a stable channel resets the backoff.
+        let plain = stable || code == WebSocketCloseCode.goingAway || code == WebSocketCloseCode.invalidPayload
+        fail(plain ? .closedByServer(code: code, reason: reason) : .closedRightAfterOpening(code: code, reason: reason))
     }
 
     private func sendClose(_ code: UInt16, _ reason: String) {
@@ -456,6 +494,7 @@ public final class WebSocketClient {
         if let r = socketReg { loop.remove(r); socketReg = nil }
         pingDeadline?.disarm()
         closeDeadline?.disarm()
+        stableDeadline?.disarm()
         if let m = multi, let e = easy { curl_multi_remove_handle(m, e) }
         if let e = easy { curl_easy_cleanup(e) }
         if let m = multi { curl_multi_cleanup(m) }
