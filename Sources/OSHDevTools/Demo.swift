@@ -126,7 +126,9 @@ public enum Demo {
             return "blinking the (simulated) status LED for \(Int(seconds)) s"
         }
         var selfCommands: SelfCommands?
-        if o.commands, devNode != nil {
+        // Through an external node too: the board is simulated, so its own commands drive nothing
+        // real, and they show that node's command path end to end.
+        if o.commands {
             selfCommands = try SelfCommands(loop: loop, agent: agent, server: config.server)
         }
         _ = selfCommands

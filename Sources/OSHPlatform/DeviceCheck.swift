@@ -52,7 +52,7 @@ public enum DeviceCheck {
         switch r.kind {
         case .boardSerial:
             return "enable the UART with enable_uart=1 (and dtoverlay=disable-bt on a Pi 3/4/Zero 2 W) in "
-                + "/boot/firmware/config.txt and reboot (board/README.md)"
+                + "/boot/firmware/config.txt and reboot (board/README.md); gps_data waits for it, the other outputs run"
         case .usbSerial:
             return "plug in the receiver (ls /dev/serial/by-id/ shows what is there); the agent keeps trying"
         case .gpioChip:

@@ -37,7 +37,8 @@ public enum StateFiles {
         if durable { FileDescriptor.syncDirectory(dir) }
     }
 
-    /// The file's bytes, or nil if it does not exist. Other errors throw.
+    /// The file's bytes, or nil if it does not exist. A file longer than `limit` is refused
+    /// (`TooLarge`), never cut short: a truncated read would pass for the whole file. Other errors throw.
     public static func read(_ path: String, limit: Int = 1 << 20) throws -> [UInt8]? {
         let fd: FileDescriptor
         do {
@@ -56,7 +57,24 @@ public enum StateFiles {
             if n == 0 { break }
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[0..<n]))
         }
+        if out.count > limit || (out.count == limit && ((try? fd.read(into: chunk)) ?? 0) > 0) {
+            var st = stat()
+            let size = fstat(fd.rawValue, &st) == 0 && st.st_size > 0 ? Int(st.st_size) : nil
+            throw TooLarge(path: path, size: size, limit: limit)
+        }
         return out
+    }
+
+    /// A file longer than the reader takes.
+    public struct TooLarge: Error, Equatable, CustomStringConvertible {
+        public var path: String
+        /// nil for a file whose size the kernel does not report (a pipe, /proc).
+        public var size: Int?
+        public var limit: Int
+
+        public var description: String {
+            "\(path): the file is " + (size.map { "\($0) bytes long" } ?? "longer than that") + "; the limit is \(limit) bytes"
+        }
     }
 
     /// A small file's text (invalid UTF-8 replaced), read to EOF — /proc and /sys files report

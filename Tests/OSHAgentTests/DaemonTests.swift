@@ -296,20 +296,56 @@ final class DaemonTests: XCTestCase {
     }
 
     /// A board UART the config names that does not exist is refused before anything starts.
-    func testAMissingBoardUARTIsRefusedAtStart() throws {
+    /// A missing board UART (the default GPS device when config.txt does not enable it) used to stop
+    /// the whole agent with exit 2 and systemd restarted it every 5 s: now gps_data waits for it,
+    /// saying how to enable it, and every other output streams.
+    func testAMissingBoardUARTLeavesOnlyGPSWaiting() throws {
         let config = try writeConfig("""
         [outputs.gps_data]
         enabled = true
         [gps]
         device = "/dev/ttyAMA9"
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
         """)
         let (p, err) = try start(config)
-        if !wait(10, { !p.isRunning }) { p.terminate() }
-        p.waitUntilExit()
-        XCTAssertEqual(p.terminationStatus, 2)
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertTrue(log.contains("/dev/ttyAMA9"), log)
-        XCTAssertEqual(node.stats.totalRequests, 0, "nothing was sent to the node")
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 5 }, "the barometer streams")
+        XCTAssertTrue(p.isRunning)
+        XCTAssertEqual(count("gps_data"), 0)
+        let log = terminate(p, err)
+        XCTAssertTrue(log.contains("[gps] device = \"/dev/ttyAMA9\": No such file or directory; enable the UART"), log)
+        XCTAssertTrue(log.contains("gps_data waits for it, the other outputs run"), log)
+    }
+
+    /// One agent per state directory: a second `run` on the same one (`sudo osh-edge run` by hand
+    /// while the service runs) is refused, naming the PID that holds it; a kill -9 leaves no stale
+    /// lock behind.
+    func testASecondAgentOnTheSameStateDirectoryIsRefused() throws {
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
+        """)
+        let (first, firstErr) = try start(config)
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 3 })
+        let (second, secondErr) = try start(config)
+        second.waitUntilExit()
+        XCTAssertEqual(second.terminationStatus, 1)
+        let said = String(decoding: secondErr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(said.contains("another osh-edge (PID \(first.processIdentifier)) is already running on the state directory \(dir)/state"),
+                      said)
+        XCTAssertTrue(said.contains("stop it first (kill \(first.processIdentifier))"), said)
+        XCTAssertEqual(node.stats.systemCount, 1)
+        kill(first.processIdentifier, SIGKILL)
+        first.waitUntilExit()
+        _ = firstErr
+        let (third, thirdErr) = try start(config)
+        let before = count("barometer")
+        XCTAssertTrue(wait(15) { self.count("barometer") > before + 3 }, "the lock died with its holder")
+        _ = terminate(third, thirdErr)
     }
 
     /// A configured barometer on a board without I²C (this machine): the agent runs with what it

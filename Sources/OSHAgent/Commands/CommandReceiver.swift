@@ -129,6 +129,7 @@ public final class CommandReceiver {
             do throws(CommandDecodeError) {
                 return handler(try DeviceControl.command(cmd.value), cmd)
             } catch {
+                Log.warning("command \(cmd.id) REJECTED — \(error.message)")
                 return .rejected(error.message)
             }
         }
@@ -181,12 +182,14 @@ public final class CommandReceiver {
             return
         }
         let outcome: CommandOutcome
+        var reachedHandler = false
         if let params = json["parameters"] {
             do throws(CommandDecodeError) {
                 let value = try CommandDecoder.decode(params, schema: schema)
                 let cmd = ReceivedCommand(id: id, controlStreamID: json["controlstream@id"]?.string ?? controlStreamID,
                                           issueTime: json["issueTime"]?.string.flatMap(ISOTime.parse),
                                           sender: json["sender"]?.string, value: value)
+                reachedHandler = true
                 outcome = handler(cmd)
             } catch {
                 outcome = .rejected(error.message)
@@ -195,6 +198,10 @@ public final class CommandReceiver {
             outcome = .rejected("the command has no parameters")
         }
         if outcome.status == .rejected { rejectedCount += 1 }
+        if !reachedHandler {
+            // The handlers log their outcomes; a command refused before reaching one is logged here.
+            Log.warning("command \(id) REJECTED — \(outcome.message ?? "no reason given")")
+        }
         let now = Clock.realtimeSeconds()
         let status = CommandStatus(commandID: id, statusCode: outcome.status, reportTime: now,
                                    executionTime: outcome.status == .completed ? (now, now) : nil,

@@ -25,10 +25,14 @@ public enum Daemon {
     /// `forRunning: false` (`check`) reads what is configured even when this binary could not
     /// run it (simulated sources without a linked simulation).
     public static func load(configPath: String, secretsPath: String?, forRunning: Bool = true) throws -> Loaded {
-        guard let bytes = try StateFiles.read(configPath) else {
+        let read: [UInt8]?
+        do { read = try StateFiles.read(configPath, limit: ConfigParser.maxFileSize) } catch let e as StateFiles.TooLarge {
+            throw DaemonError.message("\(e) (a configuration is a few kilobytes: is this the right file?)")
+        }
+        guard let bytes = read else {
             throw DaemonError.message("\(configPath): no such file; start from deploy/osh-edge.conf.example")
         }
-        let settings = try AgentSettings.parse(bytes: bytes, path: configPath)
+        let settings = try AgentSettings.parse(bytes: bytes, path: configPath, fileProblem: Self.unreadableFile)
         if forRunning { try SimulationHooks.check(settings, path: configPath) }
         let server = try configuredServer(settings, secretsPath: secretsPath)
         let identity = try Agent.localIdentity(uid: settings.system.uid.isEmpty ? nil : settings.system.uid,
@@ -61,6 +65,14 @@ public enum Daemon {
         if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }
         config.outputs = enabled
         return Loaded(settings: settings, config: config, plan: plan(settings))
+    }
+
+    /// What keeps this process from reading `path`, in the words the start would fail with.
+    static func unreadableFile(_ path: String) -> String? {
+        guard access(path, R_OK) != 0 else { return nil }
+        let e = Errno(errno)
+        return e.text + (e == .noSuchFile ? "; copy the node's certificate (PEM) there, or set the right path"
+                                          : "; the service user must be able to read it (chmod 644, or chgrp osh-edge)")
     }
 
     /// An enabled output's recording rate: its `[record.NAME] rate`, or with no `[record.NAME]`
@@ -210,6 +222,15 @@ public enum Daemon {
             return 2
         }
         Log.threshold = logLevel(loaded.settings.logLevel)
+        // Held for the whole process (reloads included); the kernel releases it at exit.
+        let stateLock: StateDirectoryLock
+        do {
+            stateLock = try StateDirectoryLock.acquire(directory: loaded.settings.stateDirectory)
+        } catch {
+            Log.error("\(error)")
+            return 1
+        }
+        defer { withExtendedLifetime(stateLock) {} }
         let fatal = checkDevices(loaded.settings)
         if !fatal.isEmpty {
             for m in fatal { Log.error(m) }

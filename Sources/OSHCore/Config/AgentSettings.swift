@@ -172,13 +172,18 @@ public struct AgentSettings: Sendable, Equatable {
     }
 
     /// Reads the file's bytes; `path` is only used in messages. Throws every problem at once.
-    public static func parse(bytes: [UInt8], path: String) throws(ConfigErrors) -> AgentSettings {
+    /// `fileProblem` says what is wrong with a file the configuration names (a TLS certificate)
+    /// as it would be found at start, nil when it is fine; `run` and `config check` pass the
+    /// real one, so the check refuses what the start would (this target does no I/O itself).
+    public static func parse(bytes: [UInt8], path: String,
+                             fileProblem: ((String) -> String?)? = nil) throws(ConfigErrors) -> AgentSettings {
         let (doc, syntax) = ConfigParser.parseRecovering(bytes: bytes, path: path)
         // The reader gave up (far too many errors): what it read is incomplete, check no more.
         if syntax.count > ConfigParser.maxErrors || syntax.contains(where: { $0.line == nil }) {
             throw ConfigErrors(syntax)
         }
         var r = SettingsReader(path: path)
+        r.fileProblem = fileProblem
         let settings = r.read(doc)
         let all = Self.ordered(syntax + r.errors)
         if !all.isEmpty { throw ConfigErrors(all) }

@@ -6,6 +6,8 @@
 struct SettingsReader {
     let path: String
     var errors: [ConfigError] = []
+    /// AgentSettings.parse's `fileProblem`.
+    var fileProblem: ((String) -> String?)?
 
     init(path: String) { self.path = path }
 
@@ -282,6 +284,9 @@ struct SettingsReader {
                 fail(line, "certificate in \(s.title) is only used with tls = \"trust-certificate\"; "
                     + "set that, or remove certificate")
                 ok = false
+            } else if let problem = fileProblem?(c) {
+                fail(line, "certificate = \(ConfigValue.quote(c)) in \(s.title): \(problem)")
+                ok = false
             } else {
                 certificate = c
             }
@@ -530,6 +535,20 @@ struct SettingsReader {
             end += 1
         }
         if end == scheme { return "has no host name after the scheme" }
+        // host[:port]: a port is 1 to 65535 (IPv6 literals in brackets keep their colons).
+        let authority = String(decoding: bytes[scheme..<end], as: UTF8.self)
+        let hostEnd = authority.hasPrefix("[") ? authority.firstIndex(of: "]").map { authority.index(after: $0) } : nil
+        if let colon = authority[(hostEnd ?? authority.startIndex)...].lastIndex(of: ":") {
+            let port = authority[authority.index(after: colon)...]
+            guard let n = Int(port), n >= 1, n <= 65535, port.allSatisfy(\.isASCII) else {
+                return "has port \(ConfigValue.quote(String(port))): a port is a number from 1 to 65535 (OSH listens on 8181)"
+            }
+        }
+        // The API root is a path on the node; a bare host answers 404 to every request.
+        if end == bytes.count {
+            return "has no API path: an OSH node's API root is http://HOST:8181/sensorhub/api "
+                + "(end the URL with / if this node's API really is at the root)"
+        }
         return nil
     }
 

@@ -3,8 +3,9 @@
 /// reported at once with its fix, not as a retry loop later.
 public struct DeviceRequirement: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
-        /// A UART built into the board (/dev/serial0, ttyAMA*, ttyS*): its absence means
-        /// config.txt does not enable it, which no waiting will fix.
+        /// A UART built into the board (/dev/serial0, ttyAMA*, ttyS*): its absence usually means
+        /// config.txt does not enable it. The GPS input waits for it all the same, as for a USB
+        /// receiver: one absent device never stops the others.
         case boardSerial
         /// A USB serial device (ttyUSB*, ttyACM*, /dev/serial/by-id/…, /dev/gps-*): may be
         /// plugged in later; the GPS source reopens it with backoff.
@@ -35,7 +36,7 @@ public struct DeviceRequirement: Sendable, Equatable {
             let d = settings.gps.device
             let usb = d.hasPrefix("/dev/ttyUSB") || d.hasPrefix("/dev/ttyACM") || d.hasPrefix("/dev/serial/by-id/")
                 || d.hasPrefix("/dev/serial/by-path/") || d.hasPrefix("/dev/gps")
-            out.append(DeviceRequirement(path: d, kind: usb ? .usbSerial : .boardSerial, key: "[gps] device", required: !usb))
+            out.append(DeviceRequirement(path: d, kind: usb ? .usbSerial : .boardSerial, key: "[gps] device", required: false))
         }
         if let led, led.enabled {
             // A missing LED never stops the agent (StatusLED logs it and runs without).

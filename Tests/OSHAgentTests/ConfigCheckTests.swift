@@ -1,0 +1,69 @@
+import Foundation
+import XCTest
+
+/// `osh-edge config check` refuses what `run` would refuse at start (the SD card's first boot and
+/// install.sh trust it), each with file:line, and never judges a file by a truncated read.
+final class ConfigCheckTests: XCTestCase {
+    private var dir = ""
+
+    override func setUpWithError() throws {
+        dir = scratchPath("osh-config-check")
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
+
+    private func check(_ text: String) throws -> (Int32, String) {
+        let path = dir + "/osh-edge.conf"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try runOSHEdge(["config", "check", path])
+        return (r.status, r.out + r.err)
+    }
+
+    private let outputs = "\n[outputs.device_health]\nenabled = true\n"
+
+    func testAMissingTrustedCertificateIsRefusedWithItsLine() throws {
+        let (status, said) = try check("""
+        [server.main]
+        url = "https://node.example.org/sensorhub/api"
+        tls = "trust-certificate"
+        certificate = "\(dir)/node.pem"
+        """ + outputs)
+        XCTAssertEqual(status, 1, said)
+        XCTAssertTrue(said.contains("osh-edge.conf:4: certificate = \"\(dir)/node.pem\" in [server.main]: No such file or directory; "
+                                    + "copy the node's certificate (PEM) there"), said)
+        try "-----BEGIN CERTIFICATE-----\n".write(toFile: dir + "/node.pem", atomically: true, encoding: .utf8)
+        let (ok, okSaid) = try check("""
+        [server.main]
+        url = "https://node.example.org/sensorhub/api"
+        tls = "trust-certificate"
+        certificate = "\(dir)/node.pem"
+        """ + outputs)
+        XCTAssertEqual(ok, 0, okSaid)
+    }
+
+    func testAPortOutOfRangeAndAURLWithoutAnAPIPathAreRefused() throws {
+        let (s1, port) = try check("[server.main]\nurl = \"http://127.0.0.1:99999/sensorhub/api\"\n" + outputs)
+        XCTAssertEqual(s1, 1)
+        XCTAssertTrue(port.contains("osh-edge.conf:2: url = \"http://127.0.0.1:99999/sensorhub/api\" in [server.main] has port \"99999\": "
+                                    + "a port is a number from 1 to 65535"), port)
+        let (s2, bare) = try check("[server.main]\nurl = \"http://127.0.0.1:18555\"\n" + outputs)
+        XCTAssertEqual(s2, 1)
+        XCTAssertTrue(bare.contains("osh-edge.conf:2: url = \"http://127.0.0.1:18555\" in [server.main] has no API path: "
+                                    + "an OSH node's API root is http://HOST:8181/sensorhub/api"), bare)
+        let (s3, root) = try check("[server.main]\nurl = \"http://[::1]:8181/\"\n" + outputs)
+        XCTAssertEqual(s3, 0, root)
+    }
+
+    /// A 2.2 MB file whose tail is wrong used to pass: the read stopped at 1 MiB.
+    func testAFileOverTheLimitIsRefusedWithItsSizeNotCutShort() throws {
+        var text = "[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + outputs
+        text += String(repeating: "# padding padding padding padding padding padding padding padding\n", count: 34_000)
+        text += "[bogus]\nenabled = maybe\n"
+        let size = text.utf8.count
+        XCTAssertGreaterThan(size, 2_000_000)
+        let (status, said) = try check(text)
+        XCTAssertEqual(status, 1)
+        XCTAssertTrue(said.contains("osh-edge.conf: the file is \(size) bytes long; the limit is 1048576 bytes"), said)
+    }
+}
