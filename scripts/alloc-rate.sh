@@ -99,6 +99,7 @@ fi
 # --- the agent, counted ------------------------------------------------------------------
 mkdir -p "$work/counts"
 ALLOC_COUNT_DIR="$work/counts" LD_PRELOAD="$LIB" \
+  install -m 600 /dev/null "$work/no-secrets"
   "$RUN_BIN" run --config "$conf" --secrets "$work/no-secrets" >"$work/agent.out" 2>"$work/agent.log" &
 agent_pid=$!
 t0=""

@@ -175,6 +175,7 @@ sed -e "s|127.0.0.1:8181|127.0.0.1:$PORT|" -e "s|^state_directory = .*|state_dir
 grep -q "127.0.0.1:$PORT/" "$work/osh-edge.conf" || { echo "footprint: bench/peer.conf has no node URL on 127.0.0.1:8181 to point at port $PORT" >&2; exit 1; }
 c=$(core_of 0)
 ALLOC_COUNT_DIR="$work/counts" LD_PRELOAD="$LIB" taskset -c "$c" \
+  install -m 600 /dev/null "$work/no-secrets"
   "$SIM_BIN" run --config "$work/osh-edge.conf" --secrets "$work/no-secrets" >"$work/osh-edge.out" 2>"$work/osh-edge.log" &
 started osh-edge $! "$c" "osh-edge-sim"
 edge_pid=$!

@@ -50,11 +50,14 @@ public func parseFormat(_ s: String?) -> ScalarFormat? {
     return f
 }
 
-/// The node password: OSH_EDGE_PASSWORD, else a prompt on the terminal (never an argument,
-/// which `ps` would show).
+/// The node password: OSH_EDGE_PASSWORD (set and not empty), else a prompt on the terminal (never
+/// an argument, which `ps` would show).
 public func password(for user: String) -> String {
-    if let p = getenv("OSH_EDGE_PASSWORD") { return String(cString: p) }
-    guard isatty(0) != 0, let typed = getpass("password for \(user): ") else { return "" }
+    if let p = getenv("OSH_EDGE_PASSWORD"), p.pointee != 0 { return String(cString: p) }
+    // With no terminal to ask on, sending no password would only end in the node's 401.
+    guard isatty(0) != 0, let typed = getpass("password for \(user): ") else {
+        fail("--user \(user) needs a password: set OSH_EDGE_PASSWORD (export OSH_EDGE_PASSWORD=…), or run this on a terminal to be asked")
+    }
     return String(cString: typed)
 }
 

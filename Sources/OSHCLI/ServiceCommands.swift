@@ -16,7 +16,26 @@ public func commandLine(usage: String) -> (command: String, arguments: Arguments
         print(usage)
         exit(2)
     }
+    // `COMMAND --help` (or -h) anywhere after the command: that command's lines of the usage.
+    if leadingOption == nil, args.rest.contains("--help") || args.rest.contains("-h") {
+        print(usageLines(usage, for: command))
+        exit(0)
+    }
     return (command, args)
+}
+
+/// The usage entry of `command` (its line and the deeper-indented lines under it), with the
+/// usage's first line; the whole text when the command has no entry of its own.
+public func usageLines(_ usage: String, for command: String) -> String {
+    let lines = usage.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    var out = [lines.first ?? ""]
+    var inEntry = false
+    for l in lines.dropFirst() {
+        if l.hasPrefix("  " + command + " ") || l == "  " + command { inEntry = true; out.append(l) }
+        else if inEntry, l.hasPrefix("   ") { out.append(l) }
+        else { inEntry = false }
+    }
+    return out.count > 1 ? out.joined(separator: "\n") : usage
 }
 
 /// `run [--config FILE] [--secrets FILE]`: the agent until SIGTERM.

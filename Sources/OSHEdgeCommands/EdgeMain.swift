@@ -35,12 +35,13 @@ commands:
   systems              the node's systems, live (newest observation ≤ 5 min) / stale (≤ 30 min) / offline
          [--limit N]
   datastreams SYSTEM   a system's datastreams (SYSTEM: id or UID) with their newest observation time
+  controlstreams SYSTEM   its control streams: the ids `command` takes and the commands each offers
   schema --remote DATASTREAM   a datastream's schema as the node holds it  [--format om+json|swe+json|swe+binary]
   observations DATASTREAM      its newest records whatever their age, decoded with its schema
          [--latest N] (default 10) | --current (resultTime=latest)  [--format om+json|swe+json|swe+binary]
   command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and its outcome, read back from
                        the node's status reports (--wait S, default 12: how long to wait for a final one)
-                       these five: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
+                       these six: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
                        for check, or the configured node (--config FILE --secrets FILE); --json for JSON
   decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows
                        them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
@@ -185,6 +186,7 @@ public func runOSHEdgeCommandLine() {
     case "check": check(&args)
     case "systems": runSystemsCommand(&args)
     case "datastreams": runDatastreamsCommand(&args)
+    case "controlstreams": runControlStreamsCommand(&args)
     case "observations": runObservationsCommand(&args)
     case "command": runCommandCommand(&args)
     case "led": runLEDCommand(&args)

@@ -85,6 +85,17 @@ func runDatastreamsCommand(_ a: inout Arguments) {
     }
 }
 
+func runControlStreamsCommand(_ a: inout Arguments) {
+    let json = a.flag("--json")
+    let node = readSideNode(&a)
+    guard let system = a.positional() else { fail("controlstreams needs a SYSTEM: its id or UID (see osh-edge systems)") }
+    a.finish()
+    readSideRun {
+        let (s, rows) = try ReadSide.controlStreams(node, system: system)
+        return json ? ReadSideRender.controlStreamsJSON(s, rows) : ReadSideRender.controlStreamsTable(s, rows)
+    }
+}
+
 func readSideFormat(_ a: inout Arguments) -> String? {
     guard let f = a.value("--format") else { return nil }
     guard let m = ReadSide.mediaType(f) else { fail("--format must be om+json, swe+json or swe+binary, not '\(f)'") }

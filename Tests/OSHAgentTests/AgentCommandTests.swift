@@ -91,7 +91,8 @@ final class AgentCommandTests: XCTestCase {
         c.publisher.backoffInitial = 0.2
         c.publisher.backoffMax = 0.4
         c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0))
+                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0,
+                                                                                      stableAfter: 0.3))
         let loop = try EventLoop()
         let agent = try AgentRuntime(config: c, loop: loop)
         let capture = LogCapture()
@@ -111,7 +112,8 @@ final class AgentCommandTests: XCTestCase {
         XCTAssertTrue(try run(10) { channel.failures >= 6 }, "several failed reconnections: \(channel.failures)")
         guard case .connect? = channel.lastError else { return XCTFail("\(String(describing: channel.lastError))") }
         node.mode = .normal
-        XCTAssertTrue(try run(10) { channel.state == .open && channel.opens == 2 })
+        // Back once the channel has stayed open (stableAfter), not at the upgrade.
+        XCTAssertTrue(try run(10) { channel.state == .open && channel.opens == 2 && channel.failures == 0 })
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
         capture.stop()
 

@@ -309,5 +309,12 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertTrue(nobody.contains("no receiver acknowledged it in its window"), nobody)
         XCTAssertTrue(nobody.contains("Command accepted but request timed out"), nobody)
         XCTAssertTrue(nobody.contains("commands: listening on control stream \(csID)"), nobody)
+        // Where the ids come from: the system's control streams and the commands each offers.
+        let listed = try runOSHEdge(["controlstreams", "urn:osh:rpi:cmdtest", "--node", node.apiRoot, "--user", "pi"],
+                                    env: ["OSH_EDGE_PASSWORD": "secret"])
+        XCTAssertEqual(listed.status, 0, listed.err)
+        XCTAssertTrue(listed.out.contains(csID), listed.out)
+        XCTAssertTrue(listed.out.contains("device_control"), listed.out)
+        XCTAssertTrue(listed.out.contains("setRate, enableOutput, identify, reregister, uploadTimeRange"), listed.out)
     }
 }

@@ -66,4 +66,34 @@ final class ConfigCheckTests: XCTestCase {
         XCTAssertEqual(status, 1)
         XCTAssertTrue(said.contains("osh-edge.conf: the file is \(size) bytes long; the limit is 1048576 bytes"), said)
     }
+    /// Four ways of sending no credentials used to end alike in the node's "HTTP 401 … check the
+    /// user name and password"; each now has its own message before any request.
+    func testCredentialMistakesAreNamedBeforeAnyRequest() throws {
+        let conf = dir + "/osh-edge.conf"
+        let base = "[server.main]\nurl = \"http://127.0.0.1:1/sensorhub/api\"\n"
+        try (base + outputs).write(toFile: conf, atomically: true, encoding: .utf8)
+        let missing = try runOSHEdge(["check", "--config", conf, "--secrets", dir + "/nonexistent"])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertTrue(missing.err.contains("--secrets \(dir)/nonexistent: no such file"), missing.err)
+
+        let secrets = dir + "/secrets"
+        FileManager.default.createFile(atPath: secrets, contents: Data("[server.main]\npassword = \"pw\"\n".utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        let noUser = try runOSHEdge(["check", "--config", conf, "--secrets", secrets])
+        XCTAssertEqual(noUser.status, 1)
+        XCTAssertTrue(noUser.err.contains("\(secrets) has a password for [server.main], but the configuration sets no user: "
+                                          + "add user = \"NAME\" to [server.main]"), noUser.err)
+
+        try (base + "user = \"pi\"\n" + outputs).write(toFile: conf, atomically: true, encoding: .utf8)
+        FileManager.default.createFile(atPath: secrets, contents: Data("[server.other]\npassword = \"pw\"\n".utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        let unmatched = try runOSHEdge(["check", "--config", conf, "--secrets", secrets])
+        XCTAssertTrue(unmatched.err.contains("\(secrets): [server.other] names no server in the configuration "
+                                             + "(its servers: [server.main]); that secret is not used"), unmatched.err)
+
+        let noPassword = try runOSHEdge(["check", "--node", "http://127.0.0.1:1/sensorhub/api", "--user", "pi"],
+                                        env: ["OSH_EDGE_PASSWORD": ""])
+        XCTAssertNotEqual(noPassword.status, 0)
+        XCTAssertTrue(noPassword.err.contains("--user pi needs a password: set OSH_EDGE_PASSWORD"), noPassword.err)
+    }
 }

@@ -17,6 +17,8 @@ final class DaemonTests: XCTestCase {
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "osh-run-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        // An empty secrets file (a --secrets file must exist), so no test reads /etc/osh-edge/secrets.
+        XCTAssertTrue(FileManager.default.createFile(atPath: dir + "/no-secrets", contents: Data(), attributes: [.posixPermissions: 0o600]))
         node = DevNode(config: DevNodeConfig())
         _ = try node.start()
     }
@@ -420,7 +422,7 @@ final class DaemonTests: XCTestCase {
         source = "simulated"
         """
         let config = try writeConfig(audio + "\n[audio]\ndevice = \"\(wav)\"\n")
-        XCTAssertEqual(try Daemon.load(configPath: config, secretsPath: dir + "/none", forRunning: false).plan.audioWAV, wav,
+        XCTAssertEqual(try Daemon.load(configPath: config, secretsPath: dir + "/no-secrets", forRunning: false).plan.audioWAV, wav,
                        "config check accepts it")
         let (p, err) = try start(config, binary: "osh-edge-sim")
         // 0.1 s windows: ten levels a second once the file plays.
@@ -433,7 +435,7 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(log.contains("audio: \(wav): S16_LE"), log)
 
         let none = try writeConfig(audio + "\n[outputs.device_health]\nrate = 5\n")
-        XCTAssertNil(try Daemon.load(configPath: none, secretsPath: dir + "/none").plan.audioWAV)
+        XCTAssertNil(try Daemon.load(configPath: none, secretsPath: dir + "/no-secrets").plan.audioWAV)
         let health = count("device_health")
         let (q, qerr) = try start(none, binary: "osh-edge-sim")
         XCTAssertTrue(wait(10) { self.count("device_health") > health }, "the rest runs")
@@ -449,7 +451,7 @@ final class DaemonTests: XCTestCase {
         [outputs.gps_data]
         enabled = true
         """)
-        XCTAssertEqual(try Daemon.load(configPath: serial, secretsPath: dir + "/none").config.gps, .serial(path: "/dev/ttyACM0", baud: 115200))
+        XCTAssertEqual(try Daemon.load(configPath: serial, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/ttyACM0", baud: 115200))
         let gpsd = try writeConfig("""
         [gps]
         gpsd = "127.0.0.1:2947"
@@ -457,12 +459,12 @@ final class DaemonTests: XCTestCase {
         [outputs.gps_data]
         enabled = true
         """)
-        XCTAssertEqual(try Daemon.load(configPath: gpsd, secretsPath: dir + "/none").config.gps, .gpsd(host: "127.0.0.1", port: 2947))
+        XCTAssertEqual(try Daemon.load(configPath: gpsd, secretsPath: dir + "/no-secrets").config.gps, .gpsd(host: "127.0.0.1", port: 2947))
         let auto = try writeConfig("""
         [outputs.gps_data]
         enabled = true
         """)
-        XCTAssertEqual(try Daemon.load(configPath: auto, secretsPath: dir + "/none").config.gps, .serial(path: "/dev/serial0", baud: nil))
+        XCTAssertEqual(try Daemon.load(configPath: auto, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/serial0", baud: nil))
         let bad = try writeConfig("""
         [gps]
         baud = 12345
@@ -498,25 +500,25 @@ final class DaemonTests: XCTestCase {
 
         [record.camera0_H264]
         rate = 25
-        """), secretsPath: dir + "/none", forRunning: false).config
+        """), secretsPath: dir + "/no-secrets", forRunning: false).config
         XCTAssertEqual(some.recordRates, ["MPU9250_Accelerometer_data": 400, "camera0_H264": 25])
         XCTAssertEqual(some.record.maxHours, 2)
         XCTAssertEqual(some.record.rates, ["accelerometer": 400, "camera0_H264": 25])
 
         let all = try Daemon.load(configPath: try writeConfig(outputs + "\n[record]\nenabled = true\n"),
-                                  secretsPath: dir + "/none", forRunning: false).config
+                                  secretsPath: dir + "/no-secrets", forRunning: false).config
         XCTAssertEqual(all.recordRates, ["MPU9250_Accelerometer_data": 20, "barometer": 1, "camera0_H264": 2, "device_health": 1.0 / 60])
 
         let off = try Daemon.load(configPath: try writeConfig(outputs + "\n[record.barometer]\nrate = 10\n"),
-                                  secretsPath: dir + "/none", forRunning: false).config
+                                  secretsPath: dir + "/no-secrets", forRunning: false).config
         XCTAssertEqual(off.recordRates, [:])
         XCTAssertFalse(off.record.enabled)
     }
 
-    /// Under systemd: READY=1 after registration with a readable STATUS, WATCHDOG=1 from the
-    /// loop at half the watchdog period, STOPPING=1 on SIGTERM — over a real notify socket.
-    func testSystemdNotifyReadyStatusWatchdogStopping() throws {
+    /// The agent's datagrams to a real notify socket while it runs `seconds`, then stops (SIGTERM).
+    private func notifyMessages(_ config: String, seconds: Double) throws -> (messages: [String], status: Int32) {
         let sockPath = dir + "/notify.sock"
+        unlink(sockPath)
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         XCTAssertGreaterThanOrEqual(fd, 0)
         defer { close(fd) }
@@ -529,12 +531,6 @@ final class DaemonTests: XCTestCase {
         XCTAssertEqual(bound, 0)
         var tv = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        source = "simulated"
-        """)
         let p = Process()
         p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
@@ -554,16 +550,47 @@ final class DaemonTests: XCTestCase {
                 if n > 0 { messages.append(String(decoding: buf[0..<n], as: UTF8.self)) }
             }
         }
-        receive(for: 2.5)
+        receive(for: seconds)
         p.terminate()
         receive(for: 1.5)
         p.waitUntilExit()
+        return (messages, p.terminationStatus)
+    }
+
+    /// Under systemd: READY=1 as soon as the agent runs (devices open, loop turning) with a readable
+    /// STATUS, STATUS=streaming once registered, WATCHDOG=1 from the loop at half the watchdog
+    /// period, STOPPING=1 on SIGTERM — over a real notify socket.
+    func testSystemdNotifyReadyStatusWatchdogStopping() throws {
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        source = "simulated"
+        """)
+        let (messages, status) = try notifyMessages(config, seconds: 2.5)
         let ready = messages.first { $0.hasPrefix("READY=1") }
-        XCTAssertEqual(ready, "READY=1\nSTATUS=streaming 2 outputs to 127.0.0.1:\(node.port)", "\(messages)")
+        XCTAssertEqual(ready, "READY=1\nSTATUS=running: registering with \(node.apiRoot)", "\(messages)")
         XCTAssertTrue(messages.contains { $0.hasPrefix("STATUS=starting") })
+        XCTAssertTrue(messages.contains("STATUS=streaming 2 outputs to 127.0.0.1:\(node.port)"), "\(messages)")
         XCTAssertGreaterThanOrEqual(messages.filter { $0 == "WATCHDOG=1" }.count, 4, "every 0.3 s from the loop")
         XCTAssertTrue(messages.contains("STOPPING=1\nSTATUS=stopping"))
-        XCTAssertEqual(p.terminationStatus, 0)
+        XCTAssertEqual(status, 0)
+    }
+
+    /// A board whose node is down at boot used to stay "activating" until systemd's start timeout
+    /// killed it, again and again: READY=1 came only after the first registration. It is ready
+    /// when it runs; the node's absence is what STATUS says.
+    func testANodeThatIsDownAtStartDoesNotKeepTheServiceActivating() throws {
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        source = "simulated"
+        """)
+        node.stop()
+        let (messages, status) = try notifyMessages(config, seconds: 3)
+        XCTAssertTrue(messages.contains { $0.hasPrefix("READY=1\nSTATUS=running: registering with ") }, "\(messages)")
+        XCTAssertTrue(messages.contains { $0.hasPrefix("STATUS=node unreachable, retrying in ") }, "\(messages)")
+        XCTAssertEqual(status, 0)
+        _ = try node.start()
     }
 
     func testTheUnitFileScoresWellInSystemdAnalyzeSecurity() throws {
@@ -622,6 +649,7 @@ final class ConfiguredOutputsTests: XCTestCase {
         rate = 5
         """.write(toFile: path, atomically: true, encoding: .utf8)
         let secrets = dir + "/no-secrets"
+        FileManager.default.createFile(atPath: secrets, contents: Data(), attributes: [.posixPermissions: 0o600])
 
         // Simulated sources need the simulation linked: osh-edge-dev runs and validates this file.
         let configCheck = try runOSHEdge(["config", "check", path], binary: "osh-edge-dev")
@@ -646,6 +674,6 @@ final class ConfiguredOutputsTests: XCTestCase {
 
         let check = try runOSHEdge(["check", "--config", path, "--secrets", secrets])
         XCTAssertEqual(check.status, 0, check.out + check.err)
-        XCTAssertTrue(check.out.contains("ok    all 2 datastreams are there"), check.out)
+        XCTAssertTrue(check.out.contains("ok    all 2 configured datastreams are there (the node holds 2 datastreams for this board)"), check.out)
     }
 }

@@ -67,6 +67,9 @@ final class SpoolKillTests: XCTestCase {
     }
 
     private func startAgent(_ config: String) throws {
+        if !FileManager.default.fileExists(atPath: dir + "/no-secrets") {
+            FileManager.default.createFile(atPath: dir + "/no-secrets", contents: Data(), attributes: [.posixPermissions: 0o600])
+        }
         let p = Process()
         p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]

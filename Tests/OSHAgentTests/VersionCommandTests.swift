@@ -17,4 +17,17 @@ final class VersionCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.contains("usage: osh-edge <command>"), r.out)
     }
+    /// `COMMAND --help` used to answer "unexpected argument '--help'": it prints that command's
+    /// entry of the usage and succeeds; no command at all is a usage error.
+    func testHelpAfterACommandPrintsItsEntry() throws {
+        let r = try runOSHEdge(["command", "--help"])
+        XCTAssertEqual(r.status, 0, r.err)
+        XCTAssertTrue(r.out.hasPrefix("usage: osh-edge <command> [options]\n  command CONTROLSTREAM"), r.out)
+        XCTAssertTrue(r.out.contains("--wait S"), r.out)
+        XCTAssertFalse(r.out.contains("  datastreams SYSTEM"), r.out)
+        let rec = try runOSHEdge(["record", "status", "-h"])
+        XCTAssertEqual(rec.status, 0, rec.err)
+        XCTAssertTrue(rec.out.contains("  record status") && rec.out.contains("  record export"), rec.out)
+        XCTAssertEqual(try runOSHEdge([]).status, 2)
+    }
 }

@@ -114,6 +114,12 @@ final class CommandService {
         }
     }
 
+    /// A later outcome of a command answered EXECUTING (an upload's progress and end): what the
+    /// demo's status line shows; the uploader logs it itself.
+    func laterOutcome(_ what: String, _ outcome: CommandOutcome) {
+        lastCommand = "\(what): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
+    }
+
     private func note(_ what: String, _ outcome: CommandOutcome) {
         lastCommand = "\(what): \(outcome.status.rawValue)" + (outcome.message.map { " — " + $0 } ?? "")
         Log.notice("command \(lastCommand ?? "")")

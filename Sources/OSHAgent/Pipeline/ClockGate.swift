@@ -12,6 +12,13 @@ public final class ClockGate {
     private let notBefore: Double
     /// Wall-clock offset learnt from GPS time (used while the system clock is not synchronised).
     private var gpsOffset: Double?
+    /// CLOCK_MONOTONIC seconds when the gate began holding (nil while it lets observations through).
+    public private(set) var holdingSince: Double?
+
+    /// Whole seconds the gate has held observations so far (nil when it is not holding).
+    public var heldSeconds: Int? {
+        holdingSince.map { Int(Double(Clock.monotonicNanoseconds()) / 1e9 - $0) }
+    }
 
     init(trustHostClock: Bool, notBefore: Double) {
         self.trustHostClock = trustHostClock
@@ -31,10 +38,17 @@ public final class ClockGate {
         }
         if !s.isSynchronized, gpsOffset != nil { s = .synchronized(source: "GPS") }
         if s != state {
-            if case .unsynchronized(let why) = s { Log.warning("holding observations: \(why)") }
-            else if case .synchronized(let src) = s { Log.info("clock trusted (\(src)); observations get wall-clock times") }
+            if case .unsynchronized(let why) = s {
+                Log.warning("holding observations: \(why); they are sent, with correct times, once the clock is synchronised "
+                            + "(timedatectl shows whether NTP is reaching a server; a board whose clock is right without "
+                            + "NTP can set [time] require_sync = false)")
+            } else if case .synchronized(let src) = s {
+                let held = heldSeconds.map { " after \($0) s" } ?? ""
+                Log.info("clock trusted (\(src))\(held); observations get wall-clock times")
+            }
             state = s
         }
+        if s.isSynchronized { holdingSince = nil } else if holdingSince == nil { holdingSince = Double(Clock.monotonicNanoseconds()) / 1e9 }
         // Re-read every second: the offset follows NTP's corrections, and held observations get
         // correct times when they finally go out.
         if case .synchronized("GPS") = s, let g = gpsOffset { return g }

@@ -188,7 +188,10 @@ public final class AgentRuntime {
                                            Log.warning("upload: the node no longer knows \(names[i])'s datastream; registering again")
                                            self.reregister()
                                        },
-                                       report: { [unowned self] id, outcome in self.commandReceiver?.report(commandID: id, outcome) }),
+                                       report: { [unowned self] id, outcome in
+                                           self.commandReceiver?.report(commandID: id, outcome)
+                                           self.commands.laterOutcome("uploadTimeRange", outcome)
+                                       }),
                           scalarTransport: node, videoTransport: node)
         interruptedUpload = up.interruptedJob()
         uploader = up
@@ -445,8 +448,12 @@ public final class AgentRuntime {
     /// Re-evaluates the clock now (otherwise once a second).
     public func recheckClock() { checkClock() }
     private func checkClock() {
+        let wasHolding = clock.holdingSince != nil
         publisher.clockOffset = clock.check()
         recorder?.clockOffset = publisher.clockOffset
+        // While holding, the status says for how long (every 10 s); and once, that it streams again.
+        if let held = clock.heldSeconds, held % 10 == 0 { onStatus?(streamingStatus) }
+        else if wasHolding, clock.holdingSince == nil, registered { onStatus?(streamingStatus) }
     }
 
     // MARK: Status
@@ -458,6 +465,10 @@ public final class AgentRuntime {
 
     public var streamingStatus: String {
         let host = config.server.apiRoot.split(separator: "/").dropFirst().first.map(String.init) ?? config.server.apiRoot
+        if let held = clock.heldSeconds {
+            return "holding \(specs.count) output\(specs.count == 1 ? "" : "s"): clock not synchronised for \(held) s "
+                + "(timedatectl; or [time] require_sync = false)"
+        }
         return "streaming \(specs.count) output\(specs.count == 1 ? "" : "s") to \(host)"
     }
 

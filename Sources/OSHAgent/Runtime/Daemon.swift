@@ -93,7 +93,20 @@ public enum Daemon {
         case .trustCertificate(let path): tls = .trustCertificate(pemPath: path)
         case .pin(let b64): tls = .pinnedKey(sha256Base64: b64)
         }
-        return HTTPServer(apiRoot: server.url, credentials: server.credentials(from: try loadSecrets(path: secretsPath)), tls: tls,
+        let (secrets, secretsFile) = try loadSecrets(path: secretsPath)
+        // Each of these used to end in the node's 401 with no word of the real cause.
+        if let file = secretsFile {
+            let names = Set(settings.servers.map(\.name))
+            for name in secrets.keys.sorted() where !names.contains(name) {
+                Log.warning("\(file): [server.\(name)] names no server in the configuration (its servers: "
+                            + settings.servers.map { "[server.\($0.name)]" }.joined(separator: ", ") + "); that secret is not used")
+            }
+        }
+        if case .password? = secrets[server.name], server.user.isEmpty {
+            throw DaemonError.message("\(secretsFile ?? "the secrets file") has a password for [server.\(server.name)], but the configuration "
+                                      + "sets no user: add user = \"NAME\" to [server.\(server.name)]")
+        }
+        return HTTPServer(apiRoot: server.url, credentials: server.credentials(from: secrets), tls: tls,
                           connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout)
     }
 
@@ -190,7 +203,13 @@ public enum Daemon {
 
     /// Secrets from the systemd credential (`$CREDENTIALS_DIRECTORY/osh-edge-secrets`) or the root-only
     /// file; a file others can read is refused rather than used.
-    static func loadSecrets(path: String?) throws -> [String: Secret] {
+    /// The secrets and the file they came from (nil: none found). A file named on the command line
+    /// must exist.
+    static func loadSecrets(path: String?) throws -> ([String: Secret], String?) {
+        if let path, access(path, F_OK) != 0, getenv("CREDENTIALS_DIRECTORY") == nil {
+            throw DaemonError.message("--secrets \(path): no such file; give the file that holds the node's password "
+                                      + "(default \(defaultSecretsPath))")
+        }
         var candidates: [String] = []
         if let dir = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), !dir.isEmpty {
             candidates.append(dir + "/osh-edge-secrets")
@@ -203,9 +222,9 @@ public enum Daemon {
                 throw DaemonError.message("\(p) is readable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); "
                                           + "run: chmod 600 \(p)")
             }
-            return try Secrets.parse(bytes: bytes, path: p)
+            return (try Secrets.parse(bytes: bytes, path: p), p)
         }
-        return [:]
+        return ([:], nil)
     }
 
     /// Runs until SIGTERM/SIGINT. Returns the process exit code.
@@ -240,7 +259,6 @@ public enum Daemon {
         do {
             let loop = try EventLoop()
             let notify = SDNotify()
-            var announcedReady = false
             // The LED follows whichever runtime is current (SIGHUP replaces it). It is opened once the
             // first agent runs: opening the devices blocks the loop (a second or two on a slow
             // board), and a pattern started before would show a stretched first blink.
@@ -253,9 +271,7 @@ public enum Daemon {
                 Log.threshold = logLevel(l.settings.logLevel)
                 let (agent, hardware) = try startAgent(l, loop: loop)
                 agent.onStatus = { notify.status($0) }
-                agent.onRegistered = { [unowned agent] in
-                    if !announcedReady { announcedReady = true; notify.ready(status: agent.streamingStatus) }
-                }
+                agent.onRegistered = { [unowned agent] in notify.status(agent.streamingStatus) }
                 agent.onIdentify = { seconds in
                     guard let led else { return nil }
                     led.identify(seconds: seconds)
@@ -334,6 +350,14 @@ public enum Daemon {
                     supervisor.terminate()
                 }
             }
+            // Ready once the loop turns with the devices open: a node that is down, unreachable or
+            // refusing is a state (STATUS, the LED, the counters), not a start that never ends —
+            // systemd would otherwise kill a board without its node at the start timeout, again and again.
+            let ready = LoopDeadline(loop: loop) {
+                guard let a = current?.agent else { return }
+                notify.ready(status: a.registered ? a.streamingStatus : "running: registering with \(a.config.server.apiRoot)")
+            }
+            try ready.arm(after: 0.001)
             while exitCode == nil { try loop.run() }
             led?.stop()
             if exitCode == 0 { Log.notice("stopped") }

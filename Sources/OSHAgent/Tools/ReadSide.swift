@@ -189,6 +189,36 @@ public enum ReadSide {
         return d
     }
 
+    // MARK: Control streams
+
+    /// A control stream as the node lists it, with the commands its parameter schema offers (the
+    /// items of a DataChoice, or the record's name).
+    public struct ControlStreamRow: Sendable, Equatable {
+        public var id: String
+        public var inputName: String
+        public var name: String
+        public var commands: [String]
+    }
+
+    /// `GET /systems/{id}/controlstreams`, then each one's schema (the commands to send).
+    public static func controlStreams(_ r: NodeReader, system ref: String) throws -> (system: NodeSystem, rows: [ControlStreamRow]) {
+        let s = try resolveSystem(r, ref)
+        let v = try r.json(r.builder.listControlStreams(systemID: s.id), what: "control streams of system \(s.id)")
+        var rows: [ControlStreamRow] = []
+        for item in NodeCollection.items(v) {
+            guard let id = item["id"]?.string else { continue }
+            var row = ControlStreamRow(id: id, inputName: item["inputName"]?.string ?? item["controlInput"]?.string ?? "",
+                                       name: item["name"]?.string ?? "", commands: [])
+            if let schema = try? r.json(r.builder.controlStreamSchema(id: id), what: "schema of control stream \(id)"),
+               let params = schema["parametersSchema"], let c = try? SchemaDecoder.component(params) {
+                if case .choice(let choice) = c.kind { row.commands = choice.items.compactMap(\.name) }
+                else if let n = c.name { row.commands = [n] }
+            }
+            rows.append(row)
+        }
+        return (s, rows)
+    }
+
     // MARK: Schema
 
     public struct RemoteSchema: Sendable {

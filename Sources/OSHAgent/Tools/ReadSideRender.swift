@@ -152,6 +152,34 @@ public enum ReadSideRender {
         }
     }
 
+    // MARK: Control streams
+
+    public static func controlStreamsTable(_ s: NodeSystem, _ rows: [ReadSide.ControlStreamRow]) -> String {
+        var t = Table(["id", "input", "name", "commands"])
+        for r in rows { t.add([r.id, r.inputName, r.name, r.commands.joined(separator: ", ")]) }
+        let head = "system \(s.id) \(s.uid), \(rows.count) control stream\(rows.count == 1 ? "" : "s")"
+        return rows.isEmpty ? head + " (osh-edge creates device_control when it registers with commands on)"
+            : head + "\n" + t.render() + "\nsend one: osh-edge command ID '{\"COMMAND\":{…}}'"
+    }
+
+    public static func controlStreamsJSON(_ s: NodeSystem, _ rows: [ReadSide.ControlStreamRow]) -> String {
+        document { w in
+            w.beginObject()
+            w.key("system"); w.string(s.id)
+            w.key("controlstreams"); w.beginArray()
+            for r in rows {
+                w.beginObject()
+                w.key("id"); w.string(r.id)
+                w.key("inputName"); w.string(r.inputName)
+                w.key("name"); w.string(r.name)
+                w.key("commands"); w.beginArray(); for c in r.commands { w.string(c) }; w.endArray()
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        }
+    }
+
     // MARK: Commands
 
     public static func commandText(_ o: ReadSide.CommandOutcome) -> String {
