@@ -114,6 +114,23 @@ final class TLSAgentTests: XCTestCase {
         XCTAssertTrue(refused[0].text.contains("TLS"), refused[0].text)
         let key = try XCTUnwrap(refused.last?.text.split(separator: " ").first { $0.hasPrefix("sha256//") }
             .map { String($0.dropFirst("sha256//".count)) }, "the node's key is reported for pinning")
+        // Once, and the value to copy without the prefix (it used to say sha256//sha256//…).
+        XCTAssertFalse(refused.last?.text.contains("sha256//sha256//") ?? true, refused.last?.text ?? "")
+        XCTAssertTrue(refused.last?.text.contains("(--pin-sha256 \(key), or pin_sha256 = \"\(key)\" in [server.NAME])") ?? false,
+                      refused.last?.text ?? "")
+        // The wrong scheme either way gets its own diagnosis, not a certificate or proxy story.
+        let plainToTLS = try Check.run(server: HTTPServer(apiRoot: https.replacingOccurrences(of: "https://", with: "http://")),
+                                       identity: identity, outputs: [])
+        XCTAssertTrue(plainToTLS[0].text.contains("if that port serves HTTPS, use https:// in the URL"), plainToTLS[0].text)
+        let plainNode = DevNode(config: DevNodeConfig())
+        _ = try plainNode.start()
+        defer { plainNode.stop() }
+        let tlsToPlain = try Check.run(server: HTTPServer(apiRoot: plainNode.apiRoot.replacingOccurrences(of: "http://", with: "https://")),
+                                       identity: identity, outputs: [])
+        // A plain-HTTP server answers a ClientHello ("wrong version number") or just closes
+        // (SSL_ERROR_SYSCALL); libmicrohttpd does either. Both say to use http://.
+        XCTAssertTrue(tlsToPlain[0].text.contains("use http:// in the URL"), tlsToPlain[0].text)
+        XCTAssertFalse(tlsToPlain[0].text.contains("trust that certificate"), tlsToPlain[0].text)
 
         // Trusting that certificate for that host works…
         let trusted = try Check.run(server: HTTPServer(apiRoot: https, tls: .trustCertificate(pemPath: tls.certPath)),

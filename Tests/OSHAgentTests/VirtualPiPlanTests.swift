@@ -291,4 +291,38 @@ final class VirtualPiPlanTests: XCTestCase {
         XCTAssertEqual(board.bus.trace.count, 3 * imu.poller.polls)
         XCTAssertEqual(imu.poller.failedPolls, 0)
     }
+    /// The virtual Pi restamps a tester's NMEA log to the board's time. A sentence corrupted on
+    /// purpose (bad `*hh`) must stay corrupt — recomputing every checksum used to make it valid,
+    /// so its position reached the node — and one without a checksum stays without one.
+    func testRestampingKeepsABadChecksumBad() throws {
+        let script = """
+        import sys, time
+        sys.path.insert(0, sys.argv[1])
+        import checks
+        w = time.gmtime(1767225600)
+        good = "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47"
+        def ok(line):
+            body, star = line[1:line.rindex("*")], line.rindex("*")
+            return line[star + 1:].strip() == checks.nmea_checksum(body)
+        assert ok(good)
+        assert ok(checks.nmea_restamp(good, w)), "a good sentence stays good"
+        assert checks.nmea_restamp(good, w).startswith("$GPGGA,000000,"), "restamped"
+        bad = good[:-2] + "00"
+        assert not ok(checks.nmea_restamp(bad, w)), "a bad checksum stays bad"
+        bare = "$GPGGA,123519,4807.038,N"
+        assert checks.nmea_restamp(bare, w) == bare, "no checksum stays none"
+        print("ok")
+        """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", script, repo + "/board/virtual-pi/host"]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, out)
+        XCTAssertEqual(out, "ok\n")
+    }
 }

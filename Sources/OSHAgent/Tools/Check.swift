@@ -32,8 +32,10 @@ public enum Check {
                     http.probePublicKey { r in
                         pending -= 1
                         if case .success(let key) = r {
-                            lines.append(Line(ok: false, text: "the server's public key hash is sha256//\(key) ; if this is your node, "
-                                              + "pin it (--pin-sha256 \(key)) or trust its certificate"))
+                            // The probe gives `sha256//<base64>`: pin_sha256 and --pin-sha256 take either form.
+                            let bare = key.hasPrefix("sha256//") ? String(key.dropFirst(8)) : key
+                            lines.append(Line(ok: false, text: "the server's public key hash is sha256//\(bare) ; if this is your node, "
+                                              + "pin it (--pin-sha256 \(bare), or pin_sha256 = \"\(bare)\" in [server.NAME]) or trust its certificate"))
                         }
                     }
                 }

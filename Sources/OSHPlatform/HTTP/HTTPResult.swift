@@ -97,6 +97,17 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         case .timeout:
             return "\(at) did not answer in time: \(message) — the node or the network is slow or down"
         case .tls:
+            // OpenSSL's reading of a plain-HTTP answer to its ClientHello.
+            if message.lowercased().hasSubstring("wrong version number") {
+                return "\(at) does not speak TLS on that port (\(message)): it answers plain HTTP — use http:// in the URL, "
+                    + "or the port where the node serves HTTPS"
+            }
+            // A plain-HTTP server that just closes on a ClientHello (libmicrohttpd does).
+            let m = message.lowercased()
+            if m.hasSubstring("ssl_error_syscall") || m.hasSubstring("unexpected eof") {
+                return "\(at) closed the connection during the TLS handshake (\(message)) — if that port serves plain HTTP, "
+                    + "use http:// in the URL; otherwise the node's TLS setup is failing"
+            }
             var s = "TLS with \(at) failed: \(message) — "
             if let key = peerPublicKey {
                 s += "the server's public key is \(key); pin it if this is your node, "
@@ -105,6 +116,11 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
             }
             return s + "otherwise check the node's certificate and the board's clock"
         case .reset:
+            // A TLS port closes on a plain-HTTP request without a byte: libcurl's "Empty reply".
+            if origin.lowercased().hasPrefix("http://"), message.lowercased().hasSubstring("empty reply") {
+                return "\(at) closed the connection without answering (\(message)) — if that port serves HTTPS, use https:// "
+                    + "in the URL; otherwise the node is restarting or failing"
+            }
             return "\(at) closed the connection without a complete answer: \(message) — the node may be restarting or a proxy cut the request"
         case .recv:
             return "reading the answer from \(at) failed: \(message)"

@@ -34,12 +34,16 @@ def nmea_checksum(body):
 
 def nmea_restamp(line, when):
     """The sentence with its UTC time (and RMC's/ZDA's date) set to `when` (a time.struct_time)
-    and its checksum recomputed; positions and everything else unchanged. A replayed log then
+    and its checksum recomputed (a wrong one stays wrong, a missing one missing); positions and
+    everything else unchanged. A replayed log then
     reads like a receiver working now: time never goes backwards when the log loops, and the
     agent's GPS-time gate and its observations' times line up with the board's clock."""
     if not line.startswith("$") or "*" not in line:
-        return line
+        return line  # no checksum: it stays without one
     body = line[1:line.rindex("*")]
+    # A sentence a tester corrupted on purpose keeps a wrong checksum: the agent must still drop it.
+    given = line[line.rindex("*") + 1:].strip().upper()
+    valid = given == nmea_checksum(body)
     f = body.split(",")
     kind = f[0][2:5] if len(f[0]) >= 5 else ""
     k = NMEA_TIME_FIELD.get(kind)
@@ -51,7 +55,10 @@ def nmea_restamp(line, when):
     if kind == "ZDA" and len(f) > 4 and f[2]:
         f[2], f[3], f[4] = "%02d" % when.tm_mday, "%02d" % when.tm_mon, "%04d" % when.tm_year
     body = ",".join(f)
-    return "$%s*%s\r\n" % (body, nmea_checksum(body))
+    checksum = nmea_checksum(body)
+    if not valid:
+        checksum = "%02X" % (int(checksum, 16) ^ 0x5A)
+    return "$%s*%s\r\n" % (body, checksum)
 
 
 def nmea_epochs(text):
