@@ -135,6 +135,10 @@ public enum Demo {
 
         try loop.onSignals([SIGINT, SIGTERM]) { _ in loop.stop() }
         let table = StatusTable(interactive: isatty(1) != 0)
+        // On a terminal the table is redrawn in place: log lines written between two redraws
+        // would break it, so they are shown in it instead (the newest few, under the table).
+        if table.interactive { Log.sink = { level, message in table.note(level, message) } }
+        defer { if table.interactive { Log.sink = nil } }
         try loop.addTimer(firstAt: EventLoop.deadline(after: 1), interval: 1_000_000_000) { _ in
             selfCommands?.tick()
             table.identifying = led.isIdentifying
@@ -150,9 +154,22 @@ public enum Demo {
 /// The live table: one row per datastream, redrawn in place on a terminal, plain lines otherwise.
 struct StatusTable {
     let interactive: Bool
-    final class Memory { var lastSent: [Int] = []; var lastVideoSent = 0; var lastTime = 0.0; var drawnLines = 0; var identifying = false }
+    final class Memory {
+        var lastSent: [Int] = []
+        var lastVideoSent = 0
+        var lastTime = 0.0
+        var drawnLines = 0
+        var identifying = false
+        var logLines: [String] = []
+    }
     let memory = Memory()
     var identifying: Bool { get { memory.identifying } nonmutating set { memory.identifying = newValue } }
+
+    /// A log line to show with the table (interactive only): the newest five are kept.
+    func note(_ level: Log.Level, _ message: String) {
+        memory.logLines.append("\(level.word): " + String(message.prefix(160)))
+        if memory.logLines.count > 5 { memory.logLines.removeFirst(memory.logLines.count - 5) }
+    }
 
     func render(_ a: AgentRuntime) -> String {
         let rows = a.rows
@@ -192,6 +209,10 @@ struct StatusTable {
                          + "  " + pad(c.sent > 0 ? "frame \(c.bytes / max(c.sent, 1)) B" : "-", 26)
                          + (c.lastError.map { String($0.prefix(60)) } ?? ""))
             memory.lastVideoSent = c.sent
+        }
+        if interactive, !memory.logLines.isEmpty {
+            lines.append("log (newest last):")
+            lines += memory.logLines.map { "  " + $0 }
         }
         memory.lastSent = rows.map(\.counters.sent)
         memory.lastTime = now

@@ -321,6 +321,35 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(log.contains("gps_data waits for it, the other outputs run"), log)
     }
 
+    /// `[log] level = "debug"` used to print nothing more. It shows each request (method, path,
+    /// status, sizes, latency) and the node's words when it refuses; off by default. Outside the
+    /// journal each line carries its UTC time and level word instead of a `<N>` prefix.
+    func testDebugLoggingShowsEachRequestAndLinesCarryTheirTime() throws {
+        let outputs = """
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
+        """
+        let quiet = try writeConfig(outputs)
+        let (p, err) = try start(quiet)
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 3 })
+        let plain = terminate(p, err)
+        XCTAssertFalse(plain.contains("HTTP POST"), plain)
+        XCTAssertFalse(plain.contains("<5>"), "no syslog prefix outside the journal\n" + plain)
+        let first = plain.split(separator: "\n").first.map(String.init) ?? ""
+        XCTAssertTrue(first.range(of: #"^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (notice|info|warning): "#,
+                                  options: .regularExpression) != nil, first)
+
+        let loud = try writeConfig(outputs + "\n[log]\nlevel = \"debug\"\n")
+        let (q, qerr) = try start(loud)
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 6 })
+        let debug = terminate(q, qerr)
+        XCTAssertTrue(debug.contains(" debug: HTTP GET /systems/"), debug) // the cached system, checked
+        XCTAssertTrue(debug.range(of: #"debug: HTTP POST /datastreams/[^ ]+/observations → 201, sent \d+ B, received \d+ B in \d+ ms"#,
+                                  options: .regularExpression) != nil, debug)
+    }
+
     /// One agent per state directory: a second `run` on the same one (`sudo osh-edge run` by hand
     /// while the service runs) is refused, naming the PID that holds it; a kill -9 leaves no stale
     /// lock behind.

@@ -177,6 +177,7 @@ public final class CommandReceiver {
     private func onMessage(_ bytes: UnsafeRawBufferPointer) {
         received += 1
         let arrived = Clock.monotonicNanoseconds()
+        Log.debug("command channel \(controlStreamID): received \(String(decoding: bytes.prefix(500), as: UTF8.self))")
         guard let json = try? JSONValue.parse(bytes), let id = json["id"]?.string, !id.isEmpty else {
             Log.warning("command channel: a message without a command id was ignored")
             return

@@ -432,6 +432,10 @@ public final class HTTPClient {
     @discardableResult
     private func setBody(_ s: inout OptionSetter, _ t: HTTPTransfer, _ request: CSRequest,
                          _ body: UnsafeRawBufferPointer?) -> Bool {
+        // For the debug line at completion: a copy of the path's reference, no text built here.
+        t.method = request.method
+        t.path = request.path
+        t.sentBytes = body?.count ?? request.body?.count ?? 0
         guard Self.hasBody(request, body) else { return false }
         var bodyPointer: UnsafeRawPointer = UnsafeRawPointer(t.ownedBody)
         var bodyCount = 0
@@ -591,6 +595,7 @@ public final class HTTPClient {
     /// Ends a transfer; `deliver` false queues its completion for the loop (inside `send`).
     private func finish(_ t: HTTPTransfer, code: CURLcode, cancelled: Bool = false, deliver: Bool = true) {
         let result = makeResult(t, code: code, cancelled: cancelled)
+        if Log.isDebug { Log.debug(Self.debugLine(t, result)) }
         curl_multi_remove_handle(multi, t.easy)
         if let i = active.firstIndex(where: { $0 === t }) { active.remove(at: i) }
         let completion = t.completion
@@ -603,6 +608,19 @@ public final class HTTPClient {
             ready.append(FinishedRequest(result: result, completion: completion))
             armTimer()
         }
+    }
+
+    /// `[log] level = "debug"`: each request's method, path, status, sizes and latency, and what
+    /// the node said when it refused.
+    static func debugLine(_ t: HTTPTransfer, _ r: HTTPResult) -> String {
+        var line = "HTTP \(t.method.rawValue) \(t.path) → "
+        if let e = r.error { line += "failed: \(e)" } else { line += "\(r.status)" }
+        line += ", sent \(t.sentBytes) B, received \(r.body.count) B in \(Int((r.totalSeconds * 1000).rounded())) ms"
+        if r.newConnections > 0 { line += " (new connection)" }
+        if r.error == nil, r.status >= 400 {
+            line += ": " + String(decoding: r.body.prefix(400), as: UTF8.self).split(whereSeparator: \.isNewline).joined(separator: " ")
+        }
+        return line
     }
 
     /// A prepared request's handle keeps its options; any other goes back to the pool blank.

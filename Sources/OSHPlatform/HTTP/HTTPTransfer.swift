@@ -1,4 +1,5 @@
 import CCurl
+import OSHCore
 
 /// One libcurl easy handle and everything a request on it needs, kept in the client's pool and
 /// reused: the error buffer, the response buffer and the copy of an owned body survive from one
@@ -22,6 +23,10 @@ final class HTTPTransfer {
     var peerPublicKey: String?
     var headers: UnsafeMutablePointer<curl_slist>?
     var completion: ((HTTPResult) -> Void)?
+    /// The request's method, path and body size, for the debug line at completion.
+    var method: HTTPMethod = .get
+    var path = ""
+    var sentBytes = 0
     var id: UInt64 = 0
     /// Owned by a `PreparedRequest`: its options stay set between requests and it never enters the pool.
     var isPrepared = false
