@@ -23,6 +23,10 @@ commands:
   run                  the agent as a service  --config FILE (default /etc/osh-edge/osh-edge.conf)
                        --secrets FILE (default /etc/osh-edge/secrets)
   config check [FILE]  validate a configuration file (every error with file:line)
+  status               what the running service is doing: per output produced, sent, queued, spooled,
+                       dropped and why; the node link; the clock — from its counters file
+                       (--counters FILE, or --config FILE's [paths] counters_file; default
+                       /run/osh-edge/counters)  --json; exit 3 when the service is not running
   nmea [FILE|-]        decode NMEA 0183 (a log, stdin or a serial device) into one JSON line per
                        fix and a final counts line   --baud N (for a device, default 9600)
   levels FILE.wav|DEVICE  per window, the rmsdB/peakdB audio_level would publish (a WAV read
@@ -187,6 +191,7 @@ public func runOSHEdgeCommandLine() {
     case "systems": runSystemsCommand(&args)
     case "datastreams": runDatastreamsCommand(&args)
     case "controlstreams": runControlStreamsCommand(&args)
+    case "status": runStatusCommand(&args)
     case "observations": runObservationsCommand(&args)
     case "command": runCommandCommand(&args)
     case "led": runLEDCommand(&args)

@@ -350,6 +350,41 @@ final class DaemonTests: XCTestCase {
                                   options: .regularExpression) != nil, debug)
     }
 
+    /// `osh-edge status`: what the running service is doing, from its counters file; once it is
+    /// gone, that it is not running (exit 3) and what it last counted.
+    func testStatusReadsTheRunningServiceAndSaysWhenItIsGone() throws {
+        let counters = dir + "/counters"
+        let config = try writeConfig("""
+        [outputs.barometer]
+        enabled = true
+        rate = 5
+        source = "simulated"
+        """)
+        var text = try String(contentsOfFile: config, encoding: .utf8)
+        text = text.replacingOccurrences(of: "[paths]\n", with: "[paths]\ncounters_file = \"\(counters)\"\n")
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let (p, err) = try start(config)
+        XCTAssertTrue(wait(15) { self.count("barometer") >= 5 })
+        usleep(1_200_000)
+        let live = try runOSHEdge(["status", "--config", config])
+        XCTAssertEqual(live.status, 0, live.err)
+        XCTAssertTrue(live.out.hasPrefix("osh-edge PID \(p.processIdentifier), up "), live.out)
+        XCTAssertTrue(live.out.contains("node: registered, node reachable"), live.out)
+        XCTAssertTrue(live.out.contains("clock: synchronised"), live.out)
+        XCTAssertTrue(live.out.range(of: #"barometer +\d+ +\d+ +\d+ +0 +0"#, options: .regularExpression) != nil, live.out)
+        let json = try runOSHEdge(["status", "--counters", counters, "--json"])
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        XCTAssertEqual(doc["running"] as? Bool, true)
+        XCTAssertEqual(doc["link"] as? String, "online")
+        _ = terminate(p, err)
+        let gone = try runOSHEdge(["status", "--counters", counters])
+        XCTAssertEqual(gone.status, 3)
+        XCTAssertTrue(gone.out.hasPrefix("the service is not running: \(counters) was last written "), gone.out)
+        let none = try runOSHEdge(["status", "--counters", dir + "/nothing"])
+        XCTAssertEqual(none.status, 3)
+        XCTAssertTrue(none.err.contains("no counters file at \(dir)/nothing: the service is not running"), none.err)
+    }
+
     /// One agent per state directory: a second `run` on the same one (`sudo osh-edge run` by hand
     /// while the service runs) is refused, naming the PID that holds it; a kill -9 leaves no stale
     /// lock behind.

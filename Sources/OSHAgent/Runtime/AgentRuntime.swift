@@ -463,6 +463,20 @@ public final class AgentRuntime {
     /// Called after each successful registration (systemd READY=1 the first time).
     public var onRegistered: (() -> Void)?
 
+    /// What `osh-edge status` reads from the counters file's header: registered, the node link,
+    /// the clock (and for how long observations have been held), as `key=value` tokens.
+    public var stateTokens: String {
+        let link: String
+        switch publisher.connectivity {
+        case .online: link = "online"
+        case .backoff: link = "unreachable"
+        case .probing: link = "probing"
+        }
+        var t = "registered=\(registered ? 1 : 0) link=\(link) clock=" + (clock.heldSeconds == nil ? "synchronised" : "held")
+        if let h = clock.heldSeconds { t += " held_seconds=\(h)" }
+        return t
+    }
+
     public var streamingStatus: String {
         let host = config.server.apiRoot.split(separator: "/").dropFirst().first.map(String.init) ?? config.server.apiRoot
         if let held = clock.heldSeconds {

@@ -28,6 +28,9 @@ final class ProcessCounters {
     private var order: [String] = []
     /// The running runtime's counters (nil between a stop and the next start).
     var live: (() -> [(outputName: String, counters: StreamCounters)])?
+    /// The running runtime's state as header tokens (`registered=1 link=online clock=synchronised`),
+    /// for `osh-edge status`.
+    var state: (() -> String)?
     /// Write failures are logged once, not every second.
     private var failureLogged = false
 
@@ -51,6 +54,7 @@ final class ProcessCounters {
             }
         }
         live = nil
+        state = nil
         write()
     }
 
@@ -62,7 +66,9 @@ final class ProcessCounters {
             if merged[name] == nil { names.append(name) }
             merged[name, default: StreamCounters()].add(c)
         }
-        var out = "counters pid=\(pid) written=\(fixed(now, 6)) started=\(started)\n"
+        var out = "counters pid=\(pid) written=\(fixed(now, 6)) started=\(started)"
+        if let st = state?() { out += " " + st }
+        out += "\n"
         for name in names {
             guard let c = merged[name] else { continue }
             out += name

@@ -291,6 +291,7 @@ public enum Daemon {
                 let r = Running(agent: agent, hardware: hardware)
                 current = r
                 counters?.live = { [unowned agent] in agent.counterRows }
+                counters?.state = { [unowned agent] in agent.stateTokens }
                 return r
             }
             notify.status("starting: registering with \(loaded.config.server.apiRoot)")
