@@ -253,6 +253,7 @@ class Agent:
         self.p = None
         self.lifetimes = []          # dicts: start, end, how, counters, header
         self.expect = None           # "kill9" | "term" while we are the cause of an exit
+        self.config_broken = False   # a sighup_broken fault has written a file run must refuse
         self.restart_at = None
         self.crashes = 0
         self.stopping = False
@@ -269,7 +270,8 @@ class Agent:
         self.p = subprocess.Popen([self.sim_bin, "run", "--config", self.config], stdout=log,
                                   stderr=subprocess.STDOUT, env=self.env)
         log.close()
-        self.lifetimes.append({"start": started, "pid": self.p.pid})
+        # Started while a sighup_broken fault has the file broken: refusing it (exit 2) is right.
+        self.lifetimes.append({"start": started, "pid": self.p.pid, "config_broken": self.config_broken})
         self.expect = None
         self.restart_at = None
 
@@ -300,10 +302,17 @@ class Agent:
             life["end"] = epoch()
             life["exit"] = rc
             life["header"], life["counters"] = read_counters(self.counters)
+            if life["header"] is not None and life["header"].get("pid") != str(life["pid"]):
+                # Another lifetime's file (this one ended before writing its own): none of it is ours.
+                life["header"], life["counters"] = None, {}
             if self.expect == "kill9":
                 life["how"] = "kill9"
             elif self.expect == "term" and rc == 0:
                 life["how"] = "term"
+            elif rc == 2 and life.get("config_broken"):
+                # The harness restarted it (after a kill9) into a broken file: a refusal at start,
+                # as systemd would see it; any other exit, or 2 with a good file, is a crash.
+                life["how"] = "refused-broken-config"
             else:
                 life["how"] = "crash(%s)" % rc
                 self.crashes += 1
@@ -503,10 +512,15 @@ class Soak:
             return None
         if kind == "sighup_broken":
             atomic_write(self.conf, config_text(a, broken=True))
+            agent.config_broken = True
             if not agent.signal(signal.SIGHUP):
                 self.skipped[kind] += 1
+
             # The agent keeps the running configuration; the file is mended for the next start.
-            return lambda: atomic_write(self.conf, self.good)
+            def mend():
+                atomic_write(self.conf, self.good)
+                agent.config_broken = False
+            return mend
         if kind == "kill9":
             if not agent.kill9():
                 self.skipped[kind] += 1

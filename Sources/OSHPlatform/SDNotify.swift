@@ -49,7 +49,10 @@ public final class SDNotify {
         return m.withUTF8 { buf in
             withUnsafePointer(to: &address) { a in
                 a.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0, addressLength) == buf.count
+                    // Never wait: a notify socket whose reader is busy (its queue holds ten datagrams)
+                    // would stall the loop, and with it the watchdog and the stop. A dropped
+                    // STATUS is replaced by the next one.
+                    sendto(fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT), $0, addressLength) == buf.count
                 }
             }
         }
