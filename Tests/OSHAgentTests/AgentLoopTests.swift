@@ -259,6 +259,27 @@ final class AgentLoopTests: XCTestCase {
     /// The journal of a node that is down and then failing while the agent registers: each
     /// failure once (the first with its retry), not at every retry, and "registered" once; the
     /// systemd status text still follows every retry.
+    /// A node that answers 500 is not "unreachable": the backoff's line says what the node said,
+    /// and the wait as the backoff has it (0.2 s, not "0 s").
+    func testAFailingNodeIsNotCalledUnreachable() throws {
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(outputs: ["barometer"], rates: ["barometer": 10]), loop: loop)
+        var statuses: [String] = []
+        a.onStatus = { statuses.append($0) }
+        let capture = LogCapture()
+        defer { capture.stop() }
+        try a.start()
+        XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows[0].counters.sent > 0 })
+        node.mode = .rejectObservations(status: 500)
+        XCTAssertTrue(try run(loop, timeout: 10) { statuses.contains { $0.hasPrefix("the node answered HTTP 500") } }, "\(statuses)")
+        node.mode = .normal
+        XCTAssertTrue(try run(loop, timeout: 10) { a.publisher.connectivity == .online })
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        capture.stop()
+        XCTAssertEqual(capture.count("node unreachable"), 0, "\(capture.lines)")
+        XCTAssertTrue(capture.lines.contains("the node answered HTTP 500, retrying in 0.2 s"), "\(capture.lines)")
+    }
+
     func testRegistrationFailuresAreLoggedOnceNotAtEveryRetry() throws {
         node.mode = .refuseConnections
         var c = config(outputs: ["barometer"])

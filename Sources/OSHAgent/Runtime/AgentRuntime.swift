@@ -267,8 +267,9 @@ public final class AgentRuntime {
                 self.onStatus?(self.streamingStatus)
             case .backoff(_, let d):
                 // The status shows every step; the log the first (the next probes fail alike).
-                self.nodeOutage.failed(.warning, "node unreachable", firstSuffix: ", retrying in \(Int(d)) s")
-                self.onStatus?("node unreachable, retrying in \(Int(d)) s")
+                let cause = self.publisher.backoffCause
+                self.nodeOutage.failed(.warning, cause, firstSuffix: ", retrying in \(RetryLog.seconds(d))")
+                self.onStatus?("\(cause), retrying in \(RetryLog.seconds(d))")
             case .probing: break
             }
         }

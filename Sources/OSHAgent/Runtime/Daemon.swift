@@ -30,7 +30,8 @@ public enum Daemon {
             throw DaemonError.message("\(e) (a configuration is a few kilobytes: is this the right file?)")
         }
         guard let bytes = read else {
-            throw DaemonError.message("\(configPath): no such file; start from deploy/osh-edge.conf.example")
+            throw DaemonError.message("\(configPath): no such file; start from the example the package installs, "
+                                      + "/usr/share/doc/osh-edge/examples/osh-edge.conf.example (deploy/ in the source)")
         }
         let settings = try AgentSettings.parse(bytes: bytes, path: configPath, fileProblem: Self.unreadableFile)
         if forRunning { try SimulationHooks.check(settings, path: configPath) }

@@ -154,6 +154,18 @@ public final class Publisher {
     public let settings: PublisherSettings
     public let ring: ObservationRing
     public private(set) var connectivity: Connectivity = .online
+    /// Why the publisher backs off, in words: a node that answers 500 is not unreachable.
+    public private(set) var backoffCause = "node unreachable"
+
+    /// The cause an outcome the publisher keeps for (`DeliveryVerdict.keep`) gives to the backoff.
+    public static func backoffCause(_ o: TransportOutcome) -> String {
+        switch o.status {
+        case 0: return "node unreachable"
+        case 401: return "the node refused the credentials (HTTP 401)"
+        case 408, 429: return "the node is busy (HTTP \(o.status))"
+        default: return "the node answered HTTP \(o.status)"
+        }
+    }
     /// Wall-clock offset: epoch seconds = monotonic seconds + offset. Nil while the clock is not
     /// trustworthy — observations are then held, never stamped with a wrong time (SPEC §6).
     public var clockOffset: Double?
@@ -368,6 +380,7 @@ public final class Publisher {
         case .keep:
             if DeliveryVerdict.outcomeUnknown(outcome) { s.counters.unknownOutcome += n }
             note(s, outcome)
+            if connectivity == .online { backoffCause = Self.backoffCause(outcome) }
             enterBackoff()
         case .datastreamLost:
             note(s, outcome)
@@ -521,5 +534,8 @@ public final class Publisher {
 /// failures start the same backoff the publisher probes its way out of.
 extension Publisher: NodeLink {
     public var isOnline: Bool { connectivity == .online }
-    public func requestFailed() { enterBackoff() }
+    public func requestFailed() {
+        if connectivity == .online { backoffCause = "node unreachable" }
+        enterBackoff()
+    }
 }
