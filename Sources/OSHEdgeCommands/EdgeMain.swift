@@ -41,7 +41,8 @@ commands:
   datastreams SYSTEM   a system's datastreams (SYSTEM: id or UID) with their newest observation time
   controlstreams SYSTEM   its control streams: the ids `command` takes and the commands each offers
   schema --remote DATASTREAM   a datastream's schema as the node holds it  [--format om+json|swe+json|swe+binary]
-  observations DATASTREAM      its newest records whatever their age, decoded with its schema
+  observations DATASTREAM      its newest records whatever their age, decoded with its schema (DATASTREAM:
+                       an id, or an output name with --system SYSTEM or --config FILE)
          [--latest N] (default 10) | --current (resultTime=latest)  [--format om+json|swe+json|swe+binary]
   command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and its outcome, read back from
                        the node's status reports (--wait S, default 12: how long to wait for a final one)

@@ -49,6 +49,14 @@ func readSideNode(_ a: inout Arguments) -> NodeReader {
     }
 }
 
+/// The system whose outputs a datastream may be named by: `--system SYSTEM`, else the UID of the
+/// board the `--config` file describes (read without consuming it: readSideNode takes it next).
+func boardSystem(_ a: inout Arguments) -> String? {
+    if let s = a.value("--system") { return s }
+    guard let i = a.rest.firstIndex(of: "--config"), i + 1 < a.rest.count else { return nil }
+    return (try? Daemon.load(configPath: a.rest[i + 1], secretsPath: nil, forRunning: false))?.config.identity.uid
+}
+
 func wallSeconds() -> Double { Clock.realtimeSeconds() }
 
 func readSideRun(_ body: () throws -> String) -> Never {
@@ -123,10 +131,14 @@ func runObservationsCommand(_ a: inout Arguments) {
     guard let latest = Int(latestText), (1...10_000).contains(latest) else {
         fail("--latest must be an integer from 1 to 10000, not '\(latestText)'")
     }
+    let system = boardSystem(&a)
     let node = readSideNode(&a)
-    guard let ds = a.positional() else { fail("observations needs a DATASTREAM id (see osh-edge datastreams SYSTEM)") }
+    guard let ref = a.positional() else {
+        fail("observations needs a DATASTREAM: its id, or its output name with --system SYSTEM or --config FILE")
+    }
     a.finish()
     readSideRun {
+        let ds = try ReadSide.resolveDatastream(node, ref, system: system)
         let page = try ReadSide.observations(node, datastream: ds, query: current ? .latestResultTime : .newest(latest), format: format)
         return json ? ReadSideRender.observationsJSON(page) : ReadSideRender.observationsTable(page)
     }

@@ -283,6 +283,13 @@ final class ReadSideTests: XCTestCase {
         let missing = try run(["observations", "nosuchid"] + node)
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.err.contains("not on the node"), missing.err)
+        XCTAssertTrue(missing.err.contains("give --system SYSTEM or --config FILE"), missing.err)
+        // By output name within the board's system, as a field engineer thinks of it.
+        let byName = try run(["observations", "barometer", "--system", Self.liveUID, "--latest", "2"] + node)
+        XCTAssertEqual(byName.status, 0, byName.err)
+        XCTAssertEqual(byName.out, obsTable.out)
+        let wrongName = try run(["observations", "thermometer", "--system", Self.liveUID] + node)
+        XCTAssertTrue(wrongName.err.contains("neither a datastream id nor an output of system \(Self.liveUID)"), wrongName.err)
         let bad = try run(["observations", f.barometer, "--latest", "0"] + node)
         XCTAssertEqual(bad.status, 2)
         let noNode = try run(["systems", "--config", "/nonexistent/osh-edge.conf"])

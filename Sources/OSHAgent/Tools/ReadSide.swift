@@ -183,6 +183,22 @@ public enum ReadSide {
         return NodeCollection.items(v).compactMap(NodeDatastream.init)
     }
 
+    /// A datastream by the node's id, or by its output name within `system` (the board's UID or
+    /// id: `observations barometer --config FILE`).
+    public static func resolveDatastream(_ r: NodeReader, _ ref: String, system: String?) throws -> String {
+        do {
+            _ = try datastream(r, id: ref)
+            return ref
+        } catch ReadSideError.notFound {
+            guard let system else {
+                throw ReadSideError.notFound(what: "datastream \(ref) (to name one by its output, give --system SYSTEM or --config FILE)")
+            }
+            let s = try resolveSystem(r, system)
+            if let d = try datastreamList(r, systemID: s.id).first(where: { $0.outputName == ref }) { return d.id }
+            throw ReadSideError.notFound(what: "datastream \(ref) (neither a datastream id nor an output of system \(s.uid))")
+        }
+    }
+
     public static func datastream(_ r: NodeReader, id: String) throws -> NodeDatastream {
         let v = try r.json(r.builder.getDatastream(id: id), what: "datastream \(id)")
         guard let d = NodeDatastream(v) else { throw ReadSideError.badAnswer(what: "datastream \(id)", detail: "no id in the answer") }
