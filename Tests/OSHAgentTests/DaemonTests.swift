@@ -114,6 +114,8 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(barometerKeepsFlowing(), "still streaming after a bad reload")
         let log = terminate(p, err)
         XCTAssertTrue(log.contains("configuration reloaded"), log)
+        // What the reload changed is said.
+        XCTAssertTrue(log.contains("reloading \(config): changed gps_data enabled"), log)
         XCTAssertTrue(log.contains("configuration not reloaded"), log)
         XCTAssertTrue(log.contains("osh-edge.conf:2:"), "the bad reload names file:line\n" + log)
     }

@@ -345,6 +345,8 @@ public enum Daemon {
                         let fatal = checkDevices(fresh.settings)
                         if !fatal.isEmpty { throw DaemonError.message(fatal.joined(separator: "; ")) }
                         try preflight(fresh, loop: loop)
+                        let changed = changes(from: supervisor.config.settings, to: fresh.settings)
+                        Log.notice("reloading \(configPath): " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: "; ")))
                         return fresh
                     }
                 } else {
@@ -368,6 +370,25 @@ public enum Daemon {
             Log.error("\(error)")
             return 1
         }
+    }
+
+    /// What a reload changes, for its log line: each output whose settings differ (enabled, rate,
+    /// source), then the other settings by name (`publisher`, `servers`, `devices` …).
+    static func changes(from a: AgentSettings, to b: AgentSettings) -> [String] {
+        var out: [String] = []
+        for name in Set(a.outputs.keys).union(b.outputs.keys).sorted() where a.outputs[name] != b.outputs[name] {
+            let was = a.outputs[name], now = b.outputs[name]
+            if was?.enabled != now?.enabled { out.append("\(name) \(now?.enabled == true ? "enabled" : "disabled")") }
+            else if was?.rate != now?.rate { out.append("\(name) rate \(was.map { "\($0.rate)" } ?? "-") → \(now.map { "\($0.rate)" } ?? "-") Hz") }
+            else { out.append("[outputs.\(name)]") }
+        }
+        let old = Dictionary(Mirror(reflecting: a).children.compactMap { c in c.label.map { ($0, String(describing: c.value)) } },
+                             uniquingKeysWith: { x, _ in x })
+        for c in Mirror(reflecting: b).children {
+            guard let label = c.label, label != "outputs", old[label] != String(describing: c.value) else { continue }
+            out.append(label)
+        }
+        return out
     }
 
     /// What runs for one configuration.
