@@ -40,6 +40,7 @@ public enum DeviceCheck {
         if access(path, F_OK) != 0 {
             let e = errno
             return "\(r.key) = \"\(r.path)\": \(Errno(e).text); " + missingHint(r)
+                + (r.kind == .boardSerial ? "; gps_data waits for it, the other outputs run" : "")
         }
         if access(path, R_OK | W_OK) != 0 {
             let e = errno
@@ -48,11 +49,18 @@ public enum DeviceCheck {
         return nil
     }
 
+    /// What to do about a serial port that is not there (`nmea`, as the agent says it).
+    public static func missingSerialHint(_ path: String) -> String {
+        let usb = path.hasPrefix("/dev/ttyUSB") || path.hasPrefix("/dev/ttyACM") || path.hasPrefix("/dev/serial/by-")
+            || path.hasPrefix("/dev/gps")
+        return missingHint(DeviceRequirement(path: path, kind: usb ? .usbSerial : .boardSerial, key: "", required: false))
+    }
+
     private static func missingHint(_ r: DeviceRequirement) -> String {
         switch r.kind {
         case .boardSerial:
             return "enable the UART with enable_uart=1 (and dtoverlay=disable-bt on a Pi 3/4/Zero 2 W) in "
-                + "/boot/firmware/config.txt and reboot (board/README.md); gps_data waits for it, the other outputs run"
+                + "/boot/firmware/config.txt and reboot (board/README.md)"
         case .usbSerial:
             return "plug in the receiver (ls /dev/serial/by-id/ shows what is there); the agent keeps trying"
         case .gpioChip:

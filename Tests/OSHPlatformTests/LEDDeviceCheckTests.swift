@@ -56,6 +56,9 @@ final class LEDDeviceCheckTests: XCTestCase {
         XCTAssertTrue(f[0].message.contains("[gps] device = \"/dev/serial0\": No such file or directory; enable the UART with enable_uart=1"),
                       f[0].message)
         XCTAssertTrue(f[0].message.hasSuffix("gps_data waits for it, the other outputs run"), f[0].message)
+        // The same fix for `osh-edge nmea /dev/serial0`.
+        XCTAssertTrue(DeviceCheck.missingSerialHint("/dev/serial0").hasPrefix("enable the UART with enable_uart=1"))
+        XCTAssertTrue(DeviceCheck.missingSerialHint("/dev/ttyACM0").hasPrefix("plug in the receiver"))
         XCTAssertFalse(f[1].fatal, "no LED is a warning")
         XCTAssertTrue(f[1].message.contains("gpiodetect"), f[1].message)
         touch("serial0")

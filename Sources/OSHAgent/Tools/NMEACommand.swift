@@ -15,7 +15,9 @@ public enum NMEACommand {
             fd = osh_open(p, O_RDONLY | O_NOCTTY, 0)
             if fd < 0 {
                 let e = SystemError.last("open", subject: p)
-                Log.error("\(e)" + (errno == EACCES ? " (add this user to the dialout group for serial ports)" : ""))
+                let code = errno
+                Log.error("\(e)" + (code == EACCES ? " (add this user to the dialout group for serial ports)"
+                                    : code == ENOENT ? "; " + DeviceCheck.missingSerialHint(p) : ""))
                 return 1
             }
             if isatty(fd) != 0, osh_serial_configure(fd, Int32(baud ?? 9600)) != 0 {
