@@ -21,7 +21,13 @@ func runRecordCommand(_ a: inout Arguments) {
 func stateSubdirectory(_ a: inout Arguments, _ sub: String) -> String {
     let dirArg = a.value("--dir")
     let configArg = a.value("--config")
-    if let d = dirArg { return d }
+    if let d = dirArg {
+        // The state directory itself (what [paths] state_directory names) is understood too.
+        var st = stat()
+        let inner = (d.hasSuffix("/") ? String(d.dropLast()) : d) + "/" + sub
+        if !d.hasSuffix("/" + sub), stat(inner, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { return inner }
+        return d
+    }
     let path = configArg ?? Daemon.defaultConfigPath
     do {
         guard let bytes = try StateFiles.read(path) else {

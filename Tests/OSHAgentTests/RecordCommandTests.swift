@@ -85,6 +85,9 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertTrue(status.out.contains("camera0_H264 (video): \(iso(t0)) … \(iso(t0 + 99 * 0.04)), 100 records, 1 segment(s)"),
                       status.out)
         XCTAssertTrue(status.out.contains("of 64.0 MiB (bound), at most 24.0 h old"), status.out)
+        // The state directory ([paths] state_directory) is understood as well as its record/.
+        let viaState = try runOSHEdge(["record", "status", "--dir", dir + "/state"])
+        XCTAssertEqual(viaState.out, status.out)
     }
 
     func testCSVExportHasTheLeafNamesAndExactlyTheWindow() throws {
