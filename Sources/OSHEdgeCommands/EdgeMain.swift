@@ -71,7 +71,9 @@ commands:
                        the total and the bound (read only; safe while running)   --json
   record export --from TIME --to TIME --output NAME FILE   one output's recorded window: video as an
                        Annex-B .h264 (from the key frame at or before --from), scalars as CSV
-                       (TIME: ISO-8601 with a zone)   both: --config FILE (its state_directory) | --dir DIR
+                       (TIME: ISO-8601 with a zone); FILE - is standard output; an existing FILE needs
+                       --force   both: --config FILE (its state_directory) | --dir DIR (the state
+                       directory or its record/)
   version (--version)  this build and the C libraries it is linked with
   help                 this text
 

@@ -97,8 +97,10 @@ private func recordStatus(_ a: inout Arguments) {
 
 private func recordExport(_ a: inout Arguments) {
     let fromArg = a.value("--from"), toArg = a.value("--to"), name = a.value("--output")
+    let force = a.flag("--force")
     let dir = stateSubdirectory(&a, "record")
-    let file = a.positional()
+    // "-" (standard output) is not an option: take it before positional(), which skips "--" words only.
+    let file = a.rest.firstIndex(of: "-").map { a.rest.remove(at: $0) } ?? a.positional()
     a.finish()
     guard let fromArg, let toArg, let name, let file else {
         fail("record export needs --from TIME --to TIME --output NAME FILE (times ISO-8601 with a zone, "
@@ -118,11 +120,20 @@ private func recordExport(_ a: inout Arguments) {
             ?? "nothing is recorded of it yet"
         fail("nothing of \(name) between \(ISOTime.string(epochSeconds: from)) and \(ISOTime.string(epochSeconds: to)); \(recorded)", code: 1)
     }
+    let toStdout = file == "-"
     let out: FileDescriptor
-    do {
-        out = try FileDescriptor.open(file, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
-    } catch {
-        fail("cannot write \(file): \(error)", code: 1)
+    if toStdout {
+        out = FileDescriptor(rawValue: 1)
+    } else {
+        // An export never replaces a file by surprise (a recording's window is not got back).
+        if !force, access(file, F_OK) == 0 {
+            fail("\(file) exists; give --force to replace it, or another name (- writes to standard output)", code: 1)
+        }
+        do {
+            out = try FileDescriptor.open(file, O_WRONLY | O_CREAT | O_TRUNC, mode: 0o644)
+        } catch {
+            fail("cannot write \(file): \(error)", code: 1)
+        }
     }
     let buffer = ByteBuffer(capacity: 128 << 10)
     var first: Double?, last = 0.0
@@ -154,16 +165,18 @@ private func recordExport(_ a: inout Arguments) {
         }
         try out.writeAll(UnsafeRawBufferPointer(buffer.bytes))
     } catch {
-        out.close()
+        if !toStdout { out.close() }
         fail("export to \(file) failed: \(error)", code: 1)
     }
-    out.close()
+    if !toStdout { out.close() }
     var note = ""
     if window.startsBeforeRecording, let r = window.recordedRange {
         note = " (the window starts before what is recorded, \(ISOTime.string(epochSeconds: r.first)): dropped by the bound or not recorded)"
     }
     if window.damaged > 0 { note += "; \(window.damaged) damaged stretch(es) skipped" }
-    print("\(file): \(window.done) \(window.isVideo ? "access units (Annex-B H.264)" : "records (CSV)") of \(name), "
+    // The summary goes to standard error when the data goes to standard output.
+    let say: (String) -> Void = toStdout ? { printError($0) } : { print($0) }
+    say("\(toStdout ? "standard output" : file): \(window.done) \(window.isVideo ? "access units (Annex-B H.264)" : "records (CSV)") of \(name), "
           + "\(ISOTime.string(epochSeconds: first ?? from)) … \(ISOTime.string(epochSeconds: last))\(note)")
 }
 

@@ -109,6 +109,18 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertFalse(lines[0].contains("value1"), "the catalogue's names: \(lines[0])")
         XCTAssertEqual(lines[1], "2026-12-02T03:15:01.000Z,0.5,-0.5,100.0,1.0")
         XCTAssertEqual(lines[10], "2026-12-02T03:15:01.090Z,0.5,-0.5,109.0,1.0")
+        // The file is not replaced by surprise; --force does; - is standard output (the summary
+        // then goes to standard error).
+        let again = ["record", "export", "--from", "2026-12-02T04:15:01+01:00", "--to", iso(t0 + 1.095),
+                     "--output", "quat_orientation_data", "--dir", recordDir]
+        let refused = try runOSHEdge(again + [file])
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.err.contains("\(file) exists; give --force to replace it"), refused.err)
+        XCTAssertEqual(try runOSHEdge(again + [file, "--force"]).status, 0)
+        let piped = try runOSHEdge(again + ["-"])
+        XCTAssertEqual(piped.status, 0, piped.err)
+        XCTAssertEqual(piped.out.split(separator: "\n").map(String.init), lines)
+        XCTAssertTrue(piped.err.hasPrefix("standard output: 10 records (CSV) of quat_orientation_data"), piped.err)
 
         let m = try runOSHEdge(["record", "export", "--from", iso(t0), "--to", iso(t0 + 10), "--output", "mystery",
                                 dir + "/m.csv", "--dir", recordDir])
