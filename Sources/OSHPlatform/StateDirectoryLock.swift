@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OSHCore
 
 /// One agent per state directory. Two agents on the same directory would register as the same
 /// system, stream duplicates, share the spool and fight over the command channels; `flock(2)` on
@@ -48,7 +49,7 @@ public final class StateDirectoryLock {
             guard e == EWOULDBLOCK else { throw SystemError("flock", errno: e, subject: path) }
             let pid = Int(text.split(separator: "\n").first.map(String.init) ?? "")
             let cgroup = pid.flatMap { StateFiles.readText("/proc/\($0)/cgroup") } ?? ""
-            throw Held(directory: directory, pid: pid, isService: cgroup.contains("osh-edge.service"))
+            throw Held(directory: directory, pid: pid, isService: cgroup.hasSubstring("osh-edge.service"))
         }
         let text = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)
