@@ -14,6 +14,10 @@ final class TargetHygieneTests: XCTestCase {
         let bytes = try XCTUnwrap(FileManager.default.contents(atPath: exe), "\(exe) was not built")
         // Type and symbol names survive in Swift's metadata even in a stripped binary.
         XCTAssertNil(bytes.range(of: Data("Simulated".utf8)), "osh-edge contains a Simulated* type: a simulator is linked")
+        // What toolchain/check-hygiene.sh checks of the cross build, here on the host build so a
+        // String.contains(String) (the Regex runtime, ≈1 MB) is caught before the cross build.
+        XCTAssertNil(bytes.range(of: Data("17_StringProcessing".utf8)),
+                     "osh-edge links the Regex runtime: use OSHCore's hasSubstring instead of String.contains(String)")
         try assertNoDevelopmentNodeLibraries("osh-edge")
     }
 
