@@ -158,7 +158,11 @@ func check(_ a: inout Arguments) {
         else { identity = try Agent.localIdentity(uid: uid, uidExtension: "", label: nil) }
         // Without a configuration the board's outputs are unknown: what the node holds is listed, not judged.
         let outputs = loaded.map(Check.configuredOutputs)
-        let lines = try Check.run(server: server, identity: identity, outputs: outputs)
+        var lines = try Check.run(server: server, identity: identity, outputs: outputs)
+        if let loaded {
+            let service = ServiceStatus.countersPath(loaded.settings).flatMap { try? ServiceStatus.read($0) }
+            lines.append(Check.clockLine(loaded.settings, service: service, now: Clock.realtimeSeconds()))
+        }
         for l in lines { print((l.ok ? "ok    " : "FAIL  ") + l.text) }
         exit(lines.allSatisfy(\.ok) ? 0 : 1)
     } catch {

@@ -40,8 +40,15 @@ func runSpoolCommand(_ a: inout Arguments) {
             for e in inspection.entries {
                 w.beginObject()
                 w.key("output"); w.string(names.name(e.key))
-                w.key("time"); w.string(ISOTime.string(epochSeconds: e.time))
-                w.key("epoch"); w.number(e.time)
+                if e.heldBoot != nil {
+                    // Held for the clock: the time is monotonic in the boot that wrote it.
+                    w.key("heldForClock"); w.bool(true)
+                    w.key("monotonic"); w.number(e.time)
+                    w.key("thisBoot"); w.bool(e.heldBoot == BootID.tag)
+                } else {
+                    w.key("time"); w.string(ISOTime.string(epochSeconds: e.time))
+                    w.key("epoch"); w.number(e.time)
+                }
                 w.key("values")
                 w.beginArray()
                 for v in e.values { if v.isFinite { w.number(v) } else { w.null() } }
@@ -63,8 +70,9 @@ func runSpoolCommand(_ a: inout Arguments) {
     for (name, n) in perOutput(inspection, names) { print("  \(name): \(n)") }
     if what == "dump" {
         for e in inspection.entries {
-            print("\(names.name(e.key))\t\(ISOTime.string(epochSeconds: e.time))\t"
-                  + e.values.map { "\($0)" }.joined(separator: ","))
+            let time = e.heldBoot == nil ? ISOTime.string(epochSeconds: e.time)
+                : "held for the clock (monotonic \(e.time) s, \(e.heldBoot == BootID.tag ? "this boot" : "an earlier boot: will be dropped"))"
+            print("\(names.name(e.key))\t\(time)\t" + e.values.map { "\($0)" }.joined(separator: ","))
         }
     }
 }

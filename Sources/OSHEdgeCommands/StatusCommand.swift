@@ -18,10 +18,10 @@ func runStatusCommand(_ a: inout Arguments) {
         if configPath != nil || access(config, R_OK) == 0 {
             do {
                 let loaded = try Daemon.load(configPath: config, secretsPath: nil, forRunning: false)
-                if let c = loaded.settings.countersFile {
-                    guard !c.isEmpty else { fail("\(config) turns the counters file off (counters_file = \"\" in [paths]); status reads it", code: 1) }
-                    path = c
+                guard let c = ServiceStatus.countersPath(loaded.settings) else {
+                    fail("\(config) turns the counters file off (counters_file = \"\" in [paths]); status reads it", code: 1)
                 }
+                path = c
             } catch {
                 fail("\(error)", code: 1)
             }

@@ -27,3 +27,31 @@ public enum ClockSync {
         return .unsynchronized(reason: "the kernel clock is not synchronised (adjtimex status \(rc)); waiting for NTP")
     }
 }
+
+/// Which boot this is: monotonic times mean something only within one. Records spooled while the
+/// clock was not trusted carry it, so a later boot never gives them a made-up time.
+public enum BootID {
+    /// The first 16 hex digits of the kernel's boot_id; a random tag when it cannot be read (then
+    /// held records do not outlive this process, which is the safe side).
+    public static let tag: UInt64 = parse(StateFiles.readText("/proc/sys/kernel/random/boot_id") ?? "")
+        ?? UInt64.random(in: 1...UInt64.max)
+
+    /// The tag of a boot_id text (`8-4-4-4-12` hex); nil when it is not one.
+    public static func parse(_ text: String) -> UInt64? {
+        var v: UInt64 = 0
+        var digits = 0
+        for c in text.utf8 where digits < 16 {
+            let d: UInt8
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = c - UInt8(ascii: "A") + 10
+            case UInt8(ascii: "-"), UInt8(ascii: "\n"): continue
+            default: return nil
+            }
+            v = v << 4 | UInt64(d)
+            digits += 1
+        }
+        return digits == 16 && v != 0 ? v : nil
+    }
+}

@@ -210,6 +210,37 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertEqual(times, times.sorted())
     }
 
+    func testAStopWhileTheClockIsHeldSpoolsEverythingAndTheNextStartSendsItWithTrueTimes() throws {
+        // A board that stops (a reload, a SIGTERM) before NTP ever answered: with a spool, what was
+        // held is kept, and sent with the times it was sampled at once a later start trusts the clock.
+        var c = config(outputs: ["barometer"], rates: ["barometer": 20])
+        c.spool.enabled = true
+        c.ringCapacity = 10
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: c, loop: loop)
+        a.clockProvider = { .unsynchronized(reason: "test") }
+        let startWall = Clock.realtimeSeconds()
+        try a.start()
+        try run(loop, timeout: 1.5) { false }
+        XCTAssertTrue(a.registered)
+        try a.stop(flushUntil: EventLoop.deadline(after: 1))
+        let held = a.rows[0].counters
+        XCTAssertEqual(held.sent, 0)
+        XCTAssertGreaterThan(held.produced, 20)
+        XCTAssertEqual(held.dropped, 0, "nothing dropped at the stop or when the ring was full: \(held)")
+        XCTAssertEqual(held.spooled, held.produced, "everything held went to the spool")
+
+        let loop2 = try EventLoop()
+        let b = try AgentRuntime(config: c, loop: loop2)
+        try b.start()
+        XCTAssertTrue(try run(loop2, timeout: 10) { b.rows[0].counters.sentFromSpool >= held.spooled })
+        try b.stop(flushUntil: EventLoop.deadline(after: 1))
+        let times = node.observations(datastreamID: b.rows[0].datastreamID ?? "").compactMap(\.phenomenonTime)
+        XCTAssertGreaterThanOrEqual(times.count, held.produced)
+        XCTAssertEqual(times[0], startWall, accuracy: 0.5, "sampled while held, stamped with the time it was sampled")
+        XCTAssertEqual(times, times.sorted())
+    }
+
     /// Deletes a datastream on the node through our own HTTP client (as an operator would).
     private func deleteOnNode(_ loop: EventLoop, datastream id: String) throws {
         let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))

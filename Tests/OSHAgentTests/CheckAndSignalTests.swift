@@ -12,6 +12,24 @@ final class CheckAndSignalTests: XCTestCase {
 
     private let identity = SystemIdentity(uid: "urn:osh:rpi:10000000c0ffee00", label: "Check Pi", serial: "10000000c0ffee00")
 
+    func testCheckSaysTheClockHoldsObservationsAndForHowLong() throws {
+        var settings = AgentSettings(server: ServerSettings(name: "main", url: "http://127.0.0.1:8181/sensorhub/api"))
+        let now = Clock.realtimeSeconds()
+        let held = try XCTUnwrap(ServiceStatus.parse("counters pid=\(getpid()) written=\(now) registered=1 link=online clock=held held_seconds=75\n",
+                                                     path: "/run/osh-edge/counters"))
+        let line = Check.clockLine(settings, service: held, now: now)
+        XCTAssertFalse(line.ok)
+        XCTAssertTrue(line.text.hasPrefix("holding: clock not synchronised for 75 s"), line.text)
+        XCTAssertTrue(line.text.contains("timedatectl") && line.text.contains("require_sync = false"), line.text)
+        let synced = try XCTUnwrap(ServiceStatus.parse("counters pid=\(getpid()) written=\(now) clock=synchronised\n", path: "x"))
+        XCTAssertTrue(Check.clockLine(settings, service: synced, now: now).ok)
+        // A stale file (the service is gone) is not believed: the kernel's clock is judged instead.
+        let stale = Check.clockLine(settings, service: held, now: now + 60)
+        XCTAssertFalse(stale.text.contains("75 s"), stale.text)
+        settings.requireClockSync = false
+        XCTAssertTrue(Check.clockLine(settings, service: held, now: now).ok, "require_sync = false: the clock is taken as it is")
+    }
+
     func testCheckSaysWhatIsWrongInPlainWords() throws {
         Log.muted = true
         let node = DevNode(config: DevNodeConfig(users: [("sensor", "pwd")]))

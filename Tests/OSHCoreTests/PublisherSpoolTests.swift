@@ -5,25 +5,35 @@ import XCTest
 /// The spool seam's in-memory side: records in order, a batch loaded until committed.
 /// (The file side, FileSpool, is tested on real files in OSHPlatformTests.)
 final class MemorySpool: ObservationSpool {
-    var records: [(ds: Int, time: Double, values: [Double])] = []
+    /// `held`: stored with its monotonic time, for a clock not trusted yet (one boot here).
+    var records: [(ds: Int, time: Double, values: [Double], held: Bool)] = []
     var committed = 0
     private var loaded = 0
     var refuseWrites = false
+    var heldTimeOffset: Double?
 
     func append(datastream: Int, epochTime: Double, values: UnsafeBufferPointer<Double>) -> Bool {
         guard !refuseWrites else { return false }
-        records.append((datastream, epochTime, Array(values)))
+        records.append((datastream, epochTime, Array(values), false))
+        return true
+    }
+    func appendHeld(datastream: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>) -> Bool {
+        guard !refuseWrites else { return false }
+        records.append((datastream, monotonicTime, Array(values), true))
         return true
     }
     var pendingBytes: Int { (records.count - committed) * 40 }
     func loadBatch(max: Int) -> Int? {
         guard committed < records.count else { loaded = 0; return nil }
         let ds = records[committed].ds
-        loaded = records[committed...].prefix(max).prefix { $0.ds == ds }.count
-        return ds
+        loaded = records[committed...].prefix(max).prefix { $0.ds == ds && (!$0.held || heldTimeOffset != nil) }.count
+        return loaded > 0 ? ds : nil
     }
     var batchCount: Int { loaded }
-    func batchTime(_ k: Int) -> Double { records[committed + k].time }
+    func batchTime(_ k: Int) -> Double {
+        let r = records[committed + k]
+        return r.held ? r.time + (heldTimeOffset ?? .nan) : r.time
+    }
     func batchValues(_ k: Int) -> UnsafeBufferPointer<Double> {
         records[committed + k].values.withUnsafeBufferPointer { p in
             // Valid while `records` is not mutated: the publisher encodes before anything else runs.
@@ -33,6 +43,7 @@ final class MemorySpool: ObservationSpool {
     func commitBatch() { committed += loaded; loaded = 0 }
     func tick(now: Double) {}
     var onBoundDrop: ((Int, Int) -> Void)?
+    var onUntimedDrop: ((Int, Int) -> Void)?
 }
 
 /// Barometer (datastream 0) and gps_data (1) in batches of 5, registered, the clock trusted
@@ -145,13 +156,35 @@ final class PublisherSpoolTests: XCTestCase {
         XCTAssertTrue(spool.records.allSatisfy { $0.ds == 1 })
     }
 
-    func testWithoutATrustworthyClockNothingIsSpooled() throws {
+    func testWhileTheClockIsHeldTheBacklogIsSpooledAndSentWithTrueTimesOnceTrusted() throws {
+        // The node answers, but no wall clock can be trusted: nothing can be stamped, so what the
+        // ring cannot hold, and what it holds at a stop, goes to the spool with its monotonic time.
         let (p, t, spool) = try make()
-        outage(p, t)
         p.clockOffset = nil
-        for i in 5..<30 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
-        XCTAssertTrue(spool.records.isEmpty, "a spooled record must carry a true time")
-        XCTAssertEqual(p.counters(0).droppedRingFull, 20) // 5 waiting + 25 new in 10 slots
+        for i in 0..<25 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertTrue(t.posts.isEmpty, "nothing is sent without a trusted time")
+        XCTAssertEqual(spool.records.count, 15)
+        XCTAssertTrue(spool.records.allSatisfy(\.held), "held records carry monotonic times, not made-up epoch ones")
+        XCTAssertEqual(p.counters(0).droppedRingFull, 0)
+        XCTAssertEqual(p.spillRingToSpool(), 10, "a stop while the clock is held keeps the ring too")
+        XCTAssertEqual(p.counters(0).droppedAtStop, 0)
+        XCTAssertEqual(p.counters(0).spooled, 25)
+        // Held records wait while the clock is held.
+        p.tick(now: now)
+        XCTAssertTrue(t.posts.isEmpty)
+        // The clock is trusted: held records go out with epoch = monotonic + offset, oldest first.
+        p.clockOffset = offset
+        p.tick(now: now)
+        var times: [Double] = []
+        while !t.posts.isEmpty {
+            let arr = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(t.posts[0].body.utf8)) as? [[String: Any]])
+            times += arr.compactMap { ($0["phenomenonTime"] as? String).flatMap { ISOTime.parse($0) } }
+            t.answer(201)
+            p.tick(now: now)
+        }
+        XCTAssertEqual(times.count, 25)
+        for (i, e) in times.enumerated() { XCTAssertEqual(e, Double(i) + offset, accuracy: 0.001) }
+        XCTAssertEqual(p.counters(0).sentFromSpool, 25)
     }
 
     func testAStopDuringAnOutageSpillsTheRingAndAFailedWriteIsCounted() throws {

@@ -3,10 +3,11 @@ import XCTest
 
 /// The spool's record and cursor encodings: every kind of damage is refused, never misread.
 final class SpoolFormatTests: XCTestCase {
-    private func record(key: UInt32 = 7, time: Double = 1_773_853_000.125, values: [Double] = [1013.25, -0.5, .nan]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: SpoolRecord.size(values: values.count))
+    private func record(key: UInt32 = 7, time: Double = 1_773_853_000.125, values: [Double] = [1013.25, -0.5, .nan],
+                        heldBoot: UInt64? = nil) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: SpoolRecord.size(values: values.count, held: heldBoot != nil))
         let n = out.withUnsafeMutableBytes { o in
-            values.withUnsafeBufferPointer { SpoolRecord.encode(key: key, time: time, values: $0, into: o.baseAddress!) }
+            values.withUnsafeBufferPointer { SpoolRecord.encode(key: key, time: time, values: $0, into: o.baseAddress!, heldBoot: heldBoot) }
         }
         XCTAssertEqual(n, out.count)
         return out
@@ -35,6 +36,25 @@ final class SpoolFormatTests: XCTestCase {
         XCTAssertEqual(v[0], 1013.25)
         XCTAssertEqual(v[1], -0.5)
         XCTAssertTrue(v[2].isNaN, "NaN survives (a sensor's missing value)")
+    }
+
+    func testARecordHeldForTheClockCarriesItsBootAndIsRefusedWhenDamaged() {
+        let r = record(time: 42.5, values: [1, 2], heldBoot: 0xfeed_f00d_1234_5678)
+        XCTAssertEqual(r.count, 24 + 2 * 8 + 4)
+        XCTAssertEqual(r[2], SpoolRecord.heldVersion)
+        guard case .record(let key, let time, let n, let len) = parse(r) else { return XCTFail("not parsed") }
+        XCTAssertEqual([Double(key), time, Double(n), Double(len)], [7, 42.5, 2, Double(r.count)])
+        r.withUnsafeBytes {
+            XCTAssertEqual(SpoolRecord.heldBoot($0, recordAt: 0), 0xfeed_f00d_1234_5678)
+            XCTAssertEqual([SpoolRecord.value($0, recordAt: 0, 0), SpoolRecord.value($0, recordAt: 0, 1)], [1, 2])
+        }
+        record().withUnsafeBytes { XCTAssertNil(SpoolRecord.heldBoot($0, recordAt: 0), "an ordinary record's time is epoch") }
+        for cut in 1..<r.count { XCTAssertEqual(parse(Array(r[0..<cut])), .incomplete, "cut at \(cut)") }
+        for byte in 3..<r.count {
+            var d = r
+            d[byte] ^= 0x10
+            if case .record = parse(d) { XCTFail("a flipped bit in byte \(byte) was read as a record") }
+        }
     }
 
     func testEveryTruncationIsIncompleteNeverARecord() {

@@ -16,8 +16,9 @@ final class FileSpoolTests: XCTestCase {
 
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
-    private func open(_ maxBytes: Int = 1 << 20, names: [String]? = nil, sync: SpoolSync = .second) throws -> FileSpool {
-        try FileSpool(options: FileSpoolOptions(directory: dir, maxBytes: maxBytes, sync: sync),
+    private func open(_ maxBytes: Int = 1 << 20, names: [String]? = nil, sync: SpoolSync = .second,
+                      boot: UInt64 = 0x1234_5678_9abc_def0) throws -> FileSpool {
+        try FileSpool(options: FileSpoolOptions(directory: dir, maxBytes: maxBytes, sync: sync, bootTag: boot),
                       outputNames: names ?? self.names, maxValues: 4)
     }
 
@@ -65,6 +66,47 @@ final class FileSpoolTests: XCTestCase {
         XCTAssertNil(s!.loadBatch(max: 4), "everything was acknowledged")
         append(s!, 1, 99, [99, 0, 0])
         XCTAssertEqual(drain(s!).flatMap(\.1), [99], "appends after a full drain start a new segment")
+    }
+
+    func testRecordsHeldForTheClockWaitForItInThisBootAndAreDroppedAfterAReboot() throws {
+        var s: FileSpool? = try open()
+        append(s!, 0, 1_773_853_000)
+        for t in 0..<3 { _ = [Double(t), 0].withUnsafeBufferPointer { s!.appendHeld(datastream: 0, monotonicTime: Double(t), values: $0) } }
+        append(s!, 1, 1_773_853_100, [5, 0, 0])
+        // The clock is not trusted yet: the epoch record goes, the batch stops before the first held one.
+        XCTAssertEqual(drain(s!).flatMap(\.1), [1_773_853_000])
+        XCTAssertNil(s!.loadBatch(max: 4), "held records wait for the clock")
+        XCTAssertGreaterThan(s!.pendingBytes, 0)
+        s!.heldTimeOffset = 1_000_000
+        XCTAssertEqual(drain(s!).flatMap(\.1), [1_000_000, 1_000_001, 1_000_002, 1_773_853_100],
+                       "epoch = monotonic + the offset, in order, and what followed them after")
+        // Held in one boot, read in another: the monotonic times mean nothing there.
+        for t in 0..<2 { _ = [Double(t), 0].withUnsafeBufferPointer { s!.appendHeld(datastream: 0, monotonicTime: Double(t), values: $0) } }
+        append(s!, 1, 1_773_853_200, [6, 0, 0])
+        s = nil
+        s = try open(boot: 0x0fed_cba9_8765_4321)
+        var untimed: [Int: Int] = [:]
+        var problems: [String] = []
+        s!.onUntimedDrop = { untimed[$0, default: 0] += $1 }
+        s!.onProblem = { problems.append($0) }
+        XCTAssertEqual(drain(s!).flatMap(\.1), [1_773_853_200], "never sent with a made-up time")
+        XCTAssertEqual(untimed, [0: 2], "counted against their datastream")
+        XCTAssertEqual(s!.stats.untimed, 2)
+        XCTAssertTrue(problems.contains { $0.contains("before a reboot") && $0.contains("require_sync") }, "\(problems)")
+        // What `osh-edge spool` shows knows a held record from an epoch one.
+        _ = [Double(7), 0].withUnsafeBufferPointer { s!.appendHeld(datastream: 0, monotonicTime: 7, values: $0) }
+        s = nil
+        let e = try XCTUnwrap(FileSpool.inspect(directory: dir).entries.last)
+        XCTAssertEqual(e.heldBoot, 0x0fed_cba9_8765_4321)
+        XCTAssertEqual(e.time, 7)
+        XCTAssertEqual(e.values, [7, 0])
+    }
+
+    func testABootIDIsReadAsItsFirstSixteenHexDigits() {
+        XCTAssertEqual(BootID.parse("8a3c0f1e-2b4d-4c6e-9f01-23456789abcd\n"), 0x8a3c_0f1e_2b4d_4c6e)
+        XCTAssertNil(BootID.parse(""))
+        XCTAssertNil(BootID.parse("not a boot id"))
+        XCTAssertNotEqual(BootID.tag, 0)
     }
 
     func testATornTailAtEveryOffsetIsCutOffAndAppendsContinueAfterIt() throws {

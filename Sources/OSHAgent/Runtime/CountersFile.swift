@@ -84,6 +84,7 @@ final class ProcessCounters {
          "dropped_spool_failed": c.droppedSpoolFailed, "dropped_spool_bound": c.droppedSpoolBound,
          "dropped_invalid": c.droppedInvalid, "dropped_not_ready": c.droppedNotReady, "dropped_failed": c.droppedFailed,
          "dropped_lost": c.droppedLost, "dropped_unknown": c.droppedUnknown, "dropped_stop": c.droppedAtStop,
+         "dropped_untimed": c.droppedUntimed,
          "dropped": c.dropped, "unknown_outcome": c.unknownOutcome, "pending": c.pending, "in_flight": c.inFlight,
          "recorded": c.recorded, "record_dropped": c.recordDropped]
     }

@@ -107,6 +107,27 @@ public enum Check {
         return OutputCatalogue.all(loaded.config.options).filter { names.contains($0.outputName) }
     }
 
+    /// The clock as `run` judges it. A running service's own view comes first (it may be using GPS
+    /// time); otherwise the kernel's. Unsynchronised with `[time] require_sync`, nothing is sent.
+    public static func clockLine(_ settings: AgentSettings, service: ServiceStatus?, now: Double) -> Line {
+        let fix = "timedatectl shows whether NTP reaches a server; a GPS fix also sets the time; "
+            + "a board whose clock is right without NTP can set [time] require_sync = false"
+        guard settings.requireClockSync else {
+            return Line(ok: true, text: "the clock is trusted as it is ([time] require_sync = false)")
+        }
+        if let service, service.isLive(now: now), let clock = service.header["clock"] {
+            guard clock == "held" else { return Line(ok: true, text: "the service's clock is trusted: observations carry wall-clock times") }
+            return Line(ok: false, text: "holding: clock not synchronised for \(service.header["held_seconds"] ?? "?") s: "
+                        + "the service keeps its observations (in RAM, then the spool) and sends them once it is (\(fix))")
+        }
+        switch ClockSync.current(notBefore: settings.notBefore) {
+        case .synchronized(let source):
+            return Line(ok: true, text: "the clock is synchronised (\(source))")
+        case .unsynchronized(let why):
+            return Line(ok: false, text: "holding: \(why): the agent would send nothing until the clock is trusted (\(fix))")
+        }
+    }
+
     static func explain(_ e: TransportError, server: HTTPServer) -> String {
         switch e.kind {
         case .dns: return "the node's host name does not resolve (\(e.message)): check the URL \(server.apiRoot) and the board's DNS"

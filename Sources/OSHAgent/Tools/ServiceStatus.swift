@@ -81,6 +81,16 @@ public struct ServiceStatus: Sendable, Equatable {
         return kill(pid_t(pid), 0) == 0 || errno == EPERM
     }
 
+    /// The writer runs and wrote the file in the last 10 s (it writes once a second).
+    public func isLive(now: Double) -> Bool { writerRuns != false && (written.map { now - $0 <= 10 } ?? true) }
+
+    /// Where the service writes its counters: `[paths] counters_file`, else the unit's
+    /// /run/osh-edge/counters; nil when the configuration turns the file off.
+    public static func countersPath(_ settings: AgentSettings?) -> String? {
+        guard let c = settings?.countersFile else { return "/run/osh-edge/counters" }
+        return c.isEmpty ? nil : c
+    }
+
     public func text(now: Double) -> String {
         var lines: [String] = []
         let age = written.map { Int((now - $0).rounded()) }
@@ -115,7 +125,7 @@ public struct ServiceStatus: Sendable, Equatable {
         var w = JSONWriter(b)
         w.beginObject()
         w.key("path"); w.string(path)
-        w.key("running"); w.bool(writerRuns != false && (written.map { now - $0 <= 10 } ?? true))
+        w.key("running"); w.bool(isLive(now: now))
         for (k, v) in header.sorted(by: { $0.key < $1.key }) {
             w.key(k)
             if let n = Double(v) { w.number(n) } else { w.string(v) }

@@ -87,6 +87,9 @@ public struct StreamCounters: Sendable, Equatable {
     public var droppedUnknown = 0
     /// Left in RAM when the runtime stopped (reload, SIGTERM) and not spooled.
     public var droppedAtStop = 0
+    /// Spooled while the clock was not trusted, and the board rebooted before it was: their times
+    /// were lost with that boot, and they are not sent with made-up ones.
+    public var droppedUntimed = 0
     /// Posted and answered with no response or a 5xx: the node may have stored it. Scalars are sent
     /// again (the only source of duplicates at the node); video counts it in `droppedUnknown` too.
     public var unknownOutcome = 0
@@ -109,7 +112,7 @@ public struct StreamCounters: Sendable, Equatable {
     public var lastError: String?
     public var dropped: Int {
         droppedRingFull + droppedRejected + droppedNoSlot + droppedSpoolFailed + droppedSpoolBound + droppedInvalid
-            + droppedNotReady + droppedFailed + droppedLost + droppedUnknown + droppedAtStop
+            + droppedNotReady + droppedFailed + droppedLost + droppedUnknown + droppedAtStop + droppedUntimed
     }
 
     public init() {}
@@ -122,6 +125,7 @@ public struct StreamCounters: Sendable, Equatable {
         droppedSpoolFailed += o.droppedSpoolFailed; droppedSpoolBound += o.droppedSpoolBound
         droppedInvalid += o.droppedInvalid; droppedNotReady += o.droppedNotReady; droppedFailed += o.droppedFailed
         droppedLost += o.droppedLost; droppedUnknown += o.droppedUnknown; droppedAtStop += o.droppedAtStop
+        droppedUntimed += o.droppedUntimed
         unknownOutcome += o.unknownOutcome; errors += o.errors; spooled += o.spooled; sentFromSpool += o.sentFromSpool
         recorded += o.recorded; recordDropped += o.recordDropped
         pending = o.pending
@@ -167,8 +171,11 @@ public final class Publisher {
         }
     }
     /// Wall-clock offset: epoch seconds = monotonic seconds + offset. Nil while the clock is not
-    /// trustworthy — observations are then held, never stamped with a wrong time (SPEC §6).
-    public var clockOffset: Double?
+    /// trustworthy — observations are then held, never stamped with a wrong time (SPEC §6), and
+    /// what the ring cannot hold goes to the spool with its monotonic time.
+    public var clockOffset: Double? {
+        didSet { spool?.heldTimeOffset = clockOffset }
+    }
 
     /// A datastream's node id went stale (404): the agent re-registers and calls `setDatastreamID`.
     public var onDatastreamLost: ((Int) -> Void)?
@@ -186,6 +193,10 @@ public final class Publisher {
             spool?.onBoundDrop = { [unowned self] d, n in
                 if self.streams.indices.contains(d) { self.streams[d].counters.droppedSpoolBound += n }
             }
+            spool?.onUntimedDrop = { [unowned self] d, n in
+                if self.streams.indices.contains(d) { self.streams[d].counters.droppedUntimed += n }
+            }
+            spool?.heldTimeOffset = clockOffset
         }
     }
     /// Spooled observations that could not be written (disk error), all datastreams: logged by the spool.
@@ -404,16 +415,19 @@ public final class Publisher {
 
     // MARK: Spool
 
-    /// Datastream `d` cannot send now: the node is unreachable, or it is not registered (yet).
-    private func inOutage(_ d: Int) -> Bool { connectivity != .online || streams[d].datastreamID == nil }
+    /// Datastream `d` cannot send now: the node is unreachable, it is not registered (yet), or the
+    /// clock is not trusted yet (nothing can be stamped).
+    private func inOutage(_ d: Int) -> Bool { connectivity != .online || streams[d].datastreamID == nil || clockOffset == nil }
 
     /// The ring is full and drops `slot`: during an outage it goes to the spool instead. True when
     /// it is accounted for here (spooled, or counted as a failed spool write).
     private func spill(_ slot: Int, shuttingDown: Bool) -> Bool {
-        guard let spool, let offset = clockOffset else { return false }
+        guard let spool else { return false }
         let d = ring.datastream(ofSlot: slot)
         guard shuttingDown || inOutage(d) else { return false }
-        guard spool.append(datastream: d, epochTime: ring.time(ofSlot: slot) + offset, values: ring.values(ofSlot: slot)) else {
+        let written = clockOffset.map { spool.append(datastream: d, epochTime: ring.time(ofSlot: slot) + $0, values: ring.values(ofSlot: slot)) }
+            ?? spool.appendHeld(datastream: d, monotonicTime: ring.time(ofSlot: slot), values: ring.values(ofSlot: slot))
+        guard written else {
             // Counted here, so the ring does not count it as a ring-full drop.
             streams[d].counters.droppedSpoolFailed += 1
             return true
@@ -422,11 +436,11 @@ public final class Publisher {
         return true
     }
 
-    /// At shutdown during an outage (or before registration), the ring's waiting observations go to
+    /// At shutdown during an outage (before registration, or while the clock is held), the ring's waiting observations go to
     /// the spool rather than being lost with the process. Returns how many were kept.
     @discardableResult
     public func spillRingToSpool() -> Int {
-        guard spool != nil, clockOffset != nil, streams.indices.contains(where: inOutage) else { return 0 }
+        guard spool != nil, streams.indices.contains(where: inOutage) else { return 0 }
         var kept = 0
         ring.removeWaiting { slot in
             let d = ring.datastream(ofSlot: slot)
@@ -450,7 +464,7 @@ public final class Publisher {
     /// Sends the spool's oldest batch when the node answers, nothing is in flight from the spool,
     /// and the ring holds no backlog (a full batch waiting): the freshest data goes first.
     private func flushSpool() {
-        guard let spool, !spoolInFlight, connectivity == .online, spool.pendingBytes > 0 else { return }
+        guard let spool, !spoolInFlight, connectivity == .online, clockOffset != nil, spool.pendingBytes > 0 else { return }
         // A backlog is a full batch *waiting*; one in flight plus a few new ones is ordinary streaming
         // and must not starve the spool on a slow link.
         for (i, s) in streams.enumerated() where ring.count(of: i) - (s.inFlight ? s.batch.count : 0) >= batchLimit { return }

@@ -12,6 +12,12 @@
 //  16  f64 × n              values
 //  16+8n u32 CRC-32         IEEE 802.3 over bytes 0 ..< 16+8n
 //
+// A record sampled while no wall clock could be trusted (`[time] require_sync`, no NTP yet) is
+// format version 2: `time` is CLOCK_MONOTONIC seconds, and a u64 boot tag (the first 8 bytes of
+// the kernel's boot_id) follows it at 16, the values at 24. Within that boot the monotonic time
+// becomes an epoch one once the clock is trusted; after a reboot it means nothing, and the record
+// is dropped and counted rather than sent with a made-up time.
+//
 // A record is written with one write(2), so a killed process never leaves half of one; a power
 // cut can, and the CRC finds it.
 
@@ -19,11 +25,14 @@ public enum SpoolRecord {
     public static let magic0: UInt8 = 0xA5
     public static let magic1: UInt8 = 0x5A
     public static let version: UInt8 = 1
+    /// The version of a record whose time is monotonic, waiting for a trusted clock.
+    public static let heldVersion: UInt8 = 2
     public static let headerBytes = 16
+    public static let heldHeaderBytes = 24
     public static let maxValues = 255
 
-    /// Bytes of a record holding `n` values.
-    public static func size(values n: Int) -> Int { headerBytes + 8 * n + 4 }
+    /// Bytes of a record holding `n` values (`held`: a version 2 record, with its boot tag).
+    public static func size(values n: Int, held: Bool = false) -> Int { (held ? heldHeaderBytes : headerBytes) + 8 * n + 4 }
 
     /// The key stored for an output (FNV-1a, 32 bit).
     public static func key(outputName: String) -> UInt32 {
@@ -33,19 +42,22 @@ public enum SpoolRecord {
     }
 
     /// Writes one record at `out` (room for `size(values:)` bytes) and returns its length.
+    /// `heldBoot`: the record is held for the clock, `time` is monotonic in that boot (version 2).
     public static func encode(key: UInt32, time: Double, values: UnsafeBufferPointer<Double>,
-                              into out: UnsafeMutableRawPointer) -> Int {
+                              into out: UnsafeMutableRawPointer, heldBoot: UInt64? = nil) -> Int {
         let n = min(values.count, maxValues)
+        let header = heldBoot == nil ? headerBytes : heldHeaderBytes
         out.storeBytes(of: magic0, toByteOffset: 0, as: UInt8.self)
         out.storeBytes(of: magic1, toByteOffset: 1, as: UInt8.self)
-        out.storeBytes(of: version, toByteOffset: 2, as: UInt8.self)
+        out.storeBytes(of: heldBoot == nil ? version : heldVersion, toByteOffset: 2, as: UInt8.self)
         out.storeBytes(of: UInt8(n), toByteOffset: 3, as: UInt8.self)
         out.storeBytes(of: key.littleEndian, toByteOffset: 4, as: UInt32.self)
         out.storeBytes(of: time.bitPattern.littleEndian, toByteOffset: 8, as: UInt64.self)
+        if let heldBoot { out.storeBytes(of: heldBoot.littleEndian, toByteOffset: 16, as: UInt64.self) }
         for i in 0..<n {
-            out.storeBytes(of: values[i].bitPattern.littleEndian, toByteOffset: headerBytes + 8 * i, as: UInt64.self)
+            out.storeBytes(of: values[i].bitPattern.littleEndian, toByteOffset: header + 8 * i, as: UInt64.self)
         }
-        let body = headerBytes + 8 * n
+        let body = header + 8 * n
         let crc = CRC32.checksum(UnsafeRawBufferPointer(start: out, count: body))
         out.storeBytes(of: crc.littleEndian, toByteOffset: body, as: UInt32.self)
         return body + 4
@@ -68,13 +80,13 @@ public enum SpoolRecord {
         let p = base + offset
         if p.load(as: UInt8.self) != magic0 { return .invalid }
         guard avail >= 4 else { return .incomplete }
-        guard p.load(fromByteOffset: 1, as: UInt8.self) == magic1,
-              p.load(fromByteOffset: 2, as: UInt8.self) == version else { return .invalid }
+        let v = p.load(fromByteOffset: 2, as: UInt8.self)
+        guard p.load(fromByteOffset: 1, as: UInt8.self) == magic1, v == version || v == heldVersion else { return .invalid }
         let n = Int(p.load(fromByteOffset: 3, as: UInt8.self))
         guard n <= limit else { return .invalid }
-        let length = size(values: n)
+        let length = size(values: n, held: v == heldVersion)
         guard avail >= length else { return .incomplete }
-        let body = headerBytes + 8 * n
+        let body = length - 4
         let stored = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: body, as: UInt32.self))
         guard CRC32.checksum(UnsafeRawBufferPointer(start: p, count: body)) == stored else { return .invalid }
         let key = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
@@ -85,7 +97,15 @@ public enum SpoolRecord {
     /// Value `i` of the record at `offset` (after `parse` said it is whole).
     public static func value(_ bytes: UnsafeRawBufferPointer, recordAt offset: Int, _ i: Int) -> Double {
         guard let base = bytes.baseAddress else { return .nan }
-        return Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + headerBytes + 8 * i, as: UInt64.self)))
+        let header = base.load(fromByteOffset: offset + 2, as: UInt8.self) == heldVersion ? heldHeaderBytes : headerBytes
+        return Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + header + 8 * i, as: UInt64.self)))
+    }
+
+    /// The boot tag of a record held for the clock (its time is monotonic in that boot); nil for an
+    /// ordinary record, whose time is epoch seconds. Only after `parse` said the record is whole.
+    public static func heldBoot(_ bytes: UnsafeRawBufferPointer, recordAt offset: Int) -> UInt64? {
+        guard let base = bytes.baseAddress, base.load(fromByteOffset: offset + 2, as: UInt8.self) == heldVersion else { return nil }
+        return UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
     }
 
     /// Where the next record may start after damage at `offset`: the next 0xA5 0x5A pair (or the end).
@@ -192,6 +212,12 @@ public protocol ObservationSpool: AnyObject {
     /// Stores one observation. False when it could not be stored (disk error, full and nothing
     /// can be dropped): the caller counts it lost.
     func append(datastream: Int, epochTime: Double, values: UnsafeBufferPointer<Double>) -> Bool
+    /// Stores one observation sampled before any wall clock could be trusted: its monotonic time,
+    /// tied to this boot. It is sent once `heldTimeOffset` is known; after a reboot it cannot be.
+    func appendHeld(datastream: Int, monotonicTime: Double, values: UnsafeBufferPointer<Double>) -> Bool
+    /// Epoch = monotonic + this, for the records this boot held (nil: the clock is not trusted yet,
+    /// and a batch stops before the first of them). The publisher keeps it equal to its clock offset.
+    var heldTimeOffset: Double? { get set }
     /// Bytes waiting to be sent (0 = nothing spooled).
     var pendingBytes: Int { get }
     /// Loads the oldest waiting records (up to `max`, all of one datastream) and returns the datastream
@@ -208,4 +234,7 @@ public protocol ObservationSpool: AnyObject {
     /// Called when the size bound drops unsent records: (datastream index, how many). The publisher
     /// sets it, to count them against their datastreams.
     var onBoundDrop: ((_ datastream: Int, _ count: Int) -> Void)? { get set }
+    /// Called when records held for the clock in an earlier boot are dropped (their times are lost
+    /// with that boot): (datastream index, how many).
+    var onUntimedDrop: ((_ datastream: Int, _ count: Int) -> Void)? { get set }
 }

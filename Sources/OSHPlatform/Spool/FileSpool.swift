@@ -14,9 +14,12 @@ public struct FileSpoolOptions: Sendable, Equatable {
     /// One segment file's size: an eighth of the bound, 64 KiB to 4 MiB (recovery reads one segment
     /// at start, and dropping the oldest loses at most an eighth of the spool).
     public var segmentBytes: Int
+    /// This boot's tag, written into records held for the clock (`BootID.tag`; tests choose their own).
+    public var bootTag: UInt64
 
-    public init(directory: String, maxBytes: Int = 64 << 20, sync: SpoolSync = .second) {
+    public init(directory: String, maxBytes: Int = 64 << 20, sync: SpoolSync = .second, bootTag: UInt64 = BootID.tag) {
         self.directory = directory
+        self.bootTag = bootTag
         self.maxBytes = max(maxBytes, 128 << 10)
         self.sync = sync
         segmentBytes = min(max(self.maxBytes / 8, 64 << 10), 4 << 20)
@@ -34,6 +37,8 @@ public struct SpoolStats: Sendable, Equatable {
     public var damagedBytes = 0
     /// Records of an output no longer configured, skipped.
     public var unknownOutput = 0
+    /// Records held for the clock in an earlier boot: no true time can be given to them, so dropped.
+    public var untimed = 0
     public var writeErrors = 0
     public var segmentsDropped = 0
 }
@@ -50,6 +55,8 @@ public final class FileSpool: ObservationSpool {
     /// A problem worth a log line (each kind once per process).
     public var onProblem: ((String) -> Void)?
     public var onBoundDrop: ((_ datastream: Int, _ count: Int) -> Void)?
+    public var onUntimedDrop: ((_ datastream: Int, _ count: Int) -> Void)?
+    public var heldTimeOffset: Double?
     /// Per datastream, records of the segment `dropOldest` is dropping (made once).
     private var lostPerDatastream: [Int]
 
@@ -77,7 +84,9 @@ public final class FileSpool: ObservationSpool {
     private var batchEnd: (segment: UInt64, offset: Int)?
     private var loadedDatastream = -1
     private var loadedLimit = 0
-    private var batchDamaged = 0, batchDamagedBytes = 0, batchUnknown = 0
+    private var batchDamaged = 0, batchDamagedBytes = 0, batchUnknown = 0, batchUntimed = 0
+    /// Per datastream, the batch's untimed records (made once).
+    private var untimedPerDatastream: [Int]
 
     /// Opens (creating) the spool for outputs `outputNames` (index = the publisher's datastream index).
     public init(options: FileSpoolOptions, outputNames: [String], maxValues: Int) throws {
@@ -88,6 +97,7 @@ public final class FileSpool: ObservationSpool {
         for (i, k) in keys.enumerated() where index[k] == nil { index[k] = i }
         keyIndex = index
         lostPerDatastream = [Int](repeating: 0, count: keys.count)
+        untimedPerDatastream = [Int](repeating: 0, count: keys.count)
         try StateFiles.makeDirectories(options.directory)
         let cursorPath = options.directory + "/cursor"
         cursorFile = try FileDescriptor.open(cursorPath, O_RDWR | O_CREAT, mode: 0o600)
@@ -179,7 +189,7 @@ public final class FileSpool: ObservationSpool {
     private func validEnd(of id: UInt64, size: Int) throws -> Int {
         var end = 0
         try scan(id, from: 0, size: size) { item in
-            if case .record(let off, _, _, let n, _, _) = item { end = off + SpoolRecord.size(values: n) }
+            if case .record(let off, _, _, _, let length, _, _) = item { end = off + length }
             return true
         }
         return end
@@ -188,7 +198,7 @@ public final class FileSpool: ObservationSpool {
     /// What `scan` finds: a whole record (its bytes are `chunk` from `rel`, valid during the call),
     /// or a damaged stretch (a bad CRC, garbage, or a torn tail).
     enum ScanItem {
-        case record(offset: Int, key: UInt32, time: Double, count: Int, chunk: UnsafeRawBufferPointer, rel: Int)
+        case record(offset: Int, key: UInt32, time: Double, count: Int, length: Int, chunk: UnsafeRawBufferPointer, rel: Int)
         case damage(offset: Int, length: Int)
     }
 
@@ -252,7 +262,7 @@ public final class FileSpool: ObservationSpool {
             chunkLoop: while pos < chunk.count {
                 switch SpoolRecord.parse(chunk, at: pos, maxValues: SpoolRecord.maxValues) {
                 case .record(let key, let time, let n, let len):
-                    guard body(.record(offset: off + pos, key: key, time: time, count: n, chunk: chunk, rel: pos)) else {
+                    guard body(.record(offset: off + pos, key: key, time: time, count: n, length: len, chunk: chunk, rel: pos)) else {
                         return off + pos
                     }
                     pos += len
@@ -281,9 +291,17 @@ public final class FileSpool: ObservationSpool {
     }
 
     public func append(datastream: Int, epochTime: Double, values v: UnsafeBufferPointer<Double>) -> Bool {
+        write(datastream: datastream, time: epochTime, values: v, heldBoot: nil)
+    }
+
+    public func appendHeld(datastream: Int, monotonicTime: Double, values v: UnsafeBufferPointer<Double>) -> Bool {
+        write(datastream: datastream, time: monotonicTime, values: v, heldBoot: options.bootTag)
+    }
+
+    private func write(datastream: Int, time: Double, values v: UnsafeBufferPointer<Double>, heldBoot: UInt64?) -> Bool {
         guard datastream >= 0, datastream < keys.count else { return false }
-        let len = SpoolRecord.encode(key: keys[datastream], time: epochTime,
-                                     values: UnsafeBufferPointer(rebasing: v.prefix(maxValues)), into: recordBuf)
+        let len = SpoolRecord.encode(key: keys[datastream], time: time,
+                                     values: UnsafeBufferPointer(rebasing: v.prefix(maxValues)), into: recordBuf, heldBoot: heldBoot)
         if writer == nil || sizes[sizes.count - 1] + len > options.segmentBytes {
             guard openNextSegment() else { stats.writeErrors += 1; return false }
         }
@@ -340,7 +358,7 @@ public final class FileSpool: ObservationSpool {
         var lost = 0
         for d in lostPerDatastream.indices { lostPerDatastream[d] = 0 }
         _ = try? scan(id, from: from, size: sizes[0]) { item in
-            guard case .record(_, let key, _, _, _, _) = item else { return true }
+            guard case .record(_, let key, _, _, _, _, _) = item else { return true }
             lost += 1
             // Records of an output no longer configured count only in the spool's own stats.
             if let d = keyIndex[key] { lostPerDatastream[d] += 1 }
@@ -369,7 +387,8 @@ public final class FileSpool: ObservationSpool {
         while true {
             batchCount = 0
             batchEnd = nil
-            batchDamaged = 0; batchDamagedBytes = 0; batchUnknown = 0
+            batchDamaged = 0; batchDamagedBytes = 0; batchUnknown = 0; batchUntimed = 0
+            for d in untimedPerDatastream.indices { untimedPerDatastream[d] = 0 }
             guard let k = ids.firstIndex(of: cursor.segment) else { return nil }
             let size = sizes[k]
             if Int(cursor.offset) >= size {
@@ -379,17 +398,30 @@ public final class FileSpool: ObservationSpool {
                 continue
             }
             var ds = -1
+            // A record this boot held for the clock, while the clock is still not trusted: the batch
+            // ends before it, and nothing after it is sent yet (the spool keeps its order).
+            var waitsForClock = false
             let end: Int
             do {
                 end = try scan(cursor.segment, from: Int(cursor.offset), size: size,
                                readAtMost: limit * SpoolRecord.size(values: maxValues)) { item in
                     switch item {
-                    case .record(_, let key, let time, let n, let chunk, let rel):
+                    case .record(_, let key, let time, let n, _, let chunk, let rel):
                         guard let d = keyIndex[key] else { batchUnknown += 1; return true }
+                        var epoch = time
+                        if let boot = SpoolRecord.heldBoot(chunk, recordAt: rel) {
+                            guard boot == options.bootTag else {
+                                batchUntimed += 1
+                                untimedPerDatastream[d] += 1
+                                return true
+                            }
+                            guard let offset = heldTimeOffset else { waitsForClock = true; return false }
+                            epoch = time + offset
+                        }
                         if ds < 0 { ds = d }
                         guard d == ds, batchCount < limit else { return false }
                         let count = min(n, maxValues)
-                        times[batchCount] = time
+                        times[batchCount] = epoch
                         counts[batchCount] = count
                         for i in 0..<count {
                             values[batchCount * maxValues + i] = SpoolRecord.value(chunk, recordAt: rel, i)
@@ -415,6 +447,11 @@ public final class FileSpool: ObservationSpool {
                 loadedLimit = limit
                 return ds
             }
+            if waitsForClock {
+                // Skipped damage, unknown and untimed records before the held one are stepped over.
+                if end > Int(cursor.offset) { commitBatch() } else { batchEnd = nil }
+                return nil
+            }
             // Only unknown outputs or damage: step over them durably and look further.
             commitBatch()
         }
@@ -431,6 +468,14 @@ public final class FileSpool: ObservationSpool {
         stats.damaged += batchDamaged
         stats.damagedBytes += batchDamagedBytes
         stats.unknownOutput += batchUnknown
+        if batchUntimed > 0 {
+            stats.untimed += batchUntimed
+            for (d, n) in untimedPerDatastream.enumerated() where n > 0 { onUntimedDrop?(d, n) }
+            for d in untimedPerDatastream.indices { untimedPerDatastream[d] = 0 }
+            problem("untimed", "spool: dropped \(batchUntimed) observation(s) held for the clock before a reboot: "
+                    + "their times were lost with that boot (a board that must keep them needs a trusted clock at boot: "
+                    + "NTP, GPS time, an RTC, or [time] require_sync = false)")
+        }
         if batchDamaged > 0 {
             problem("damaged", "spool: skipped \(batchDamaged) damaged stretch(es) in segment \(end.segment) (bad CRC)")
         }
@@ -496,6 +541,8 @@ public final class FileSpool: ObservationSpool {
         public var key: UInt32
         public var time: Double
         public var values: [Double]
+        /// Held for the clock: `time` is monotonic seconds in the boot of this tag, not epoch.
+        public var heldBoot: UInt64? = nil
     }
 
     public struct Inspection: Sendable {
@@ -536,9 +583,10 @@ public final class FileSpool: ObservationSpool {
             let from = id == r.cursor?.segment ? Int(r.cursor?.offset ?? 0) : 0
             try scan(path: p, from: from, size: size, buffer: buffer) { item in
                 switch item {
-                case .record(let off, let key, let time, let n, let chunk, let rel):
+                case .record(let off, let key, let time, let n, _, let chunk, let rel):
                     r.entries.append(Entry(segment: id, offset: off, key: key, time: time,
-                                           values: (0..<n).map { SpoolRecord.value(chunk, recordAt: rel, $0) }))
+                                           values: (0..<n).map { SpoolRecord.value(chunk, recordAt: rel, $0) },
+                                           heldBoot: SpoolRecord.heldBoot(chunk, recordAt: rel)))
                 case .damage(let off, let length):
                     r.damage.append((id, off, length))
                 }

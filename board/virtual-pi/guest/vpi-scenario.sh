@@ -5,12 +5,14 @@
 # which does the comparing (board/virtual-pi/host/vpi_host.py). Then it powers the board off.
 #   boot 1: wait for READY=1, measure for MEASURE_S, the faults, `systemctl restart`, dump,
 #           power off (the host boots the same disk again);
-#   boot 2: wait for READY=1, check the node's ids survived the power cycle, dump, power off.
+#   boot 2: the node is held back for NODE_DOWN_S (down before the board booted): READY=1 without
+#           it, no restart, the backlog spooled; then the node starts and the spool drains; check
+#           the node's ids survived the power cycle, dump, power off.
 set -u
 OUT=/vpi/out
 API=http://127.0.0.1:8181/sensorhub/api
 # shellcheck source=/dev/null
-. /vpi/in/scenario.env   # MEASURE_S, FAULT_S, RECOVER_S, BOOTS
+. /vpi/in/scenario.env   # MEASURE_S, FAULT_S, RECOVER_S, NODE_DOWN_S
 BOOT=$(($(cat /var/lib/vpi-boot 2>/dev/null || echo 0) + 1))
 echo "$BOOT" >/var/lib/vpi-boot
 B=$OUT/boot$BOOT
@@ -159,11 +161,32 @@ if ((BOOT == 1)); then
 fi
 
 # ===== boot 2: after the power cycle =====
+spool_drained() { # the service's spool holds nothing (osh-edge spool status --json: pendingBytes 0)
+  osh-edge spool status --config /etc/osh-edge/osh-edge.conf --json 2>/dev/null | grep -q '"pendingBytes":0[,}]'
+}
 if ((BOOT == 2)); then
+  if ((${NODE_DOWN_S:-0} > 0)); then
+    # The node has been down since boot (vpi-node.service's condition): the agent is ready without
+    # it, and stays so; what it produces waits in the ring and the spool.
+    event "node-down-at-boot start"
+    T=$(now)
+    sleep "$NODE_DOWN_S"
+    { for p in ActiveState SubState NRestarts StatusText; do echo "$p=$(svc "$p")"; done; } >"$B/node-down.txt"
+    osh-edge status >"$B/status-node-down.txt" 2>&1
+    osh-edge spool status --config /etc/osh-edge/osh-edge.conf >"$B/spool-node-down.txt" 2>&1
+    rm -f /var/lib/vpi-node-hold
+    systemctl start vpi-node.service
+    event "node-down-at-boot node started"
+    if wait_for 400 spool_drained; then event "node-down-at-boot drained"; else event "node-down-at-boot NOT drained"; fi
+    osh-edge status >"$B/status-node-back.txt" 2>&1
+    journal_since "$T" >"$B/journal-node-down.txt"
+  fi
   sleep "$RECOVER_S"
   snapshot powercycle-after
 fi
 
+# The next boot starts with the node down.
+((BOOT == 1)) && ((${NODE_DOWN_S:-0} > 0)) && touch /var/lib/vpi-node-hold
 cp /run/vpi-led.txt "$B/led.txt"
 snapshot final
 dump final

@@ -553,6 +553,7 @@ def analyse(share, used, boots, host_events, image_dir):
     ready2 = read_kv(os.path.join(b2, "service-ready.txt"))
     if ready2:
         service["boot2_to_ready_s"] = round(int(ready2.get("ActiveEnterTimestampMonotonic", "0") or 0) / 1e6, 2)
+    node_down_at_boot(c, summary, b2, ready2, obs)
 
     # --- measured on arm64
     p0 = read_kv(os.path.join(b1, "proc-start.txt"))
@@ -583,6 +584,41 @@ def analyse(share, used, boots, host_events, image_dir):
     c.add("measured on arm64", bool(measured), json.dumps(measured))
     summary["checks"] = c.items
     return summary
+
+
+def node_down_at_boot(c, summary, b2, ready2, obs):
+    """Boot 2 began with the node down (vpi-scenario.sh): the unit is ready without it and does not
+    restart; what the IMU produced meanwhile was kept (ring, then spool) and reached the node."""
+    ev2 = events_of(b2)
+    t0 = event_time(ev2, "node-down-at-boot start")
+    t1 = event_time(ev2, "node-down-at-boot node started")
+    if t0 is None:
+        summary["node_down_at_boot"] = {"ran": False}
+        return
+    down = read_kv(os.path.join(b2, "node-down.txt"))
+    drained = event_time(ev2, "node-down-at-boot drained")
+    r = {"ran": True, "down_s": round((t1 or t0) - t0, 1), "state_while_down": down.get("ActiveState"),
+         "restarts_while_down": down.get("NRestarts"), "status_text": down.get("StatusText"),
+         "drained_after_s": round(drained - t1, 1) if drained and t1 else None}
+    c.add("node down at boot: ready without it, no restart", ready2.get("ActiveState") == "active"
+          and down.get("ActiveState") == "active" and down.get("NRestarts") == "0",
+          "READY %s s after boot with no node; after %s s without it: %s, NRestarts=%s, STATUS=%s" % (
+              round(int(ready2.get("ActiveEnterTimestampMonotonic", "0") or 0) / 1e6, 1), r["down_s"],
+              down.get("ActiveState"), down.get("NRestarts"), down.get("StatusText")))
+    # The IMU's quaternions are produced at a steady rate from the agent's start: while the node was
+    # down they went to the ring and the spool. Every second of the window must be at the node.
+    times = sorted(t for t, _ in obs.get("quat_orientation_data", []) if t0 + 5 <= t < (t1 or t0) - 2)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    r["quat_in_window"] = len(times)
+    r["largest_gap_s"] = round(max(gaps), 2) if gaps else None
+    window = (t1 or t0) - 2 - (t0 + 5)
+    rate = len(times) / window if window > 0 else 0
+    r["quat_rate_hz"] = round(rate, 2)
+    c.add("node down at boot: the backlog spooled and delivered", bool(drained) and times and max(gaps or [99]) <= 1.0
+          and rate >= 8.0,
+          "spool drained %s s after the node started; %d quaternions sampled while it was down (%.2f Hz), largest gap %s s" % (
+              r["drained_after_s"], len(times), rate, r["largest_gap_s"]))
+    summary["node_down_at_boot"] = r
 
 
 def gpsdecode_positions(path):
