@@ -114,6 +114,8 @@ fi
 install -D -m 0644 "$HERE/osh-edge.service" "$STAGE/lib/systemd/system/osh-edge.service"
 install -D -m 0644 "$HERE/osh-edge.conf.example" "$STAGE/etc/osh-edge/osh-edge.conf"
 install -D -m 0644 "$HERE/udev/99-osh-edge.rules" "$STAGE/lib/udev/rules.d/99-osh-edge.rules"
+# The board profiles `[system] profile = "pi4"` names (BoardProfile.installedDirectory).
+for p in "$REPO"/board/profiles/*.conf; do install -D -m 0644 "$p" "$STAGE/usr/share/osh-edge/profiles/$(basename "$p")"; done
 DOC=$STAGE/usr/share/doc/osh-edge
 install -D -m 0644 "$HERE/osh-edge.conf.example" "$DOC/examples/osh-edge.conf.example"
 install -m 0644 "$REPO/board/README.md" "$DOC/board.md"

@@ -97,7 +97,7 @@ private func imuSettings(configPath: String?) -> IMUSettings {
         return s
     }
     let d: DeviceConfig
-    do { d = try AgentSettings.parse(bytes: bytes, path: path).devices } catch { fail("\(error)", code: 1) }
+    do { d = try AgentSettings.parseFile(bytes: bytes, path: path).devices } catch { fail("\(error)", code: 1) }
     s.bus = d.i2c.bus
     s.chip = d.imu.chip
     s.address = d.imu.address

@@ -33,7 +33,7 @@ func stateSubdirectory(_ a: inout Arguments, _ sub: String) -> String {
         guard let bytes = try StateFiles.read(path) else {
             fail("\(path) does not exist; give --config FILE or --dir STATE_DIRECTORY/\(sub)")
         }
-        return try AgentSettings.parse(bytes: bytes, path: path).stateDirectory + "/" + sub
+        return try AgentSettings.parseFile(bytes: bytes, path: path).stateDirectory + "/" + sub
     } catch {
         fail("\(error)")
     }

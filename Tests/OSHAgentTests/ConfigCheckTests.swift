@@ -1,4 +1,5 @@
 import Foundation
+import OSHCore
 import XCTest
 
 /// `osh-edge config check` refuses what `run` would refuse at start (the SD card's first boot and
@@ -21,6 +22,51 @@ final class ConfigCheckTests: XCTestCase {
     }
 
     private let outputs = "\n[outputs.device_health]\nenabled = true\n"
+
+    private static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    func testABoardProfileNamedInTheFileAppliesUnderItAndItsOwnKeysWin() throws {
+        // What the profiles used to say (paste profile-pi4.conf after the example) gave "section [gps] is
+        // already defined"; now the file names the profile, as the SD card's first boot checks it.
+        let profiles = Self.root + "/board/profiles"
+        var example = try String(contentsOfFile: Self.root + "/deploy/osh-edge.conf.example", encoding: .utf8)
+        example = example.replacingOccurrences(of: "#profile = \"pi4\"", with: "profile = \"pi4\"")
+        example = example.replacingOccurrences(of: "#device = \"/dev/serial0\"", with: "device = \"/dev/ttyUSB0\"")
+        let path = dir + "/osh-edge.conf"
+        try example.write(toFile: path, atomically: true, encoding: .utf8)
+        let env = ["OSH_EDGE_PROFILE_DIR": profiles]
+        let r = try runOSHEdge(["config", "check", path], env: env)
+        XCTAssertEqual(r.status, 0, r.out + r.err)
+        let settings = try AgentSettings.parse(bytes: Array(example.utf8), path: path, profileDirectory: profiles,
+                                               readProfile: { FileManager.default.contents(atPath: $0).map(Array.init) })
+        XCTAssertEqual(settings.gps.device, "/dev/ttyUSB0", "the file's own [gps] device wins over the profile's")
+        XCTAssertEqual(settings.devices.led.chip, "pinctrl-bcm2711", "the profile's [led] applies where the file sets nothing")
+        XCTAssertEqual(settings.devices.led.line, 17)
+        // Every shipped profile checks under the example.
+        for name in ["pi3", "pi4", "pi5", "pi-zero-2w"] {
+            try """
+            [server.main]
+            url = "http://node.example.org:8181/sensorhub/api"
+            [system]
+            profile = "\(name)"
+            """.write(toFile: path, atomically: true, encoding: .utf8)
+            let c = try runOSHEdge(["config", "check", path], env: env)
+            XCTAssertEqual(c.status, 0, "\(name): " + c.out + c.err)
+        }
+        // A name that is no profile, and a profile file with a mistake: each named where it is.
+        try "[server.main]\nurl = \"http://n:8181/sensorhub/api\"\n[system]\nprofile = \"pi6\"\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let unknown = try runOSHEdge(["config", "check", path], env: env)
+        XCTAssertNotEqual(unknown.status, 0)
+        XCTAssertTrue(unknown.err.contains("osh-edge.conf:4:") && unknown.err.contains("pi3, pi4, pi5 and pi-zero-2w"), unknown.err)
+        try "# mine\n[led]\nline = \"seventeen\"\n".write(toFile: dir + "/board.conf", atomically: true, encoding: .utf8)
+        try "[server.main]\nurl = \"http://n:8181/sensorhub/api\"\n[system]\nprofile = \"\(dir)/board.conf\"\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let bad = try runOSHEdge(["config", "check", path], env: env)
+        XCTAssertNotEqual(bad.status, 0)
+        XCTAssertTrue(bad.err.contains("board.conf:3:"), "the profile's own file and line: \(bad.err)")
+    }
 
     func testAMissingTrustedCertificateIsRefusedWithItsLine() throws {
         let (status, said) = try check("""

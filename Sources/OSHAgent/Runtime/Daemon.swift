@@ -33,7 +33,7 @@ public enum Daemon {
             throw DaemonError.message("\(configPath): no such file; start from the example the package installs, "
                                       + "/usr/share/doc/osh-edge/examples/osh-edge.conf.example (deploy/ in the source)")
         }
-        let settings = try AgentSettings.parse(bytes: bytes, path: configPath, fileProblem: Self.unreadableFile)
+        let settings = try AgentSettings.parseFile(bytes: bytes, path: configPath, fileProblem: Self.unreadableFile)
         if forRunning { try SimulationHooks.check(settings, path: configPath) }
         let server = try configuredServer(settings, secretsPath: secretsPath)
         let identity = try Agent.localIdentity(uid: settings.system.uid.isEmpty ? nil : settings.system.uid,

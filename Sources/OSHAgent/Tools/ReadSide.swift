@@ -113,7 +113,7 @@ public enum ReadSide {
             throw ReadSideError.config("no --node given and no configuration at \(configPath): "
                                        + "pass --node URL (the API root, e.g. http://host:8181/sensorhub/api) or --config FILE")
         }
-        return try Daemon.configuredServer(AgentSettings.parse(bytes: bytes, path: configPath), secretsPath: secretsPath)
+        return try Daemon.configuredServer(AgentSettings.parseFile(bytes: bytes, path: configPath), secretsPath: secretsPath)
     }
 
     // MARK: Systems

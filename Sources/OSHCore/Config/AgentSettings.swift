@@ -175,17 +175,47 @@ public struct AgentSettings: Sendable, Equatable {
     /// `fileProblem` says what is wrong with a file the configuration names (a TLS certificate)
     /// as it would be found at start, nil when it is fine; `run` and `config check` pass the
     /// real one, so the check refuses what the start would (this target does no I/O itself).
+    /// `readProfile` reads the board profile `[system] profile` names (its path) — the file's
+    /// bytes, or nil when there is none; without it a `profile` key is refused.
     public static func parse(bytes: [UInt8], path: String,
-                             fileProblem: ((String) -> String?)? = nil) throws(ConfigErrors) -> AgentSettings {
-        let (doc, syntax) = ConfigParser.parseRecovering(bytes: bytes, path: path)
+                             fileProblem: ((String) -> String?)? = nil,
+                             profileDirectory: String = BoardProfile.installedDirectory,
+                             readProfile: ((String) throws -> [UInt8]?)? = nil) throws(ConfigErrors) -> AgentSettings {
+        var (doc, syntax) = ConfigParser.parseRecovering(bytes: bytes, path: path)
         // The reader gave up (far too many errors): what it read is incomplete, check no more.
         if syntax.count > ConfigParser.maxErrors || syntax.contains(where: { $0.line == nil }) {
             throw ConfigErrors(syntax)
         }
+        var profilePath: String?
+        var profileErrors: [ConfigError] = []
+        if let entry = BoardProfile.named(in: doc) {
+            if case .string(let name) = entry.value, !name.isEmpty {
+                let p = BoardProfile.path(name, directory: profileDirectory)
+                do {
+                    if let pb = try readProfile?(p) {
+                        let (pdoc, perrs) = ConfigParser.parseRecovering(bytes: pb, path: p)
+                        profileErrors = perrs
+                        doc = BoardProfile.merge(doc, under: pdoc)
+                        profilePath = p
+                    } else {
+                        profileErrors = [ConfigError(path: path, line: entry.line, message:
+                            "profile = \(ConfigValue.quote(name)) in [system]: there is no \(p); the board profiles are "
+                            + "pi3, pi4, pi5 and pi-zero-2w (in \(profileDirectory)), or give a profile file's path")]
+                    }
+                } catch {
+                    profileErrors = [ConfigError(path: path, line: entry.line, message:
+                        "profile = \(ConfigValue.quote(name)) in [system]: \(p) cannot be read (\(error))")]
+                }
+            } else {
+                profileErrors = [ConfigError(path: path, line: entry.line, message:
+                    "profile in [system] must be a board name in quotes (\"pi4\", \"pi3\", \"pi5\", \"pi-zero-2w\") or a file's path")]
+            }
+        }
         var r = SettingsReader(path: path)
         r.fileProblem = fileProblem
+        r.profilePath = profilePath
         let settings = r.read(doc)
-        let all = Self.ordered(syntax + r.errors)
+        let all = Self.ordered(syntax + r.errors) + profileErrors
         if !all.isEmpty { throw ConfigErrors(all) }
         guard let settings else { throw ConfigErrors([ConfigError(path: path, line: nil, message: "no usable server")]) }
         return settings

@@ -18,7 +18,7 @@ struct SettingsReader {
     static let keys: [String: [String]] = [
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
-        "system": ["uid", "uid_extension", "label", "hostname"],
+        "system": ["uid", "uid_extension", "label", "hostname", "profile"],
         "publisher": ["format", "ring_capacity", "flush_interval", "batch_max", "spool", "spool_max_mb", "spool_fsync"],
         "time": ["require_sync", "not_before"],
         "outputs": ["enabled", "rate", "source"],
@@ -32,8 +32,15 @@ struct SettingsReader {
     static let recordOutputKeys = ["rate"]
     static let tlsModes = ["verify", "trust-certificate", "pin"]
 
+    /// The board profile merged under the file (`BoardProfile.merge`): its lines are negative.
+    var profilePath: String?
+
     mutating func fail(_ line: Int?, _ message: String) {
-        errors.append(ConfigError(path: path, line: line, message: message))
+        if let line, line < 0, let profilePath {
+            errors.append(ConfigError(path: profilePath, line: -line, message: message))
+        } else {
+            errors.append(ConfigError(path: path, line: line, message: message))
+        }
     }
 
     // MARK: The document
