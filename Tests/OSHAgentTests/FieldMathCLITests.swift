@@ -52,6 +52,10 @@ final class FieldMathCLITests: XCTestCase {
         let bad = try run(["fuse"], stdin: "0,1,2,x,4,5,6\n")
         XCTAssertEqual(bad.status, 1)
         XCTAssertTrue(bad.err.contains("column 4"), bad.err)
+        // A row whose first field is a word, after the data began, used to be skipped as a header.
+        let word = try run(["fuse"], stdin: "t,gx,gy,gz,ax,ay,az\n0,0,0,0,0,0,9.8\nabc,0,0,0,0,0,1\n")
+        XCTAssertEqual(word.status, 1)
+        XCTAssertTrue(word.err.contains("line 3, column 1: 'abc' is not a number"), word.err)
     }
 
     func testFixedFormatting() {

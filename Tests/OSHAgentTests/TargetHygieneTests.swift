@@ -95,8 +95,9 @@ final class TargetHygieneTests: XCTestCase {
         """.write(toFile: path, atomically: true, encoding: .utf8)
         let refused = try runOSHEdge(["config", "check", path])
         XCTAssertEqual(refused.status, 1)
-        XCTAssertEqual(refused.err, "osh-edge: \(path): source = \"simulated\" for barometer, gps_data: "
-                       + SimulationHooks.unavailable + "\n")
+        // Each with its line, as every other configuration error.
+        XCTAssertEqual(refused.err, "osh-edge: \(path):9: source = \"simulated\" for barometer: " + SimulationHooks.unavailable
+                       + "\n\(path):13: source = \"simulated\" for gps_data: " + SimulationHooks.unavailable + "\n")
         for binary in ["osh-edge-dev", "osh-edge-sim"] {
             let accepted = try runOSHEdge(["config", "check", path], binary: binary)
             XCTAssertEqual(accepted.status, 0, "\(binary): \(accepted.err)")

@@ -1,3 +1,5 @@
+import Foundation
+import OSHAgent
 import XCTest
 
 /// `osh-edge --version` is the spelling packagers and CI reach for first; it must equal `version`.
@@ -29,5 +31,20 @@ final class VersionCommandTests: XCTestCase {
         XCTAssertEqual(rec.status, 0, rec.err)
         XCTAssertTrue(rec.out.contains("  record status") && rec.out.contains("  record export"), rec.out)
         XCTAssertEqual(try runOSHEdge([]).status, 2)
+    }
+}
+
+/// What the README says of defaults is what the code does.
+final class ReadmeDefaultsTests: XCTestCase {
+    func testTheLabelDefaultTheReadmeGivesIsTheCodes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+            .replacingOccurrences(of: "\n", with: " ")
+        let pi = SystemIdentity.defaultLabel(model: "Raspberry Pi 4 Model B Rev 1.4", hostname: "<hostname>", serial: "1")
+        let other = SystemIdentity.defaultLabel(model: "Generic board", hostname: "<hostname>", serial: "1")
+        XCTAssertTrue(readme.contains("The label defaults to `\(pi)` on a Raspberry Pi"), pi)
+        XCTAssertTrue(readme.contains("(`\(other)` on another board"), other)
+        XCTAssertEqual(SystemIdentity.defaultLabel(model: nil, hostname: "", serial: "abc"), "Linux Sensors [abc]",
+                       "the serial when there is no host name")
     }
 }

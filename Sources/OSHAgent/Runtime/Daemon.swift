@@ -34,7 +34,7 @@ public enum Daemon {
                                       + "/usr/share/doc/osh-edge/examples/osh-edge.conf.example (deploy/ in the source)")
         }
         let settings = try AgentSettings.parseFile(bytes: bytes, path: configPath, fileProblem: Self.unreadableFile)
-        if forRunning { try SimulationHooks.check(settings, path: configPath) }
+        if forRunning { try SimulationHooks.check(settings, path: configPath, bytes: bytes) }
         let server = try configuredServer(settings, secretsPath: secretsPath)
         let identity = try Agent.localIdentity(uid: settings.system.uid.isEmpty ? nil : settings.system.uid,
                                                uidExtension: settings.system.uidExtension,

@@ -28,11 +28,17 @@ public enum SimulationHooks {
 
     /// The configured outputs with `source = "simulated"` must have a provider: refused at load
     /// (`run` and `config check`), not discovered when the devices open.
-    public static func check(_ settings: AgentSettings, path: String) throws {
+    /// `bytes`: the file's text, to name the line of each `source = "simulated"`.
+    public static func check(_ settings: AgentSettings, path: String, bytes: [UInt8]? = nil) throws {
         guard provider == nil else { return }
         let simulated = settings.outputs.filter { $0.value.enabled && $0.value.source == .simulated }.map(\.key).sorted()
         guard !simulated.isEmpty else { return }
-        throw SimulationUnavailable(description: "\(path): source = \"simulated\" for \(simulated.joined(separator: ", ")): \(unavailable)")
+        let doc = bytes.map { ConfigParser.parseRecovering(bytes: $0, path: path).0 }
+        let lines = simulated.map { name -> String in
+            let line = doc?.sections.first { $0.name == ["outputs", name] }?.entry("source")?.line
+            return "\(path):\(line.map { "\($0):" } ?? "") source = \"simulated\" for \(name): \(unavailable)"
+        }
+        throw SimulationUnavailable(description: lines.joined(separator: "\n"))
     }
 }
 

@@ -79,11 +79,12 @@ public enum FuseTool {
         public var mag: Vector3?
     }
 
-    /// Parses one line; nil for a header, a comment or a blank line; throws for a broken row.
-    public static func parse(_ line: Substring, lineNumber: Int) throws(FusionConfigError) -> Row? {
+    /// Parses one line; nil for a header (only before the first row: `headerAllowed`), a comment
+    /// or a blank line; throws for a broken row, naming its line and column.
+    public static func parse(_ line: Substring, lineNumber: Int, headerAllowed: Bool = true) throws(FusionConfigError) -> Row? {
         let trimmed = line.drop { $0 == " " || $0 == "\t" }
         guard let first = trimmed.first, first != "#" else { return nil }
-        if first.isLetter { return nil }  // header
+        if first.isLetter && headerAllowed { return nil }  // header
         let cols = trimmed.split(separator: ",", omittingEmptySubsequences: false)
             .map { $0.trimmingSpaces }
         guard cols.count == 7 || cols.count == 10 else {
@@ -111,7 +112,8 @@ public enum FuseTool {
         if !options.json { emit(tableHeader) }
         for line in lines {
             number += 1
-            guard let row = try parse(line, lineNumber: number) else { continue }
+            // A word after the first row is a broken row, not a second header: said, never skipped.
+            guard let row = try parse(line, lineNumber: number, headerAllowed: count == 0) else { continue }
             let dt = previous.map { row.t - $0 } ?? 1 / options.settings.rateHz
             previous = row.t
             filter.update(gyro: row.gyro, accel: row.accel, mag: row.mag.map { $0 * options.magScale }, dt: dt)

@@ -54,7 +54,7 @@ public struct SystemSettings: Sendable, Equatable {
     public var uid: String
     /// Appended as `urn:osh:rpi:<serial>:<extension>` when `uid` is empty.
     public var uidExtension: String
-    /// Empty = `Raspberry Pi Sensors [<hostname>]`.
+    /// Empty = `Raspberry Pi Sensors [<hostname>]` (`Linux Sensors [...]` off a Pi: SystemIdentity.defaultLabel).
     public var label: String
     /// Empty = leave the board's hostname alone; otherwise the image's first boot sets it.
     public var hostname: String
