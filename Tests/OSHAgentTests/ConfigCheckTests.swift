@@ -31,7 +31,7 @@ final class ConfigCheckTests: XCTestCase {
         // already defined"; now the file names the profile, as the SD card's first boot checks it.
         let profiles = Self.root + "/board/profiles"
         var example = try String(contentsOfFile: Self.root + "/deploy/osh-edge.conf.example", encoding: .utf8)
-        example = example.replacingOccurrences(of: "#profile = \"pi4\"", with: "profile = \"pi4\"")
+        example = example.replacingOccurrences(of: "#profile = \"\"", with: "profile = \"pi4\"")
         example = example.replacingOccurrences(of: "#device = \"/dev/serial0\"", with: "device = \"/dev/ttyUSB0\"")
         let path = dir + "/osh-edge.conf"
         try example.write(toFile: path, atomically: true, encoding: .utf8)

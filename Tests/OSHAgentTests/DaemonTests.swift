@@ -257,7 +257,7 @@ final class DaemonTests: XCTestCase {
                     XCTAssertNotNil(Int(kv[1]), String(line))
                 }
             }
-            XCTAssertEqual(row.count, 21, String(line))
+            XCTAssertEqual(row.count, 22, String(line))
             out[name] = row
         }
         return out

@@ -155,6 +155,48 @@ final class ProbeTests: XCTestCase {
         _ = try AgentSettings.parse(bytes: Array((Self.server + none.configSections).utf8), path: "empty.conf")
     }
 
+    func testSerialPortsAndGPSDAreReported() throws {
+        // A /dev of our own: serial0 → ttyAMA0 (the Pi's UART alias), a USB receiver's ACM port and
+        // its by-id link, and ttyS0..3 that lead nowhere (every PC has them: not listed).
+        let dev = NSTemporaryDirectory() + "osh-probe-dev-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dev) }
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: dev + "/serial/by-id", withIntermediateDirectories: true)
+        for n in ["ttyAMA0", "ttyACM0", "ttyS0", "ttyS1", "ttyS2", "ttyS3"] { fm.createFile(atPath: dev + "/" + n, contents: nil) }
+        try fm.createSymbolicLink(atPath: dev + "/serial0", withDestinationPath: "ttyAMA0")
+        try fm.createSymbolicLink(atPath: dev + "/serial/by-id/usb-u-blox_GNSS-if00", withDestinationPath: "../../ttyACM0")
+        let ports = SerialPortList.ports(dev: dev)
+        XCTAssertEqual(ports.map(\.path), [dev + "/serial0", dev + "/ttyACM0", dev + "/ttyAMA0", dev + "/serial/by-id/usb-u-blox_GNSS-if00"])
+        XCTAssertEqual(ports[0].device, dev + "/ttyAMA0")
+        // gpsd: something listening on a port of ours answers; nothing on another does not.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, len) } }
+        XCTAssertEqual(listen(listener, 1), 0)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &len) } }
+        let port = UInt16(bigEndian: addr.sin_port)
+        XCTAssertTrue(SerialPortList.gpsdAnswers(port: port))
+        close(listener)
+        XCTAssertFalse(SerialPortList.gpsdAnswers(port: port))
+        // In the report, and when there is no port at all, the fix.
+        let (bus, _) = try board()
+        var src = sources(bus)
+        src.serialPorts = { ports }
+        src.gpsd = { true }
+        let r = Probe.run(sources: src)
+        XCTAssertTrue(r.table.contains("Serial ports (GPS)\n  \(dev)/serial0 (→ \(dev)/ttyAMA0)"), r.table)
+        XCTAssertTrue(r.table.contains("gpsd: answers on 127.0.0.1:2947"), r.table)
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.json.utf8)) as? [String: Any])
+        XCTAssertEqual((obj["serialPorts"] as? [[String: Any]])?.count, 4)
+        XCTAssertEqual(obj["gpsd"] as? Bool, true)
+        src.serialPorts = { [] }
+        XCTAssertTrue(Probe.run(sources: src).table.contains("none: on a Raspberry Pi enable the UART (enable_uart=1"))
+    }
+
     // MARK: The binary, on this machine (no I²C adapter here)
 
     func testCLIOnThisMachine() throws {

@@ -16,18 +16,25 @@ public struct ProbeSources {
     public var openBus: (Int) throws -> I2CBus
     public var audioDevices: () -> [AudioDeviceInfo]
     public var video: V4L2Device
+    /// The serial ports a GPS may be on, and whether a gpsd answers on 127.0.0.1:2947.
+    public var serialPorts: () -> [SerialPortInfo]
+    public var gpsd: () -> Bool
 
     public init(adapters: @escaping () -> [Int], openBus: @escaping (Int) throws -> I2CBus,
-                audioDevices: @escaping () -> [AudioDeviceInfo], video: V4L2Device) {
+                audioDevices: @escaping () -> [AudioDeviceInfo], video: V4L2Device,
+                serialPorts: @escaping () -> [SerialPortInfo] = { [] }, gpsd: @escaping () -> Bool = { false }) {
         self.adapters = adapters
         self.openBus = openBus
         self.audioDevices = audioDevices
         self.video = video
+        self.serialPorts = serialPorts
+        self.gpsd = gpsd
     }
 
     public static func system() -> ProbeSources {
         ProbeSources(adapters: { LinuxI2CBus.adapters() }, openBus: { try LinuxI2CBus(number: $0) },
-                     audioDevices: { ALSADevices.captureDevices() }, video: SystemV4L2())
+                     audioDevices: { ALSADevices.captureDevices() }, video: SystemV4L2(),
+                     serialPorts: { SerialPortList.ports() }, gpsd: { SerialPortList.gpsdAnswers() })
     }
 }
 
@@ -70,6 +77,8 @@ public struct ProbeReport: Sendable {
     public var i2cHint: String?
     public var audio: [AudioDeviceInfo]
     public var video: [V4L2DeviceInfo]
+    public var serialPorts: [SerialPortInfo] = []
+    public var gpsdAnswers = false
     /// Ready to paste into /etc/osh-edge/osh-edge.conf (parses with AgentSettings.parse once a
     /// [server.NAME] is there).
     public var configSections: String
@@ -106,7 +115,10 @@ public enum Probe {
         let audio = sources.audioDevices()
         let video = VideoInput.listDevices(sources.video)
         let (config, notes) = suggestConfig(buses: buses, audio: audio, video: video)
-        return ProbeReport(buses: buses, i2cHint: hint, audio: audio, video: video, configSections: config, configNotes: notes)
+        var report = ProbeReport(buses: buses, i2cHint: hint, audio: audio, video: video, configSections: config, configNotes: notes)
+        report.serialPorts = sources.serialPorts()
+        report.gpsdAnswers = sources.gpsd()
+        return report
     }
 
     /// Every known chip on one bus. Reads ID registers only; the two writes are the MPU-9250's
@@ -304,6 +316,21 @@ extension ProbeReport {
         if audio.isEmpty { out.append("  none") }
         for a in audio { out.append("  \(a.name)  \(a.description)") }
         out.append("")
+        out.append("Serial ports (GPS)")
+        if serialPorts.isEmpty {
+            out.append("  none: on a Raspberry Pi enable the UART (enable_uart=1 in /boot/firmware/config.txt, or raspi-config → "
+                       + "Interface Options → Serial Port), or plug in a USB receiver")
+        }
+        for p in serialPorts {
+            var line = "  " + SerialPortDiagnostics.display(path: p.path, device: p.device)
+            if p.device == nil { line += "  (points nowhere)" }
+            if !p.holders.isEmpty { line += "  held by " + p.holders.map(\.description).joined(separator: ", ") }
+            if p.holders.contains(where: \.isGetty) { line += ": a login console, not free for a GPS" }
+            out.append(line)
+        }
+        out.append("gpsd: " + (gpsdAnswers ? "answers on 127.0.0.1:2947 ([gps] gpsd = \"127.0.0.1:2947\" reads it)"
+                                          : "nothing answers on 127.0.0.1:2947"))
+        out.append("")
         out.append("Video (V4L2)")
         if video.isEmpty { out.append("  none") }
         for v in video {
@@ -376,6 +403,16 @@ extension ProbeReport {
             w.beginObject(); w.key("device"); w.string(a.name); w.key("description"); w.string(a.description); w.endObject()
         }
         w.endArray()
+        w.key("serialPorts"); w.beginArray()
+        for p in serialPorts {
+            w.beginObject()
+            w.key("path"); w.string(p.path)
+            w.key("device"); if let d = p.device { w.string(d) } else { w.null() }
+            w.key("heldBy"); w.beginArray(); for h in p.holders { w.string(h.description) }; w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+        w.key("gpsd"); w.bool(gpsdAnswers)
         w.key("video"); w.beginArray()
         for v in video {
             w.beginObject()

@@ -188,8 +188,8 @@ public struct AgentSettings: Sendable, Equatable {
         }
         var profilePath: String?
         var profileErrors: [ConfigError] = []
-        if let entry = BoardProfile.named(in: doc) {
-            if case .string(let name) = entry.value, !name.isEmpty {
+        if let entry = BoardProfile.named(in: doc), entry.value != .string("") {
+            if case .string(let name) = entry.value {
                 let p = BoardProfile.path(name, directory: profileDirectory)
                 do {
                     if let pb = try readProfile?(p) {
