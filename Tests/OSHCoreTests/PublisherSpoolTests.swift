@@ -187,6 +187,21 @@ final class PublisherSpoolTests: XCTestCase {
         XCTAssertEqual(p.counters(0).sentFromSpool, 25)
     }
 
+    func testRequestsCancelledAtTheEndSayNothingOfTheNode() throws {
+        // The demo's and status's last word used to be "request cancelled" and "node unreachable":
+        // the runtime's own cancel at stop, taken for the node's answer.
+        let (p, t, spool) = try make()
+        for i in 0..<5 { p.record(datastream: 0, monotonicTime: Double(i), values: [Double(i), 0]) }
+        XCTAssertEqual(t.posts.count, 1)
+        p.stopping = true
+        t.answer(0, error: "request to http://127.0.0.1:8181/sensorhub/api/datastreams/baro1/observations cancelled")
+        XCTAssertNil(p.counters(0).lastError)
+        XCTAssertEqual(p.connectivity, .online, "the node was never found unreachable")
+        XCTAssertEqual(p.counters(0).unknownOutcome, 5, "it may have reached the node all the same")
+        XCTAssertEqual(p.ring.count(of: 0), 5, "kept in the ring, for the spool or the next start")
+        XCTAssertTrue(spool.records.isEmpty)
+    }
+
     func testAStopDuringAnOutageSpillsTheRingAndAFailedWriteIsCounted() throws {
         let (p, t, spool) = try make()
         outage(p, t)

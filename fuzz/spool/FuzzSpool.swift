@@ -9,7 +9,7 @@
 //  * the cursor slot: a slot that decodes encodes back to the same 32 bytes.
 
 /// Room for the largest record; one buffer for every input.
-nonisolated(unsafe) private let again = UnsafeMutableRawPointer.allocate(byteCount: SpoolRecord.size(values: SpoolRecord.maxValues), alignment: 8)
+nonisolated(unsafe) private let again = UnsafeMutableRawPointer.allocate(byteCount: SpoolRecord.size(values: SpoolRecord.maxValues, held: true), alignment: 8)
 nonisolated(unsafe) private let values = UnsafeMutablePointer<Double>.allocate(capacity: SpoolRecord.maxValues)
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -19,9 +19,12 @@ public func fuzzSpool(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     while pos < bytes.count {
         switch SpoolRecord.parse(bytes, at: pos, maxValues: SpoolRecord.maxValues) {
         case .record(let key, let time, let n, let len):
-            precondition(len == SpoolRecord.size(values: n) && pos + len <= bytes.count, "record past the end")
+            // A record held for the clock (version 2) carries its boot tag: re-encoded with it.
+            let held = SpoolRecord.heldBoot(bytes, recordAt: pos)
+            precondition(len == SpoolRecord.size(values: n, held: held != nil) && pos + len <= bytes.count, "record past the end")
             for i in 0..<n { values[i] = SpoolRecord.value(bytes, recordAt: pos, i) }
-            let m = SpoolRecord.encode(key: key, time: time, values: UnsafeBufferPointer(start: values, count: n), into: again)
+            let m = SpoolRecord.encode(key: key, time: time, values: UnsafeBufferPointer(start: values, count: n), into: again,
+                                       heldBoot: held)
             precondition(m == len && same(again, data + pos, len), "a record read back does not re-encode to its bytes")
             pos += len
         case .invalid:

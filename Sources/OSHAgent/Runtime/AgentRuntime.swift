@@ -591,6 +591,7 @@ public final class AgentRuntime {
         drainTimer = nil
         if stopPhase != .stopped {
             stopPhase = .stopped
+            publisher.stopping = true
             http.cancelAll()
             // Stopping during an outage: what the ring holds would die with the process; the spool keeps it.
             let kept = publisher.spillRingToSpool()

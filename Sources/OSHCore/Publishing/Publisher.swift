@@ -177,6 +177,8 @@ public final class Publisher {
         didSet { spool?.heldTimeOffset = clockOffset }
     }
 
+    /// Set by the runtime before it cancels its requests at the end: their outcomes are not the node's.
+    public var stopping = false
     /// A datastream's node id went stale (404): the agent re-registers and calls `setDatastreamID`.
     public var onDatastreamLost: ((Int) -> Void)?
     /// First rejection of a datastream's payload: the node's message, logged once per datastream.
@@ -390,6 +392,9 @@ public final class Publisher {
             s.counters.bytes += bytes
         case .keep:
             if DeliveryVerdict.outcomeUnknown(outcome) { s.counters.unknownOutcome += n }
+            // The runtime is ending and cancelled what was in flight: that says nothing of the node,
+            // so neither the last error nor the link state (what a final status shows) changes.
+            if stopping { return }
             note(s, outcome)
             if connectivity == .online { backoffCause = Self.backoffCause(outcome) }
             enterBackoff()
