@@ -180,8 +180,10 @@ if ((BOOT == 2)); then
     if wait_for 400 spool_drained; then event "node-down-at-boot drained"; else event "node-down-at-boot NOT drained"; fi
     osh-edge status >"$B/status-node-back.txt" 2>&1
     journal_since "$T" >"$B/journal-node-down.txt"
+    sleep 5 # the drain above was the recovery (registration comes before any spooled batch)
+  else
+    sleep "$RECOVER_S"
   fi
-  sleep "$RECOVER_S"
   snapshot powercycle-after
 fi
 
