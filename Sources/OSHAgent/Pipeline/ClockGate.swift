@@ -5,6 +5,9 @@ import OSHPlatform
 /// can be trusted (the system's, synchronised, or a GPS receiver's time standing in for it,
 /// SPEC §6); `check` gives the offset that turns monotonic times into wall-clock ones, nil to hold.
 public final class ClockGate {
+    /// How to get past a held clock: the log's words and `check`'s.
+    public static let fix = "timedatectl shows whether NTP reaches a server; a GPS fix also sets the time; "
+        + "a board whose clock is right without NTP can set [time] require_sync = false"
     public private(set) var state: ClockSync.State = .unsynchronized(reason: "not checked yet")
     /// Replaces the system check (tests simulate an unsynchronised board with it).
     public var provider: (() -> ClockSync.State)?
@@ -40,8 +43,7 @@ public final class ClockGate {
         if s != state {
             if case .unsynchronized(let why) = s {
                 Log.warning("holding observations: \(why); they are sent, with correct times, once the clock is synchronised "
-                            + "(timedatectl shows whether NTP is reaching a server; a board whose clock is right without "
-                            + "NTP can set [time] require_sync = false)")
+                            + "(\(Self.fix))")
             } else if case .synchronized(let src) = s {
                 let held = heldSeconds.map { " after \($0) s" } ?? ""
                 Log.info("clock trusted (\(src))\(held); observations get wall-clock times")

@@ -110,8 +110,7 @@ public enum Check {
     /// The clock as `run` judges it. A running service's own view comes first (it may be using GPS
     /// time); otherwise the kernel's. Unsynchronised with `[time] require_sync`, nothing is sent.
     public static func clockLine(_ settings: AgentSettings, service: ServiceStatus?, now: Double) -> Line {
-        let fix = "timedatectl shows whether NTP reaches a server; a GPS fix also sets the time; "
-            + "a board whose clock is right without NTP can set [time] require_sync = false"
+        let fix = ClockGate.fix
         guard settings.requireClockSync else {
             return Line(ok: true, text: "the clock is trusted as it is ([time] require_sync = false)")
         }

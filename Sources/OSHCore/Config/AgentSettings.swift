@@ -181,41 +181,17 @@ public struct AgentSettings: Sendable, Equatable {
                              fileProblem: ((String) -> String?)? = nil,
                              profileDirectory: String = BoardProfile.installedDirectory,
                              readProfile: ((String) throws -> [UInt8]?)? = nil) throws(ConfigErrors) -> AgentSettings {
-        var (doc, syntax) = ConfigParser.parseRecovering(bytes: bytes, path: path)
+        let (doc, syntax) = ConfigParser.parseRecovering(bytes: bytes, path: path)
         // The reader gave up (far too many errors): what it read is incomplete, check no more.
         if syntax.count > ConfigParser.maxErrors || syntax.contains(where: { $0.line == nil }) {
             throw ConfigErrors(syntax)
         }
-        var profilePath: String?
-        var profileErrors: [ConfigError] = []
-        if let entry = BoardProfile.named(in: doc), entry.value != .string("") {
-            if case .string(let name) = entry.value {
-                let p = BoardProfile.path(name, directory: profileDirectory)
-                do {
-                    if let pb = try readProfile?(p) {
-                        let (pdoc, perrs) = ConfigParser.parseRecovering(bytes: pb, path: p)
-                        profileErrors = perrs
-                        doc = BoardProfile.merge(doc, under: pdoc)
-                        profilePath = p
-                    } else {
-                        profileErrors = [ConfigError(path: path, line: entry.line, message:
-                            "profile = \(ConfigValue.quote(name)) in [system]: there is no \(p); the board profiles are "
-                            + "pi3, pi4, pi5 and pi-zero-2w (in \(profileDirectory)), or give a profile file's path")]
-                    }
-                } catch {
-                    profileErrors = [ConfigError(path: path, line: entry.line, message:
-                        "profile = \(ConfigValue.quote(name)) in [system]: \(p) cannot be read (\(error))")]
-                }
-            } else {
-                profileErrors = [ConfigError(path: path, line: entry.line, message:
-                    "profile in [system] must be a board name in quotes (\"pi4\", \"pi3\", \"pi5\", \"pi-zero-2w\") or a file's path")]
-            }
-        }
+        let profile = BoardProfile.apply(to: doc, path: path, directory: profileDirectory, read: readProfile)
         var r = SettingsReader(path: path)
         r.fileProblem = fileProblem
-        r.profilePath = profilePath
-        let settings = r.read(doc)
-        let all = Self.ordered(syntax + r.errors) + profileErrors
+        r.profilePath = profile.path
+        let settings = r.read(profile.doc)
+        let all = Self.ordered(syntax + r.errors) + profile.errors
         if !all.isEmpty { throw ConfigErrors(all) }
         guard let settings else { throw ConfigErrors([ConfigError(path: path, line: nil, message: "no usable server")]) }
         return settings

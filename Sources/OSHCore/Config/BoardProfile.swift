@@ -29,6 +29,31 @@ public enum BoardProfile {
         return out
     }
 
+    /// `doc` (the file at `path`) with the profile its `[system] profile` names merged under it,
+    /// read by `read` from `directory` (nil: no way to read one, so a named profile is refused);
+    /// the profile's path when one was merged, and what was wrong with the key or the profile.
+    static func apply(to doc: ConfigDocument, path: String, directory: String,
+                      read: ((String) throws -> [UInt8]?)?) -> (doc: ConfigDocument, path: String?, errors: [ConfigError]) {
+        guard let entry = named(in: doc), entry.value != .string("") else { return (doc, nil, []) }
+        func refused(_ message: String) -> (doc: ConfigDocument, path: String?, errors: [ConfigError]) {
+            (doc, nil, [ConfigError(path: path, line: entry.line, message: message)])
+        }
+        guard case .string(let name) = entry.value else {
+            return refused("profile in [system] must be a board name in quotes (\"pi4\", \"pi3\", \"pi5\", \"pi-zero-2w\") or a file's path")
+        }
+        let p = self.path(name, directory: directory)
+        let bytes: [UInt8]?
+        do { bytes = try read?(p) } catch {
+            return refused("profile = \(ConfigValue.quote(name)) in [system]: \(p) cannot be read (\(error))")
+        }
+        guard let bytes else {
+            return refused("profile = \(ConfigValue.quote(name)) in [system]: there is no \(p); the board profiles are "
+                           + "pi3, pi4, pi5 and pi-zero-2w (in \(directory)), or give a profile file's path")
+        }
+        let (profile, errors) = ConfigParser.parseRecovering(bytes: bytes, path: p)
+        return (merge(doc, under: profile), p, errors)
+    }
+
     /// The `profile` entry of `[system]`, if the file has one.
     static func named(in doc: ConfigDocument) -> ConfigEntry? {
         doc.sections.first { $0.name == ["system"] }?.entry("profile")
