@@ -461,7 +461,7 @@ public final class AgentRuntime {
 
     /// A line for people (systemd STATUS=, the LED later): registration, streaming, outages.
     public var onStatus: ((String) -> Void)?
-    /// Called after each successful registration (systemd READY=1 the first time).
+    /// Called after each successful registration (systemd STATUS=streaming).
     public var onRegistered: (() -> Void)?
 
     /// What `osh-edge status` reads from the counters file's header: registered, the node link,
