@@ -16,7 +16,8 @@ img=$(board/image/build-image.sh --raw --out "$OUT" 2>"$OUT/build.log" | tail -1
 rc=$?
 tail -n 3 "$OUT/build.log"
 if ((rc != 0)) || [[ ! -f $img ]]; then
-  tail -n 30 "$OUT/build.log"
+  # Prefixed so that .ci/run's summary (which keeps only the ci-image lines) shows the cause.
+  tail -n 30 "$OUT/build.log" | sed 's/^/ci-image: build.log: /'
   echo "ci-image: build-image.sh failed (exit $rc; $OUT/build.log)"
   exit $((rc == 2 ? 2 : 1))
 fi
