@@ -48,8 +48,9 @@ esac
 HEADER=$(readelf -h "$BINARY") || die "readelf cannot read $BINARY (is it an ELF binary?)"
 grep -q "Machine: *$MACHINE" <<<"$HEADER" || die "$BINARY is not an $ARCH binary ($(sed -n 's/ *Machine: *//p' <<<"$HEADER"))"
 
-# Whoever builds the package names themselves (lintian flags the placeholder's mail host).
-MAINTAINER=${OSH_DEB_MAINTAINER:-osh-edge maintainers <osh-edge@localhost>}
+# The project's address (a mail host lintian accepts); whoever publishes their own build may name
+# themselves with OSH_DEB_MAINTAINER.
+MAINTAINER=${OSH_DEB_MAINTAINER:-osh-edge maintainers <osh-edge@users.noreply.github.com>}
 VERSION=$(sed -n 's/.*static let version = "\([^"]*\)".*/\1/p' "$REPO/Sources/OSHAgent/Agent.swift")
 VERSION=${VERSION%%$'\n'*}
 [[ -n $VERSION ]] || die "cannot read the version from Sources/OSHAgent/Agent.swift"

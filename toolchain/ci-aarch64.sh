@@ -16,7 +16,7 @@
 # Usage: toolchain/ci-aarch64.sh [--binary FILE]   (as root; --binary: check FILE, skip the cross build;
 #   the demo runs FILE's sibling osh-edge-dev when there is one)
 # Environment: OSH_SWIFT60_ROOT, OSH_DEBIAN_MIRROR (as the other toolchain scripts);
-#   OSH_DEB_MAINTAINER (default: a CI placeholder with a reserved mail domain).
+#   OSH_DEB_MAINTAINER (default: build-deb.sh's, so lintian checks the package users get).
 set -uo pipefail
 LOG_TAG=ci-aarch64
 # shellcheck source=toolchain/lib-chroot.sh
@@ -41,7 +41,7 @@ DEV_BIN=$REPO/.build/cross/$REL/osh-edge-dev
 SYSROOT=$ROOT$SDK_DIR/$NAME.artifactbundle/$NAME/sysroot
 # The SDK's apt cache: the trixie arm64 .debs, which map the binary's libraries to packages.
 DEBCACHE=$ROOT/var/cache/osh-edge-sdk-apt/$REL/cache/archives
-export OSH_DEB_MAINTAINER=${OSH_DEB_MAINTAINER:-osh-edge CI <osh-edge-ci@example.org>}
+export OSH_DEB_MAINTAINER=${OSH_DEB_MAINTAINER:-osh-edge maintainers <osh-edge@users.noreply.github.com>}
 # apt's and debootstrap's words for "the network or the mirror is not there".
 NET_RE='Could not resolve|Temporary failure resolving|Temporary failure in name resolution|Failed to fetch|Unable to connect|Could not connect|Connection timed out|Network is unreachable|No route to host|Connection refused|Failed getting release file|Some index files failed to download'
 

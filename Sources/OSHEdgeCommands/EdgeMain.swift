@@ -68,7 +68,8 @@ commands:
   spool [status|dump]  what the store-and-forward spool holds (read only; safe while running)
          --config FILE (its state_directory) | --dir DIR   --json
   record status        the on-board recording: per output its time range, records, segments, size;
-                       the total and the bound (read only; safe while running)   --json
+                       the total and the bound; whether the running service's writes work (its
+                       counters file, --counters FILE) (read only; safe while running)   --json
   record export --from TIME --to TIME --output NAME FILE   one output's recorded window: video as an
                        Annex-B .h264 (from the key frame at or before --from), scalars as CSV
                        (TIME: ISO-8601 with a zone); FILE - is standard output; an existing FILE needs

@@ -18,22 +18,26 @@ func runRecordCommand(_ a: inout Arguments) {
 }
 
 /// `--dir DIR`, or `<state_directory>/<sub>` of `--config FILE` (default: the service's configuration).
-func stateSubdirectory(_ a: inout Arguments, _ sub: String) -> String {
+func stateSubdirectory(_ a: inout Arguments, _ sub: String) -> String { stateSubdirectoryAndSettings(&a, sub).directory }
+
+/// The same, with the configuration when one was read (`--dir` reads none).
+func stateSubdirectoryAndSettings(_ a: inout Arguments, _ sub: String) -> (directory: String, settings: AgentSettings?) {
     let dirArg = a.value("--dir")
     let configArg = a.value("--config")
     if let d = dirArg {
         // The state directory itself (what [paths] state_directory names) is understood too.
         var st = stat()
         let inner = (d.hasSuffix("/") ? String(d.dropLast()) : d) + "/" + sub
-        if !d.hasSuffix("/" + sub), stat(inner, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { return inner }
-        return d
+        if !d.hasSuffix("/" + sub), stat(inner, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { return (inner, nil) }
+        return (d, nil)
     }
     let path = configArg ?? Daemon.defaultConfigPath
     do {
         guard let bytes = try StateFiles.read(path) else {
             fail("\(path) does not exist; give --config FILE or --dir STATE_DIRECTORY/\(sub)")
         }
-        return try AgentSettings.parseFile(bytes: bytes, path: path).stateDirectory + "/" + sub
+        let settings = try AgentSettings.parseFile(bytes: bytes, path: path)
+        return (settings.stateDirectory + "/" + sub, settings)
     } catch {
         fail("\(error)")
     }
@@ -44,10 +48,30 @@ private func mib(_ bytes: Int) -> String {
     return "\(tenths / 10).\(tenths % 10) MiB"
 }
 
+/// What the running service says of its recording writes (its counters file), one line; nil when
+/// no service writes that file.
+private func serviceRecordingLine(_ status: ServiceStatus?) -> (state: String, dropped: Int, text: String)? {
+    guard let s = status, s.isLive(now: Clock.realtimeSeconds()), let state = s.header["recording"] else { return nil }
+    let dropped = s.outputs.reduce(0) { $0 + $1.value("record_dropped") }
+    let what: String
+    switch state {
+    case "paused":
+        what = "writes paused: the state filesystem is full (it keeps room for the spool); free space or lower [record] max_mb"
+    case "failing":
+        what = "writes failing: see its log (journalctl -u osh-edge) for the error"
+    default:
+        what = "writing"
+    }
+    return (state, dropped, "service PID \(s.pid.map(String.init) ?? "?"): \(what); \(dropped) record(s) not kept since it started "
+                + "(bound, clock, full card or errors)")
+}
+
 private func recordStatus(_ a: inout Arguments) {
     let json = a.flag("--json")
-    let dir = stateSubdirectory(&a, "record")
+    let countersArg = a.value("--counters")
+    let (dir, settings) = stateSubdirectoryAndSettings(&a, "record")
     a.finish()
+    let service = serviceRecordingLine((countersArg ?? ServiceStatus.countersPath(settings)).flatMap { try? ServiceStatus.read($0) })
     let outputs: [RecordedOutput]
     do {
         outputs = try RecordingCatalog.inspect(directory: dir)
@@ -65,6 +89,12 @@ private func recordStatus(_ a: inout Arguments) {
         if let b = bounds {
             w.key("maxBytes"); w.int(b.maxBytes)
             w.key("maxAgeSeconds"); w.number(b.maxAge)
+        }
+        if let sv = service {
+            w.key("service"); w.beginObject()
+            w.key("writes"); w.string(sv.state)
+            w.key("recordDropped"); w.int(sv.dropped)
+            w.endObject()
         }
         w.key("outputs")
         w.beginArray()
@@ -87,6 +117,7 @@ private func recordStatus(_ a: inout Arguments) {
     }
     let bound = bounds.map { " of \(mib($0.maxBytes)) (bound), at most \($0.maxAge / 3600) h old" } ?? ""
     print("recording \(dir): \(outputs.count) output(s), \(mib(total))\(bound)")
+    if let sv = service { print("  " + sv.text) }
     for o in outputs {
         let range = o.first.flatMap { f in o.last.map { ISOTime.string(epochSeconds: f) + " … " + ISOTime.string(epochSeconds: $0) } }
             ?? "nothing recorded"

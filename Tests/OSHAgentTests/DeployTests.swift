@@ -221,6 +221,13 @@ final class DeployTests: XCTestCase {
         XCTAssertEqual(wrong.status, 2)
         XCTAssertTrue(wrong.out.contains("is not an arm64 binary"), wrong.out)
 
+        // Built as a user builds it (no OSH_DEB_MAINTAINER): a maintainer whose mail host lintian
+        // accepts (`osh-edge@localhost` was bogus-mail-host, in the control file and the changelog).
+        let plain = try run(["bash", repo + "/deploy/build-deb.sh", "amd64", "/bin/true", "--out", dir + "/plain"])
+        XCTAssertEqual(plain.status, 0, plain.out)
+        let maintainer = try run(["dpkg-deb", "-f", plain.out.split(separator: "\n").last.map(String.init) ?? "", "Maintainer"]).out
+        XCTAssertEqual(maintainer, "osh-edge maintainers <osh-edge@users.noreply.github.com>\n")
+
         // lintian takes about a minute on a loaded 2-core machine: opt in with OSH_TEST_LINTIAN=1.
         guard ProcessInfo.processInfo.environment["OSH_TEST_LINTIAN"] == "1" else { return }
         guard which("lintian") else { throw XCTSkip("lintian is not installed") }

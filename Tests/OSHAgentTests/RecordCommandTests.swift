@@ -166,4 +166,27 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertTrue(status.out.contains("gps_data: nothing recorded, 0 records"), status.out)
         XCTAssertTrue(status.out.contains("barometer: \(iso(t0)) … \(iso(t0 + 60)), 2 records, 1 segment(s)"), status.out)
     }
+
+    /// A full card shows in `record status`: the running service's counters file says its writes
+    /// are paused (and how many records it did not keep); `status` says it too.
+    func testRecordStatusShowsThatTheServiceCannotWrite() throws {
+        let s = try store(["barometer"])
+        _ = [1013.0, 20].withUnsafeBufferPointer { s.append(output: 0, epochTime: t0, values: $0) }
+        s.close()
+        let counters = dir + "/counters"
+        let now = String(format: "%.6f", Date().timeIntervalSince1970)
+        try ("counters pid=\(getpid()) written=\(now) started=1 registered=1 link=online clock=synchronised recording=paused\n"
+            + "barometer produced=10 sent=10 recorded=4 record_dropped=6\n").write(toFile: counters, atomically: true, encoding: .utf8)
+        let text = try runOSHEdge(["record", "status", "--dir", recordDir, "--counters", counters])
+        XCTAssertEqual(text.status, 0, text.err)
+        XCTAssertTrue(text.out.contains("writes paused: the state filesystem is full"), text.out)
+        XCTAssertTrue(text.out.contains("6 record(s) not kept since it started"), text.out)
+        let json = try runOSHEdge(["record", "status", "--dir", recordDir, "--counters", counters, "--json"])
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        let service = try XCTUnwrap(doc["service"] as? [String: Any])
+        XCTAssertEqual(service["writes"] as? String, "paused")
+        XCTAssertEqual(service["recordDropped"] as? Int, 6)
+        let status = try runOSHEdge(["status", "--counters", counters])
+        XCTAssertTrue(status.out.contains("recording: paused — the state filesystem is full"), status.out)
+    }
 }

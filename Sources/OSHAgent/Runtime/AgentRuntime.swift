@@ -157,14 +157,20 @@ public final class AgentRuntime {
         let dir = config.stateDirectory + "/record"
         let store: RecordingStore
         do {
+            // The recording leaves the spool room for two of its segments (and the state files a MiB).
+            let keepFree = (fileSpool.map { 2 * $0.options.segmentBytes } ?? 0) + (1 << 20)
             store = try RecordingStore(options: RecordingOptions(directory: dir, maxBytes: config.record.maxMegabytes << 20,
-                                                                 maxAge: config.record.maxHours * 3600, sync: config.record.sync),
+                                                                 maxAge: config.record.maxHours * 3600, sync: config.record.sync,
+                                                                 keepFreeBytes: keepFree),
                                        outputNames: names.indices.filter { rates[$0] > 0 }.map { names[$0] })
         } catch {
             Log.error("recording disabled: \(error); check that \(config.stateDirectory) is writable by the service user")
             return
         }
         store.onProblem = { Log.warning($0) }
+        if let w = store.boundWarning { Log.warning(w) }
+        // A full card: the spool (the live backlog) comes first, the recording gives back room.
+        fileSpool?.onNoSpace = { [weak store] bytes in (store?.yieldSpace(bytes) ?? 0) > 0 }
         let r = Recorder(rates: rates, sink: store)
         r.clockOffset = publisher.clockOffset
         gate.recorder = r
@@ -475,6 +481,7 @@ public final class AgentRuntime {
         }
         var t = "registered=\(registered ? 1 : 0) link=\(link) clock=" + (clock.heldSeconds == nil ? "synchronised" : "held")
         if let h = clock.heldSeconds { t += " held_seconds=\(h)" }
+        if let r = recording { t += " recording=\(r.writeState.rawValue)" }
         return t
     }
 
@@ -515,7 +522,7 @@ public final class AgentRuntime {
                 guard let k = r.sinkIndex(i) else { continue }
                 let c = store.counters(k)
                 rows[i].1.recorded = c.recorded
-                rows[i].1.recordDropped = c.droppedBound + c.droppedNoKeyFrame + c.writeErrors + r.counters[i].droppedNoClock
+                rows[i].1.recordDropped = c.dropped + r.counters[i].droppedNoClock
             }
         }
         return rows

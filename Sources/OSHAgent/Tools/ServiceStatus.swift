@@ -111,6 +111,12 @@ public struct ServiceStatus: Sendable, Equatable {
         } else if header["clock"] != nil {
             lines.append("clock: synchronised")
         }
+        switch header["recording"] {
+        case "paused": lines.append("recording: paused — the state filesystem is full (room is kept for the spool); free space or lower [record] max_mb")
+        case "failing": lines.append("recording: writes failing — see the log (journalctl -u osh-edge)")
+        case "writing": lines.append("recording: writing")
+        default: break
+        }
         var t = ReadSideRender.Table(["output", "produced", "sent", "queued", "spooled", "dropped", "why dropped"])
         for o in outputs {
             t.add([o.name, String(o.value("produced")), String(o.value("sent")), String(o.value("pending")),

@@ -17,15 +17,28 @@ public struct RecordingOptions: Sendable, Equatable {
     /// A segment's size: a 32nd of the bound, 256 KiB to 16 MiB (the bound drops a whole segment).
     public var segmentBytes: Int
     public var segmentSeconds: Double
+    /// Free space the recording leaves on its filesystem for the spool and the state files: the
+    /// live backlog comes first. Below it the oldest segments go, then the recording pauses.
+    public var keepFreeBytes: Int
 
-    public init(directory: String, maxBytes: Int, maxAge: Double, sync: SpoolSync = .second) {
+    public init(directory: String, maxBytes: Int, maxAge: Double, sync: SpoolSync = .second, keepFreeBytes: Int = 1 << 20) {
         self.directory = directory
         self.maxBytes = max(maxBytes, 1 << 20)
         self.maxAge = maxAge
         self.sync = sync
+        self.keepFreeBytes = max(keepFreeBytes, 0)
         segmentBytes = min(max(self.maxBytes / 32, 256 << 10), 16 << 20)
         segmentSeconds = 600
     }
+}
+
+/// Whether the recording writes (the counters file's `recording=`, `osh-edge record status`).
+public enum RecordingWriteState: String, Sendable, Equatable {
+    case writing
+    /// The filesystem has less free than `keepFreeBytes` and nothing of the recording is left to drop.
+    case paused
+    /// Writes fail for another reason (EIO, a read-only remount, permissions).
+    case failing
 }
 
 /// What the recording did for one output (device_health, the status line).
@@ -37,6 +50,11 @@ public struct RecordingCounters: Sendable, Equatable {
     /// Video access units before a segment's first key frame.
     public var droppedNoKeyFrame = 0
     public var writeErrors = 0, damaged = 0, damagedBytes = 0
+    /// Records not written because the filesystem was full, or lost with segments dropped to give
+    /// the spool room.
+    public var droppedNoSpace = 0
+    /// Every record the recording did not keep, whatever the reason.
+    public var dropped: Int { droppedBound + droppedNoKeyFrame + writeErrors + droppedNoSpace }
     public init() {}
 }
 
@@ -91,11 +109,18 @@ public final class RecordingStore {
     private let crcBuf: UnsafeMutableRawPointer
     private let iov: UnsafeMutablePointer<iovec>
     private var closed = false
+    /// Free bytes for the service's user on the recording's filesystem (statvfs); a seam for tests.
+    public var freeBytes: () -> Int?
+    public private(set) var writeState = RecordingWriteState.writing
+    /// Records not written since writing last worked (for the "writing again" line).
+    private var missedSinceWriting = 0
 
     /// Opens (creating) the recording for `outputNames` (index = output index). Recordings of
     /// outputs no longer configured stay readable and count against the bound until they age out.
     public init(options: RecordingOptions, outputNames: [String]) throws {
         self.options = options
+        let dir = options.directory
+        freeBytes = { Self.freeBytes(on: dir) }
         try StateFiles.makeDirectories(options.directory)
         var list = outputNames.map { Output(name: $0, directory: options.directory + "/" + $0) }
         for name in try Self.subdirectories(options.directory) where !outputNames.contains(name) {
@@ -145,6 +170,25 @@ public final class RecordingStore {
 
     /// Bytes on the card, all outputs.
     public var storedBytes: Int { totalBytes }
+
+    /// statvfs: the bytes an unprivileged writer may still use on `path`'s filesystem.
+    public static func freeBytes(on path: String) -> Int? {
+        var st = statvfs()
+        guard statvfs(path, &st) == 0 else { return nil }
+        return Int(st.f_bavail) * Int(st.f_frsize)
+    }
+
+    /// Said once at start when the bound cannot be reached: the recording takes what is free and
+    /// keeps `keepFreeBytes` of it for the spool.
+    public var boundWarning: String? {
+        guard let free = freeBytes() else { return nil }
+        let usable = free + totalBytes - options.keepFreeBytes
+        guard options.maxBytes > usable else { return nil }
+        return "recording: [record] max_mb is \(options.maxBytes >> 20) MiB but the state filesystem has \(free >> 20) MiB free "
+            + "(and \(totalBytes >> 20) MiB recorded): the recording keeps \(options.keepFreeBytes >> 20) MiB free for the spool, "
+            + "drops its oldest segments when the card fills, and pauses if it must; lower max_mb to about "
+            + "\(max(usable, 0) >> 20) or free space"
+    }
 
     // MARK: Opening
 
@@ -245,6 +289,11 @@ public final class RecordingStore {
     /// Opens a new segment when there is none or the current one is full (video: only at a key
     /// frame; the current one grows until then, up to four times its size). False: not to be written.
     private func prepare(_ o: Output, time: Double, length: Int, keyFrame: Bool) -> Bool {
+        if writeState == .paused {
+            o.counters.droppedNoSpace += 1
+            missedSinceWriting += 1
+            return false
+        }
         if o.isVideo, o.needsKeyFrame, !keyFrame {
             o.counters.droppedNoKeyFrame += 1
             return false
@@ -266,7 +315,12 @@ public final class RecordingStore {
             }
         }
         if rotate {
-            guard openSegment(o, start: time) else { o.counters.writeErrors += 1; return false }
+            guard makeRoom(options.segmentBytes, appending: o) else {
+                o.counters.droppedNoSpace += 1
+                missedSinceWriting += 1
+                return false
+            }
+            guard openSegment(o, start: time) else { o.counters.writeErrors += 1; missedSinceWriting += 1; return false }
         } else if o.writer == nil, let c = current {
             do {
                 o.writer = try FileDescriptor.open(c.path, O_WRONLY | O_APPEND)
@@ -303,12 +357,22 @@ public final class RecordingStore {
         if failure != 0 {
             // Never leave half a record: cut back to the last whole one.
             try? w.truncate(to: o.segments[k].bytes)
+            missedSinceWriting += 1
+            if failure == ENOSPC {
+                // Something else filled the card: the oldest segments go first; with none left, pause.
+                o.counters.droppedNoSpace += 1
+                if !makeRoom(options.segmentBytes, appending: o) { return false }
+                problem("write-\(failure)", "recording: the state filesystem is full (\(o.segments[k].path)); "
+                        + "the oldest segments go to make room")
+                return false
+            }
             o.counters.writeErrors += 1
+            writeState = .failing
             let e = SystemError("write", errno: failure, subject: o.segments[k].path)
-            problem("write-\(failure)", "recording: \(e); records are dropped and counted until it can write again"
-                    + (failure == ENOSPC ? " (the state filesystem is full: lower [record] max_mb or free space)" : ""))
+            problem("write-\(failure)", "recording: \(e); records are dropped and counted until it can write again")
             return false
         }
+        if missedSinceWriting > 0 { wroteAgain() }
         o.segments[k].bytes += length
         totalBytes += length
         o.lastTime = max(o.lastTime, time)
@@ -346,6 +410,7 @@ public final class RecordingStore {
                let w = try? FileDescriptor.open(p, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600) {
                 o.writer = w // the directory was removed under us (a user cleaning up): made again
             } else {
+                writeState = .failing
                 problem("open-\(error.errno)", "recording: \(error); records are dropped and counted (is the state directory writable?)")
                 return false
             }
@@ -364,19 +429,78 @@ public final class RecordingStore {
         o.writer = nil
     }
 
+    // MARK: Free space
+
+    /// Before a new segment: the filesystem must keep `keepFreeBytes` free after `bytes` more. The
+    /// oldest segments (of any output, never the one `appending` writes to) go until it does;
+    /// false, and the recording pauses, when none is left to drop.
+    private func makeRoom(_ bytes: Int, appending: Output?) -> Bool {
+        guard var free = freeBytes() else { return true }
+        while free < bytes + options.keepFreeBytes {
+            guard let o = oldestDroppable(appending: appending) else {
+                pause(free: free)
+                return false
+            }
+            // Counted from the segment's size: statvfs may lag the unlink on a journalled filesystem.
+            free += o.segments.first?.bytes ?? 0
+            dropOldest(o, forSpace: true)
+        }
+        return true
+    }
+
+    /// The spool could not write (ENOSPC): the live backlog comes first. Drops the oldest segments,
+    /// the ones being written to included, until `bytes` are freed, then pauses until the
+    /// filesystem has room again. Returns the bytes freed.
+    public func yieldSpace(_ bytes: Int) -> Int {
+        guard !closed else { return 0 }
+        var freed = 0
+        while freed < bytes, let o = oldestDroppable(appending: nil) {
+            freed += o.segments.first?.bytes ?? 0
+            dropOldest(o, forSpace: true)
+        }
+        if freed > 0 {
+            problem("yield", "recording: the spool needed room on the full state filesystem; the recording's oldest "
+                    + "segments went (\(freed >> 10) KiB), and it pauses until the card has room")
+        }
+        pause(free: freeBytes() ?? 0)
+        return freed
+    }
+
+    private func pause(free: Int) {
+        guard writeState != .paused else { return }
+        writeState = .paused
+        for o in outputs { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
+        problem("paused", "recording: paused — the state filesystem has \(free >> 20) MiB free, less than the "
+                + "\((options.segmentBytes + options.keepFreeBytes) >> 20) MiB it needs while keeping room for the spool; "
+                + "records are dropped and counted until space returns (free space, or lower [record] max_mb)")
+    }
+
+    private func wroteAgain() {
+        let missed = missedSinceWriting
+        missedSinceWriting = 0
+        writeState = .writing
+        // A later episode is told again.
+        reported = reported.filter { !$0.hasPrefix("write-") && $0 != "paused" && $0 != "yield" && !$0.hasPrefix("open-") }
+        onProblem?("recording: writing again (\(missed) record\(missed == 1 ? "" : "s") not written meanwhile, counted)")
+    }
+
+    private func oldestDroppable(appending: Output?) -> Output? {
+        var oldest: Output?
+        for o in outputs {
+            guard let first = o.segments.first else { continue }
+            if o === appending, o.writer != nil, o.segments.count == 1 { continue }
+            if oldest.map({ first.start < ($0.segments.first?.start ?? .infinity) }) ?? true { oldest = o }
+        }
+        return oldest
+    }
+
     // MARK: The bounds
 
     /// Drops the oldest segments (of any output) while the bound would be passed with `reserve`
     /// more bytes; never the segment `appending` writes to.
     private func enforceBound(reserve: Int, appending: Output?) {
         while totalBytes + reserve > options.maxBytes {
-            var oldest: Output?
-            for o in outputs {
-                guard let first = o.segments.first else { continue }
-                if o === appending, o.writer != nil, o.segments.count == 1 { continue }
-                if oldest.map({ first.start < ($0.segments.first?.start ?? .infinity) }) ?? true { oldest = o }
-            }
-            guard let o = oldest else { return }
+            guard let o = oldestDroppable(appending: appending) else { return }
             dropOldest(o)
             problem("bound", "recording: at its bound (\(options.maxBytes >> 20) MiB): the oldest segments go; "
                     + "raise [record] max_mb to keep more")
@@ -384,7 +508,7 @@ public final class RecordingStore {
     }
 
     /// Removes `o`'s oldest segment, counting its records (a header walk, no payloads read).
-    private func dropOldest(_ o: Output) {
+    private func dropOldest(_ o: Output, forSpace: Bool = false) {
         let s = o.segments.removeFirst()
         if o.segments.isEmpty { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
         var lost = 0
@@ -396,12 +520,16 @@ public final class RecordingStore {
         }
         unlink(s.path)
         totalBytes -= s.bytes
-        o.counters.droppedBound += lost
+        if forSpace { o.counters.droppedNoSpace += lost } else { o.counters.droppedBound += lost }
     }
 
     /// The once-a-second fsync (policy `second`) and the maxAge pruning.
     public func tick(now epochNow: Double) {
         guard !closed else { return }
+        // Paused for space: once a second, see whether it came back (a statvfs).
+        if writeState == .paused, let free = freeBytes(), free >= options.segmentBytes + options.keepFreeBytes {
+            wroteAgain()
+        }
         if options.sync == .second, epochNow - lastSync >= 1 {
             lastSync = epochNow
             for o in outputs where o.dirty {

@@ -57,6 +57,11 @@ public final class FileSpool: ObservationSpool {
     public var onBoundDrop: ((_ datastream: Int, _ count: Int) -> Void)?
     public var onUntimedDrop: ((_ datastream: Int, _ count: Int) -> Void)?
     public var heldTimeOffset: Double?
+    /// The filesystem is full: asked to free at least this many bytes (the recording yields to
+    /// the spool); true when something was freed, and the write is tried once more.
+    public var onNoSpace: ((Int) -> Bool)?
+    /// Observations not written since writing last worked (for the "writing again" line).
+    private var missedSinceWriting = 0
     /// Per datastream, records of the segment `dropOldest` is dropping (made once).
     private var lostPerDatastream: [Int]
 
@@ -302,30 +307,53 @@ public final class FileSpool: ObservationSpool {
         guard datastream >= 0, datastream < keys.count else { return false }
         let len = SpoolRecord.encode(key: keys[datastream], time: time,
                                      values: UnsafeBufferPointer(rebasing: v.prefix(maxValues)), into: recordBuf, heldBoot: heldBoot)
-        if writer == nil || sizes[sizes.count - 1] + len > options.segmentBytes {
-            guard openNextSegment() else { stats.writeErrors += 1; return false }
+        var retried = false
+        while true {
+            if writer == nil || sizes[sizes.count - 1] + len > options.segmentBytes {
+                guard openNextSegment() else {
+                    if !retried, lastOpenErrno == ENOSPC, onNoSpace?(options.segmentBytes) == true { retried = true; continue }
+                    return failed()
+                }
+            }
+            guard let w = writer else { return failed() }
+            do {
+                try w.writeAll(UnsafeRawBufferPointer(start: recordBuf, count: len))
+                break
+            } catch {
+                let e = error.on(path(ids[ids.count - 1]))
+                // Never leave half a record: cut back to the last whole one.
+                try? w.truncate(to: sizes[sizes.count - 1])
+                // A full card: the recording gives back room (the live backlog comes first), once.
+                if e.errno == ENOSPC, !retried, onNoSpace?(max(len, 64 << 10)) == true { retried = true; continue }
+                problem("write-\(e.errno)", "spool: \(e); observations are dropped and counted until it can write again"
+                        + (e.errno == ENOSPC ? " (the state filesystem is full: lower spool_max_mb or free space)" : ""))
+                return failed()
+            }
         }
-        guard let w = writer else { stats.writeErrors += 1; return false }
-        do {
-            try w.writeAll(UnsafeRawBufferPointer(start: recordBuf, count: len))
-        } catch {
-            let e = error.on(path(ids[ids.count - 1]))
-            // Never leave half a record: cut back to the last whole one.
-            try? w.truncate(to: sizes[sizes.count - 1])
-            stats.writeErrors += 1
-            problem("write-\(e.errno)", "spool: \(e); observations are dropped and counted until it can write again"
-                    + (e.errno == ENOSPC ? " (the state filesystem is full: lower spool_max_mb or free space)" : ""))
-            return false
+        if missedSinceWriting > 0 {
+            onProblem?("spool: writing again (\(missedSinceWriting) observation\(missedSinceWriting == 1 ? "" : "s") not written meanwhile, counted)")
+            missedSinceWriting = 0
+            reported = reported.filter { !$0.hasPrefix("write-") && !$0.hasPrefix("open-") }
         }
         sizes[sizes.count - 1] += len
         stats.appended += 1
-        if options.sync == .record { try? w.sync(dataOnly: true) } else { dirty = true }
+        if options.sync == .record { try? writer?.sync(dataOnly: true) } else { dirty = true }
         return true
     }
+
+    private func failed() -> Bool {
+        stats.writeErrors += 1
+        missedSinceWriting += 1
+        return false
+    }
+
+    /// The errno of the last segment that could not be created (0: it was).
+    private var lastOpenErrno: Int32 = 0
 
     /// Closes the current segment and starts the next, first dropping the oldest ones while the
     /// bound would be passed.
     private func openNextSegment() -> Bool {
+        lastOpenErrno = 0
         if let w = writer {
             if options.sync != .never { try? w.sync(dataOnly: true) }
             w.close()
@@ -339,6 +367,7 @@ public final class FileSpool: ObservationSpool {
         do {
             writer = try FileDescriptor.open(p, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600)
         } catch {
+            lastOpenErrno = error.errno
             problem("open-\(error.errno)", "spool: \(error); observations are dropped and counted")
             return false
         }
