@@ -1,4 +1,4 @@
-// Size (~400 lines): segments, rotation, the bound and recovery share one set of on-disk rules,
+// Size (~490 lines): segments, rotation, the bound and recovery share one set of on-disk rules,
 // tested together (RecordingStoreTests).
 #if canImport(Glibc)
 import Glibc
@@ -98,22 +98,22 @@ public final class RecordingStore {
         }
     }
 
-    private let outputs: [Output]
+    let outputs: [Output]
     private var totalBytes = 0
     private var lastSync = -Double.infinity
-    private var reported: Set<String> = []
+    var reported: Set<String> = []
     private let scanner = SegmentScanner()
     /// Values records are built here; video headers and CRCs too, the access unit written from the caller's buffer.
     private let recordBuf: UnsafeMutableRawPointer
     private static let recordBufBytes = 64 << 10
     private let crcBuf: UnsafeMutableRawPointer
     private let iov: UnsafeMutablePointer<iovec>
-    private var closed = false
+    var closed = false
     /// Free bytes for the service's user on the recording's filesystem (statvfs); a seam for tests.
     public var freeBytes: () -> Int?
-    public private(set) var writeState = RecordingWriteState.writing
+    public internal(set) var writeState = RecordingWriteState.writing
     /// Records not written since writing last worked (for the "writing again" line).
-    private var missedSinceWriting = 0
+    var missedSinceWriting = 0
 
     /// Opens (creating) the recording for `outputNames` (index = output index). Recordings of
     /// outputs no longer configured stay readable and count against the bound until they age out.
@@ -421,77 +421,12 @@ public final class RecordingStore {
         return true
     }
 
-    private func closeWriter(_ o: Output) {
+    func closeWriter(_ o: Output) {
         guard let w = o.writer else { return }
         if o.dirty, options.sync != .never { try? w.sync(dataOnly: true) }
         o.dirty = false
         w.close()
         o.writer = nil
-    }
-
-    // MARK: Free space
-
-    /// Before a new segment: the filesystem must keep `keepFreeBytes` free after `bytes` more. The
-    /// oldest segments (of any output, never the one `appending` writes to) go until it does;
-    /// false, and the recording pauses, when none is left to drop.
-    private func makeRoom(_ bytes: Int, appending: Output?) -> Bool {
-        guard var free = freeBytes() else { return true }
-        while free < bytes + options.keepFreeBytes {
-            guard let o = oldestDroppable(appending: appending) else {
-                pause(free: free)
-                return false
-            }
-            // Counted from the segment's size: statvfs may lag the unlink on a journalled filesystem.
-            free += o.segments.first?.bytes ?? 0
-            dropOldest(o, forSpace: true)
-        }
-        return true
-    }
-
-    /// The spool could not write (ENOSPC): the live backlog comes first. Drops the oldest segments,
-    /// the ones being written to included, until `bytes` are freed, then pauses until the
-    /// filesystem has room again. Returns the bytes freed.
-    public func yieldSpace(_ bytes: Int) -> Int {
-        guard !closed else { return 0 }
-        var freed = 0
-        while freed < bytes, let o = oldestDroppable(appending: nil) {
-            freed += o.segments.first?.bytes ?? 0
-            dropOldest(o, forSpace: true)
-        }
-        if freed > 0 {
-            problem("yield", "recording: the spool needed room on the full state filesystem; the recording's oldest "
-                    + "segments went (\(freed >> 10) KiB), and it pauses until the card has room")
-        }
-        pause(free: freeBytes() ?? 0)
-        return freed
-    }
-
-    private func pause(free: Int) {
-        guard writeState != .paused else { return }
-        writeState = .paused
-        for o in outputs { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
-        problem("paused", "recording: paused — the state filesystem has \(free >> 20) MiB free, less than the "
-                + "\((options.segmentBytes + options.keepFreeBytes) >> 20) MiB it needs while keeping room for the spool; "
-                + "records are dropped and counted until space returns (free space, or lower [record] max_mb)")
-    }
-
-    private func wroteAgain() {
-        let missed = missedSinceWriting
-        missedSinceWriting = 0
-        writeState = .writing
-        // A later episode is told again.
-        reported = reported.filter { !$0.hasPrefix("write-") && $0 != "paused" && $0 != "yield" && !$0.hasPrefix("open-") }
-        onProblem?("recording: writing again (\(missed) record\(missed == 1 ? "" : "s") not written meanwhile, counted)")
-    }
-
-    private func oldestDroppable(appending: Output?) -> Output? {
-        var oldest: Output?
-        for o in outputs {
-            guard let first = o.segments.first else { continue }
-            if o === appending, o.writer != nil, o.segments.count == 1 { continue }
-            if oldest.map({ first.start < ($0.segments.first?.start ?? .infinity) }) ?? true { oldest = o }
-        }
-        return oldest
     }
 
     // MARK: The bounds
@@ -508,7 +443,7 @@ public final class RecordingStore {
     }
 
     /// Removes `o`'s oldest segment, counting its records (a header walk, no payloads read).
-    private func dropOldest(_ o: Output, forSpace: Bool = false) {
+    func dropOldest(_ o: Output, forSpace: Bool = false) {
         let s = o.segments.removeFirst()
         if o.segments.isEmpty { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
         var lost = 0
@@ -547,7 +482,7 @@ public final class RecordingStore {
         }
     }
 
-    private func problem(_ kind: String, _ message: String) {
+    func problem(_ kind: String, _ message: String) {
         guard !reported.contains(kind) else { return }
         reported.insert(kind)
         onProblem?(message)

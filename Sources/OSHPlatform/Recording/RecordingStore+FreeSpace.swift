@@ -1,0 +1,73 @@
+// A full card: the recording keeps room for the spool (the live backlog comes first), gives its
+// oldest segments up when it must, and pauses when none is left (FullCardTests).
+#if canImport(Glibc)
+import Glibc
+#endif
+import OSHCore
+
+extension RecordingStore {
+    // MARK: Free space
+
+    /// Before a new segment: the filesystem must keep `keepFreeBytes` free after `bytes` more. The
+    /// oldest segments (of any output, never the one `appending` writes to) go until it does;
+    /// false, and the recording pauses, when none is left to drop.
+    func makeRoom(_ bytes: Int, appending: Output?) -> Bool {
+        guard var free = freeBytes() else { return true }
+        while free < bytes + options.keepFreeBytes {
+            guard let o = oldestDroppable(appending: appending) else {
+                pause(free: free)
+                return false
+            }
+            // Counted from the segment's size: statvfs may lag the unlink on a journalled filesystem.
+            free += o.segments.first?.bytes ?? 0
+            dropOldest(o, forSpace: true)
+        }
+        return true
+    }
+
+    /// The spool could not write (ENOSPC): the live backlog comes first. Drops the oldest segments,
+    /// the ones being written to included, until `bytes` are freed, then pauses until the
+    /// filesystem has room again. Returns the bytes freed.
+    public func yieldSpace(_ bytes: Int) -> Int {
+        guard !closed else { return 0 }
+        var freed = 0
+        while freed < bytes, let o = oldestDroppable(appending: nil) {
+            freed += o.segments.first?.bytes ?? 0
+            dropOldest(o, forSpace: true)
+        }
+        if freed > 0 {
+            problem("yield", "recording: the spool needed room on the full state filesystem; the recording's oldest "
+                    + "segments went (\(freed >> 10) KiB), and it pauses until the card has room")
+        }
+        pause(free: freeBytes() ?? 0)
+        return freed
+    }
+
+    func pause(free: Int) {
+        guard writeState != .paused else { return }
+        writeState = .paused
+        for o in outputs { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
+        problem("paused", "recording: paused — the state filesystem has \(free >> 20) MiB free, less than the "
+                + "\((options.segmentBytes + options.keepFreeBytes) >> 20) MiB it needs while keeping room for the spool; "
+                + "records are dropped and counted until space returns (free space, or lower [record] max_mb)")
+    }
+
+    func wroteAgain() {
+        let missed = missedSinceWriting
+        missedSinceWriting = 0
+        writeState = .writing
+        // A later episode is told again.
+        reported = reported.filter { !$0.hasPrefix("write-") && $0 != "paused" && $0 != "yield" && !$0.hasPrefix("open-") }
+        onProblem?("recording: writing again (\(missed) record\(missed == 1 ? "" : "s") not written meanwhile, counted)")
+    }
+
+    func oldestDroppable(appending: Output?) -> Output? {
+        var oldest: Output?
+        for o in outputs {
+            guard let first = o.segments.first else { continue }
+            if o === appending, o.writer != nil, o.segments.count == 1 { continue }
+            if oldest.map({ first.start < ($0.segments.first?.start ?? .infinity) }) ?? true { oldest = o }
+        }
+        return oldest
+    }
+}
