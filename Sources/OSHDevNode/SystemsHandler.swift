@@ -10,7 +10,17 @@ extension RequestHandler {
         case .item(let id):
             route = method + " /systems/{id}"
             return try onItem(id, get: {
-                guard let i = store.systemIndex(id) else { throw NodeFailure.notFound(id) }
+                guard let i = store.systemIndex(id) else {
+                    // osh-core's in-memory store: an id it never gave out past its newest is a
+                    // NullPointerException (InMemoryBaseFeatureStore.entryStream reads the ceiling
+                    // entry's key before checking it for null), answered 500 — what a board with a
+                    // cached id meets after the node restarted empty (here: any id the node does not hold).
+                    if config.oshInMemoryStore {
+                        throw NodeFailure(status: 500, message: "java.lang.NullPointerException: Cannot invoke "
+                                          + "\"java.util.Map$Entry.getKey()\" because \"entry\" is null")
+                    }
+                    throw NodeFailure.notFound(id)
+                }
                 return try systemResponse(store.systems[i])
             }, put: {
                 guard let i = store.systemIndex(id) else { throw NodeFailure.notFound(id) }

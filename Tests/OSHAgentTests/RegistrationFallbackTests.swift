@@ -76,6 +76,40 @@ final class RegistrationFallbackTests: XCTestCase {
         for r in b.rows { XCTAssertEqual(r.counters.dropped, 0, r.outputName) }
     }
 
+    /// osh-core with its in-memory store, restarted (empty) while the board keeps its id cache: the
+    /// cached system's GET answers 500 (a NullPointerException in InMemoryBaseFeatureStore), not
+    /// 404. The board looks itself up by UID, registers anew and streams; before, it retried the
+    /// same GET for as long as it ran and sent nothing.
+    func testANodeRestartedEmptyThatAnswers500ForTheCachedSystemGetsTheBoardAgain() throws {
+        var nc = DevNodeConfig()
+        nc.oshInMemoryStore = true
+        let first = try startedNode(nc)
+        let state = scratch()
+        let outputs = ["barometer", "gps_data"]
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: config(first, state: state, outputs: outputs), loop: loop)
+        try a.start()
+        XCTAssertTrue(try loop.run(for: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent > 0 } })
+        try a.stop(flushUntil: EventLoop.deadline(after: 2))
+        first.stop()
+
+        nc.port = UInt16(first.apiRoot.split(separator: ":").last?.split(separator: "/").first ?? "0") ?? 0
+        let second = try startedNode(nc)
+        defer { second.stop() }
+        XCTAssertEqual(second.apiRoot, first.apiRoot)
+        let capture = LogCapture()
+        defer { capture.stop() }
+        let loop2 = try EventLoop()
+        let b = try AgentRuntime(config: config(second, state: state, outputs: outputs), loop: loop2)
+        try b.start()
+        XCTAssertTrue(try loop2.run(for: 10) { b.registered && b.rows.allSatisfy { $0.counters.sent > 0 } },
+                      capture.lines.joined(separator: "\n"))
+        try b.stop(flushUntil: EventLoop.deadline(after: 2))
+        capture.stop()
+        XCTAssertEqual(second.requests.filter { $0.method == "GET" && $0.path.hasPrefix("/sensorhub/api/systems/") && $0.status == 500 }.count, 1)
+        XCTAssertEqual(capture.count("registration failed"), 0, "\(capture.lines)")
+    }
+
     /// The development node (like osh-core with H2) refuses a structure change once a datastream has
     /// observations: 400, and the agent creates the datastream again instead of stopping.
     func testAStructureChangeTheNodeRefusesIsCreatedAgainNotFatal() throws {

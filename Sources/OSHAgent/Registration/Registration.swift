@@ -203,6 +203,15 @@ public final class Registrar {
             client.send(builder.getSystem(id: cached)) { [self] resp in
                 if resp.status == 200 { return createOrUpdate(cached) }
                 if resp.status == 404 { state.systemID = nil; return lookupSystem(createOrUpdate, k) }
+                // osh-core's in-memory store answers 500 for an id past its newest (a node restarted
+                // empty: InMemoryBaseFeatureStore.entryStream dereferences a null entry) where it means
+                // 404. The board's UID decides: found, it is the board; not found, the board is new there.
+                if (500...599).contains(resp.status) {
+                    return lookupSystem({ [self] id in
+                        if id != cached { state.systemID = nil }
+                        createOrUpdate(id)
+                    }, k)
+                }
                 k(.failure(RegistrationError(step: "checking system \(cached)", status: resp.status,
                                              detail: resp.transportError ?? NodeError.parse(resp.body).summary)))
             }
