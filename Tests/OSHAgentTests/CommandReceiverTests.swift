@@ -89,6 +89,8 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertEqual(first.sender, "pi")
 
         // Unknown output: rejected by the schema's token list, never reaches the handler.
+        let capture = LogCapture()
+        defer { capture.stop() }
         _ = try call(operatorPost(csID, "{\"setRate\":{\"outputName\":\"nope\",\"rate\":1}}"))
         // Out of range.
         _ = try call(operatorPost(csID, "{\"setRate\":{\"outputName\":\"gps_data\",\"rate\":500}}"))
@@ -103,6 +105,11 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertEqual(cmds[2].current?.message, "setRate.rate 500 Hz is outside 0.001…100 Hz")
         XCTAssertEqual(seen.count, 1)
         XCTAssertEqual(r.rejectedCount, 2)
+        // Each rejection is in the board's log with its reason, named as the other outcomes are.
+        let said = capture.lines.filter { $0.hasPrefix("command setRate: REJECTED — ") }
+        XCTAssertEqual(said.count, 2, "\(capture.lines)")
+        XCTAssertTrue(said.contains { $0.contains("'nope' is not one of barometer, gps_data") }, "\(said)")
+        XCTAssertTrue(said.contains { $0.contains("500 Hz is outside 0.001…100 Hz") }, "\(said)")
         // What a client polling the node sees.
         let list = try JSONValue.parse(try call(builder.request(.get, "/controlstreams/" + csID + "/commands")).body)
         let items = try XCTUnwrap(list["items"]?.array)

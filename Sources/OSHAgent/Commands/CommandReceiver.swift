@@ -129,7 +129,10 @@ public final class CommandReceiver {
             do throws(CommandDecodeError) {
                 return handler(try DeviceControl.command(cmd.value), cmd)
             } catch {
-                Log.warning("command \(cmd.id) REJECTED — \(error.message)")
+                // Named as the handlers name their outcomes ("command setRate: COMPLETED — …").
+                let name: String
+                if case .choice(let item, _) = cmd.value { name = item } else { name = "device_control" }
+                Log.warning("command \(name): REJECTED — \(error.message) (command \(cmd.id))")
                 return .rejected(error.message)
             }
         }
@@ -201,7 +204,8 @@ public final class CommandReceiver {
         if outcome.status == .rejected { rejectedCount += 1 }
         if !reachedHandler {
             // The handlers log their outcomes; a command refused before reaching one is logged here.
-            Log.warning("command \(id) REJECTED — \(outcome.message ?? "no reason given")")
+            let name = json["parameters"]?.objectKeys?.first ?? "without parameters"
+            Log.warning("command \(name): REJECTED — \(outcome.message ?? "no reason given") (command \(id))")
         }
         let now = Clock.realtimeSeconds()
         let status = CommandStatus(commandID: id, statusCode: outcome.status, reportTime: now,
