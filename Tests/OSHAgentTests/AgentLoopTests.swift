@@ -223,7 +223,10 @@ final class AgentLoopTests: XCTestCase {
         try a.start()
         try run(loop, timeout: 1.5) { false }
         XCTAssertTrue(a.registered)
-        try a.stop(flushUntil: EventLoop.deadline(after: 1))
+        // Nothing can be sent while held: the stop does not wait out its flush deadline.
+        let stopStart = Clock.monotonicNanoseconds()
+        try a.stop(flushUntil: EventLoop.deadline(after: 3))
+        XCTAssertLessThan(Double(Clock.monotonicNanoseconds() - stopStart) / 1e9, 1, "a held stop goes straight to the spool")
         let held = a.rows[0].counters
         XCTAssertEqual(held.sent, 0)
         XCTAssertGreaterThan(held.produced, 20)
