@@ -446,11 +446,19 @@ extension DevNode {
             // Nobody subscribed: OSH stores nothing and the POST gives up after ~29.5 s with 202
             // (CommandHandler.addEntry: REQUEST_ACCEPTED_TIMEOUT), its message in Jetty's HTML error page.
             sleepSeconds(config.noReceiverWaitSeconds)
-            let page = "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=utf-8\"/>\n"
-                + "<title>Error 202 Command accepted but request timed out before command was acknowledged by receiving system</title>\n"
-                + "</head>\n<body><h2>HTTP ERROR 202 Command accepted but request timed out before command was acknowledged by receiving system</h2>\n"
-                + "</body>\n</html>\n"
-            return answer(connection, req, route: route, HTTPResponse(status: 202, body: Array(page.utf8), contentType: "text/html;charset=utf-8"))
+            // As osh-core 4c87a65 answers it: its JSON error when Accept is absent or names json,
+            // else Jetty's error page (its URI/STATUS/MESSAGE table included).
+            let message = "Command accepted but request timed out before command was acknowledged by receiving system"
+            if req.accept.map({ $0.contains("json") }) ?? true {
+                let body = "{\n  \"status\": 202,\n  \"message\": \"\(message)\"\n}"
+                return answer(connection, req, route: route, HTTPResponse(status: 202, body: Array(body.utf8), contentType: "application/json"))
+            }
+            let page = "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"
+                + "<title>Error 202 \(message)</title>\n</head>\n<body><h2>HTTP ERROR 202 \(message)</h2>\n<table>\n"
+                + "<tr><th>URI:</th><td>\(DevNode.htmlEscaped(String(req.path)))</td></tr>\n<tr><th>STATUS:</th><td>202</td></tr>\n"
+                + "<tr><th>MESSAGE:</th><td>\(message)</td></tr>\n</table>\n\n</body>\n</html>\n"
+            return answer(connection, req, route: route, HTTPResponse(status: 202, body: Array(page.utf8),
+                                                                      contentType: "text/html;charset=iso-8859-1"))
         }
         commandHub.store(cmd, cap: config.maxStoredCommands)
         // Status reports posted over HTTP carry no correlation id: the wait always runs out.

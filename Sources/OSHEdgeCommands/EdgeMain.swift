@@ -45,7 +45,8 @@ commands:
                        an id, or an output name with --system SYSTEM or --config FILE)
          [--latest N] (default 10) | --current (resultTime=latest)  [--format om+json|swe+json|swe+binary]
   command CONTROLSTREAM '{"rpan":3.0}'   send a command; prints its id and its outcome, read back from
-                       the node's status reports (--wait S, default 12: how long to wait for a final one)
+                       the node's status reports (--wait S, default 12: how long to wait for a final one);
+                       exit 1 when nobody received it or it ended REJECTED, FAILED or CANCELED
                        these six: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
                        for check, or the configured node (--config FILE --secrets FILE); --json for JSON
   decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows

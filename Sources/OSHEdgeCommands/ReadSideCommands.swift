@@ -154,8 +154,13 @@ func runCommandCommand(_ a: inout Arguments) {
     guard let cs = a.positional() else { fail("command needs a CONTROLSTREAM id and the parameters, e.g. osh-edge command ID '{\"rpan\":3.0}'") }
     guard let body = a.positional() else { fail("command needs the parameters as JSON, e.g. '{\"rpan\":3.0}'") }
     a.finish()
-    readSideRun {
+    do {
         let o = try ReadSide.command(node, controlStream: cs, json: body, wait: wait)
-        return json ? ReadSideRender.commandJSON(o) : ReadSideRender.commandText(o)
+        print(json ? ReadSideRender.commandJSON(o) : ReadSideRender.commandText(o))
+        // For scripts: 1 when the board did not carry it out (nobody listening, or REJECTED/FAILED/CANCELED).
+        let refused = o.commandID == nil || ["REJECTED", "FAILED", "CANCELED"].contains(o.status ?? "")
+        exit(refused ? 1 : 0)
+    } catch {
+        fail("\(error)", code: 1)
     }
 }

@@ -306,15 +306,18 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertTrue(ok.contains("\nstatus: COMPLETED at "), ok)
         XCTAssertTrue(ok.contains(" — barometer now at 2.0 Hz\n"), ok)
         XCTAssertTrue(ok.contains("(the node answered PENDING when its window ended"), ok)
-        let (_, rejected) = try cli(#"{"setRate":{"outputName":"barometer","rate":500}}"#)
+        let (rejectedStatus, rejected) = try cli(#"{"setRate":{"outputName":"barometer","rate":500}}"#)
+        XCTAssertEqual(rejectedStatus, 1, "a script can tell a refusal: \(rejected)")
         XCTAssertTrue(rejected.contains("\nstatus: REJECTED at "), rejected)
         XCTAssertTrue(rejected.contains(" — setRate.rate 500 Hz is outside 0.001…100 Hz"), rejected)
         r.stop()
         XCTAssertTrue(try run { !node.hasCommandReceiver(controlStreamID: csID) })
-        let (_, nobody) = try cli(#"{"identify":{"duration":1}}"#)
+        let (nobodyStatus, nobody) = try cli(#"{"identify":{"duration":1}}"#)
+        XCTAssertEqual(nobodyStatus, 1, nobody)
         XCTAssertTrue(nobody.hasPrefix("command on control stream \(csID): the node kept no command (HTTP 202 after "), nobody)
         XCTAssertTrue(nobody.contains("no receiver acknowledged it in its window"), nobody)
-        XCTAssertTrue(nobody.contains("Command accepted but request timed out"), nobody)
+        // The node's message as quoted from Jetty's page (its MESSAGE cell), not the page's text.
+        XCTAssertTrue(nobody.contains("(\"Command accepted but request timed out before command was acknowledged by receiving system\")"), nobody)
         XCTAssertTrue(nobody.contains("commands: listening on control stream \(csID)"), nobody)
         // Where the ids come from: the system's control streams and the commands each offers.
         let listed = try runOSHEdge(["controlstreams", "urn:osh:rpi:cmdtest", "--node", node.apiRoot, "--user", "pi"],

@@ -122,6 +122,24 @@ final class CommandChannelTests: XCTestCase {
         XCTAssertEqual(commands.first?.currentStatus, "PENDING")
     }
 
+    /// No receiver: osh-core answers 202 once its window ends — its JSON error to a client that
+    /// accepts JSON, Jetty's HTML error page (with the MESSAGE cell) to one that does not.
+    func testACommandNobodyReceivesIs202AsOSHCoreWritesIt() throws {
+        let (node, csID) = try startNode()
+        let message = "Command accepted but request timed out before command was acknowledged by receiving system"
+        let body = Array(#"{"parameters":{"setRate":{"outputName":"gps_data","rate":1}}}"#.utf8)
+        let json = try TestHTTP.request(port: node.port, "POST", api + "/controlstreams/\(csID)/commands",
+                                        headers: [("Accept", "application/json"), ("Content-Type", "application/json")], body: body)
+        XCTAssertEqual(json.status, 202)
+        XCTAssertEqual(json.header("Content-Type"), "application/json")
+        XCTAssertEqual(NodeError.parse(json.body).message, message)
+        let html = try TestHTTP.request(port: node.port, "POST", api + "/controlstreams/\(csID)/commands",
+                                        headers: [("Accept", "text/html"), ("Content-Type", "application/json")], body: body)
+        XCTAssertEqual(html.status, 202)
+        XCTAssertEqual(html.header("Content-Type"), "text/html;charset=iso-8859-1")
+        XCTAssertTrue(html.text.contains("<tr><th>MESSAGE:</th><td>\(message)</td></tr>"), html.text)
+    }
+
     func testProtocolViolationsCloseTheReceiver() throws {
         let (node, csID) = try startNode()
         // Unmasked frame from a client: 1002.
