@@ -50,6 +50,7 @@ final class FullCardTests: XCTestCase {
         var kept = 0
         for _ in 0..<400 where record(s, 0, t) { kept += 1; t += 0.01 }
         XCTAssertGreaterThan(s.counters(0).droppedNoSpace, 0)
+        XCTAssertTrue(log.lines.contains { $0.hasPrefix("recording: the state filesystem is nearly full (") }, "\(log.lines)")
         let lostOld = s.counters(0).droppedNoSpace
         // Nothing is left to drop but the segment it writes: paused, every further record counted.
         free = 1000
@@ -89,7 +90,7 @@ final class FullCardTests: XCTestCase {
     func testMaxMBAboveWhatIsFreeIsWarnedAtStart() throws {
         let (s, _) = try store(keepFree: 4 << 20) { 20 << 20 }
         let w = try XCTUnwrap(s.boundWarning)
-        XCTAssertTrue(w.contains("max_mb is 64 MiB but the state filesystem has 20 MiB free"), w)
+        XCTAssertTrue(w.contains("max_mb is 64 MiB but the state filesystem has 20.0 MiB free"), w)
         XCTAssertTrue(w.contains("lower max_mb to about 16"), w)
         s.freeBytes = { 1 << 30 }
         XCTAssertNil(s.boundWarning)

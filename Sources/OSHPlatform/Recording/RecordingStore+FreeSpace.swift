@@ -18,11 +18,20 @@ extension RecordingStore {
                 pause(free: free)
                 return false
             }
+            problem("space", "recording: the state filesystem is nearly full (\(Self.mib(free)) free): the oldest "
+                    + "segments go to keep \(Self.mib(options.keepFreeBytes)) for the spool, below [record] max_mb "
+                    + "(\(Self.mib(options.maxBytes))); lost records are counted")
             // Counted from the segment's size: statvfs may lag the unlink on a journalled filesystem.
             free += o.segments.first?.bytes ?? 0
             dropOldest(o, forSpace: true)
         }
         return true
+    }
+
+    /// "1.5 MiB".
+    static func mib(_ bytes: Int) -> String {
+        let tenths = (max(bytes, 0) * 10 + (1 << 19)) >> 20
+        return "\(tenths / 10).\(tenths % 10) MiB"
     }
 
     /// The spool could not write (ENOSPC): the live backlog comes first. Drops the oldest segments,
@@ -47,8 +56,8 @@ extension RecordingStore {
         guard writeState != .paused else { return }
         writeState = .paused
         for o in outputs { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
-        problem("paused", "recording: paused — the state filesystem has \(free >> 20) MiB free, less than the "
-                + "\((options.segmentBytes + options.keepFreeBytes) >> 20) MiB it needs while keeping room for the spool; "
+        problem("paused", "recording: paused — the state filesystem has \(Self.mib(free)) free, less than the "
+                + "\(Self.mib(options.segmentBytes + options.keepFreeBytes)) it needs while keeping room for the spool; "
                 + "records are dropped and counted until space returns (free space, or lower [record] max_mb)")
     }
 

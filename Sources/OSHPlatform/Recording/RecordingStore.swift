@@ -184,8 +184,8 @@ public final class RecordingStore {
         guard let free = freeBytes() else { return nil }
         let usable = free + totalBytes - options.keepFreeBytes
         guard options.maxBytes > usable else { return nil }
-        return "recording: [record] max_mb is \(options.maxBytes >> 20) MiB but the state filesystem has \(free >> 20) MiB free "
-            + "(and \(totalBytes >> 20) MiB recorded): the recording keeps \(options.keepFreeBytes >> 20) MiB free for the spool, "
+        return "recording: [record] max_mb is \(options.maxBytes >> 20) MiB but the state filesystem has \(Self.mib(free)) free "
+            + "(and \(Self.mib(totalBytes)) recorded): the recording keeps \(Self.mib(options.keepFreeBytes)) free for the spool, "
             + "drops its oldest segments when the card fills, and pauses if it must; lower max_mb to about "
             + "\(max(usable, 0) >> 20) or free space"
     }
