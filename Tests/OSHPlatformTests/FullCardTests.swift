@@ -70,6 +70,30 @@ final class FullCardTests: XCTestCase {
         s.close()
     }
 
+    /// A segment grows after it opened: the once-a-second check keeps the room for the spool as
+    /// the card fills, the oldest segments first, then a pause; writing starts again with room.
+    func testTheTickKeepsTheRoomWhileASegmentGrows() throws {
+        var free = 1 << 30
+        let (s, log) = try store(keepFree: 1 << 20) { free }
+        var t = t0
+        for _ in 0..<400 { XCTAssertTrue(record(s, 0, t)); t += 0.01 }
+        let before = s.storedBytes
+        free = (1 << 20) - 5000 // something else wrote; no new segment opened since
+        s.tick(now: t)
+        XCTAssertLessThan(s.storedBytes, before, "the oldest segments went")
+        XCTAssertEqual(s.writeState, .writing, "the room came back from old segments: \(log.lines)")
+        free = 100 // nothing left to give but the newest
+        for _ in 0..<10 { s.tick(now: t); t += 1 }
+        XCTAssertEqual(s.writeState, .paused)
+        free = (1 << 20) + 10_000 // above the room, not above it by the margin: stays paused
+        s.tick(now: t)
+        XCTAssertEqual(s.writeState, .paused)
+        free = 8 << 20
+        s.tick(now: t)
+        XCTAssertEqual(s.writeState, .writing)
+        s.close()
+    }
+
     func testYieldingDropsTheOldestSegmentsEvenTheOneBeingWrittenAndPauses() throws {
         var free = 1 << 30
         let (s, log) = try store(keepFree: 0) { free }
@@ -117,6 +141,9 @@ final class FullCardTests: XCTestCase {
         rec.onProblem = { lines.append($0) }
         spool.onProblem = { lines.append($0) }
         XCTAssertNotNil(rec.boundWarning, "64 MiB on a 4 MiB filesystem is warned")
+        // Something else on the card from the start (a log, say): 1 MiB.
+        let early = dir + "/early"
+        XCTAssertTrue(FileManager.default.createFile(atPath: early, contents: Data(count: 1 << 20)))
         var t = t0
         // 6 MiB of records on a 4 MiB filesystem: the recording rotates inside what it may take.
         for _ in 0..<100_000 { _ = record(rec, 0, t); t += 0.001 }
@@ -150,8 +177,9 @@ final class FullCardTests: XCTestCase {
         XCTAssertEqual(rec.writeState, .paused)
         XCTAssertTrue(lines.contains { $0.hasPrefix("spool: writing again (") }, "\(lines)")
         XCTAssertGreaterThan(rec.counters(0).droppedNoSpace, 0)
-        // The filler goes: the recording writes again at its next tick.
+        // The other files go: the recording writes again at its next tick.
         unlink(filler)
+        unlink(early)
         rec.tick(now: t)
         XCTAssertEqual(rec.writeState, .writing, "\(lines)")
         XCTAssertTrue(record(rec, 0, t + 1))

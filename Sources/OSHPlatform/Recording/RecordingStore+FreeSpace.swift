@@ -28,6 +28,26 @@ extension RecordingStore {
         return true
     }
 
+    /// Free space beyond the room kept for the spool that a new segment needs to open (a segment
+    /// grows after that; the once-a-second check keeps the room while it does).
+    static let openingMargin = 64 << 10
+
+    /// What writing again after a pause needs beyond the room kept: some hysteresis, so that a card
+    /// hovering at the limit does not pause and resume every second.
+    var resumeMargin: Int { min(max(options.segmentBytes, 256 << 10), 1 << 20) }
+
+    /// Once a second (a statvfs): while writing, the room kept for the spool is kept as segments
+    /// grow (the oldest go, then a pause); while paused, writing starts again once there is room.
+    func checkFreeSpace() {
+        guard let free = freeBytes() else { return }
+        switch writeState {
+        case .paused:
+            if free >= options.keepFreeBytes + resumeMargin { wroteAgain() }
+        case .writing, .failing:
+            if free < options.keepFreeBytes { _ = makeRoom(0, appending: nil) }
+        }
+    }
+
     /// "1.5 MiB".
     static func mib(_ bytes: Int) -> String {
         let tenths = (max(bytes, 0) * 10 + (1 << 19)) >> 20
@@ -57,7 +77,7 @@ extension RecordingStore {
         writeState = .paused
         for o in outputs { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
         problem("paused", "recording: paused — the state filesystem has \(Self.mib(free)) free, less than the "
-                + "\(Self.mib(options.segmentBytes + options.keepFreeBytes)) it needs while keeping room for the spool; "
+                + "\(Self.mib(options.keepFreeBytes + resumeMargin)) it needs while keeping room for the spool; "
                 + "records are dropped and counted until space returns (free space, or lower [record] max_mb)")
     }
 

@@ -315,7 +315,7 @@ public final class RecordingStore {
             }
         }
         if rotate {
-            guard makeRoom(options.segmentBytes, appending: o) else {
+            guard makeRoom(RecordingStore.openingMargin, appending: o) else {
                 o.counters.droppedNoSpace += 1
                 missedSinceWriting += 1
                 return false
@@ -361,7 +361,7 @@ public final class RecordingStore {
             if failure == ENOSPC {
                 // Something else filled the card: the oldest segments go first; with none left, pause.
                 o.counters.droppedNoSpace += 1
-                if !makeRoom(options.segmentBytes, appending: o) { return false }
+                if !makeRoom(RecordingStore.openingMargin, appending: o) { return false }
                 problem("write-\(failure)", "recording: the state filesystem is full (\(o.segments[k].path)); "
                         + "the oldest segments go to make room")
                 return false
@@ -462,9 +462,7 @@ public final class RecordingStore {
     public func tick(now epochNow: Double) {
         guard !closed else { return }
         // Paused for space: once a second, see whether it came back (a statvfs).
-        if writeState == .paused, let free = freeBytes(), free >= options.segmentBytes + options.keepFreeBytes {
-            wroteAgain()
-        }
+        checkFreeSpace()
         if options.sync == .second, epochNow - lastSync >= 1 {
             lastSync = epochNow
             for o in outputs where o.dirty {
