@@ -210,6 +210,23 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertEqual(times, times.sorted())
     }
 
+    /// A board that never reached its node (down, or refusing) has no datastream ids: nothing can
+    /// be sent, so a SIGTERM does not wait out the flush deadline (it took the whole 5 s).
+    func testAStopBeforeAnyRegistrationDoesNotWaitForTheFlushDeadline() throws {
+        var c = config("http://127.0.0.1:9/sensorhub/api", outputs: ["barometer"], rates: ["barometer": 20])
+        c.spool.enabled = true
+        let loop = try EventLoop()
+        let a = try AgentRuntime(config: c, loop: loop)
+        try a.start()
+        try run(loop, timeout: 1) { false }
+        XCTAssertFalse(a.registered)
+        let stopStart = Clock.monotonicNanoseconds()
+        try a.stop(flushUntil: EventLoop.deadline(after: 3))
+        XCTAssertLessThan(Double(Clock.monotonicNanoseconds() - stopStart) / 1e9, 1)
+        XCTAssertGreaterThan(a.rows[0].counters.spooled, 0, "what was produced is kept: \(a.rows[0].counters)")
+        XCTAssertEqual(a.rows[0].counters.dropped, 0)
+    }
+
     func testAStopWhileTheClockIsHeldSpoolsEverythingAndTheNextStartSendsItWithTrueTimes() throws {
         // A board that stops (a reload, a SIGTERM) before NTP ever answered: with a spool, what was
         // held is kept, and sent with the times it was sampled at once a later start trusts the clock.

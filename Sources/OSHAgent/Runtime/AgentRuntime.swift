@@ -557,9 +557,10 @@ public final class AgentRuntime {
         do {
             drainTimer = try loop.addTimer(firstAt: loop.now, interval: Self.drainTick) { [unowned self] _ in
                 self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
-                // Held for the clock, nothing can be sent: the stop goes straight to the spool.
+                // Held for the clock, or not registered (no datastream ids), nothing can be sent:
+                // the stop goes straight to the spool.
                 if self.publisher.isIdle || self.publisher.connectivity != .online || self.publisher.clockOffset == nil
-                    || self.loop.now >= deadline {
+                    || !self.registered || self.loop.now >= deadline {
                     self.finishStop()
                 }
             }
