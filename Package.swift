@@ -99,6 +99,6 @@ let package = Package(
                     dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHSimulation", "OSHDevTools", "OSHDevNode",
                                    "OSHSimulatedSources", "osh-edge", "osh-edge-dev", "osh-edge-sim"],
                     swiftSettings: swift6),
-        .testTarget(name: "OSHDevNodeTests", dependencies: ["OSHDevNode", "OSHCore"], swiftSettings: swift6),
+        .testTarget(name: "OSHDevNodeTests", dependencies: ["OSHDevNode", "OSHCore", "OSHPlatform"], swiftSettings: swift6),
     ]
 )

@@ -70,7 +70,7 @@ public func runCalibrateCommand(_ args: [String], simulatedBoard: LinkedMagSimul
                   + (simulatedBoard.map { simulated ? " (simulated, hard-iron offset \($0.offset.x), "
                      + "\($0.offset.y), \($0.offset.z) µT)" : "" } ?? ""))
             print("Turn the board slowly through every orientation: each face up, each face down, and around;")
-            print("keep it away from steel and magnets. Up to \(BarometerDecode.fixed(seconds, seconds < 10 ? 1 : 0)) s, stops at \(Int(run.session.targetCoverage * 100)) % coverage.")
+            print("keep it away from steel and magnets. Up to \(fixed(seconds, seconds < 10 ? 1 : 0)) s, stops at \(Int(run.session.targetCoverage * 100)) % coverage.")
         }
         outcome = try run.run(seconds: seconds) { coverage, samples, elapsed in
             guard interactive else { return }

@@ -123,7 +123,8 @@ func schema(_ a: inout Arguments) {
     a.finish()
     var request = SchemaRequest(what: what, identity: identity,
                                 options: OutputOptions(uid: identity.uid, north: north, videoWidth: width, videoHeight: height,
-                                                       imuChip: imu, barometerChip: baro),
+                                                       imuChip: imu, magnetometerChip: ChipTable.known.builtInMagnetometer(imu) ?? imu,
+                                                       barometerChip: baro),
                                 validFrom: validFrom)
     request.format = format
     request.pretty = pretty

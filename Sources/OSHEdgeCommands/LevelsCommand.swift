@@ -62,14 +62,3 @@ func runLevelsCommand(_ argv: [String]) {
     }
 }
 
-/// `v` with `digits` decimals (no Foundation formatter).
-private func fixed(_ v: Double, _ digits: Int) -> String {
-    guard v.isFinite else { return "\(v)" }
-    var scale = 1.0
-    for _ in 0..<digits { scale *= 10 }
-    let n = Int((abs(v) * scale).rounded())
-    let ip = n / Int(scale), fp = n % Int(scale)
-    var frac = String(fp)
-    while frac.count < digits { frac = "0" + frac }
-    return (v < 0 && n != 0 ? "-" : "") + "\(ip)" + (digits > 0 ? "." + frac : "")
-}

@@ -225,8 +225,8 @@ private func leafNames(_ output: String, count: Int) -> [String] {
 /// names a running agent may have used).
 func everyCatalogueOutput() -> [OutputSpec] {
     var out: [OutputSpec] = []
-    for imu in KnownChips.imus {
-        for mag in [nil] + KnownChips.magnetometers.map(Optional.some) {
+    for imu in ChipTable.known.imuNames {
+        for mag in [imu] + ChipTable.known.magnetometerNames {
             out += OutputCatalogue.all(OutputOptions(uid: "record", imuChip: imu, magnetometerChip: mag))
         }
     }

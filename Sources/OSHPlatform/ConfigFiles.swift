@@ -14,7 +14,7 @@ extension AgentSettings {
     /// reads a configuration reads it as `run` does.
     public static func parseFile(bytes: [UInt8], path: String,
                                  fileProblem: ((String) -> String?)? = nil) throws(ConfigErrors) -> AgentSettings {
-        try parse(bytes: bytes, path: path, fileProblem: fileProblem, profileDirectory: profileDirectory,
+        try parse(bytes: bytes, path: path, chips: ChipTable.known, fileProblem: fileProblem, profileDirectory: profileDirectory,
                   readProfile: { try StateFiles.read($0, limit: ConfigParser.maxFileSize) })
     }
 }

@@ -79,9 +79,9 @@ func benchAudio(_ a: inout Arguments) {
                 : try AudioBench.runALSA(seconds: seconds ?? 600, format: format, channels: channels, directory: dir)
             if quiet { continue }
             print("audio \(p.rawValue) \(format.rawValue) \(channels) ch, period \(r.periodFrames): "
-                  + "\(BarometerDecode.fixed(r.audioSeconds, 0)) s of 48 kHz audio in \(BarometerDecode.fixed(r.cpuSeconds * 1000, 1)) ms CPU "
-                  + "= \(BarometerDecode.fixed(r.cpuMicrosPerAudioSecond, 1)) µs CPU per audio second (\(BarometerDecode.fixed(r.coreShare * 100, 4)) % of a core), "
-                  + "\(BarometerDecode.fixed(r.framesPerCPUSecond / 1e6, 1)) M frames/CPU-s; \(r.windows) windows")
+                  + "\(fixed(r.audioSeconds, 0)) s of 48 kHz audio in \(fixed(r.cpuSeconds * 1000, 1)) ms CPU "
+                  + "= \(fixed(r.cpuMicrosPerAudioSecond, 1)) µs CPU per audio second (\(fixed(r.coreShare * 100, 4)) % of a core), "
+                  + "\(fixed(r.framesPerCPUSecond / 1e6, 1)) M frames/CPU-s; \(r.windows) windows")
         }
     } catch {
         fail("\(error)", code: 1)

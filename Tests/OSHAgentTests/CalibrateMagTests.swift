@@ -17,7 +17,7 @@ final class CalibrateMagTests: XCTestCase {
     /// The printed lines pasted into [orientation] give the same calibration back.
     private func parse(_ lines: [String]) throws -> MagCalibration {
         let text = Self.server + "[orientation]\n" + lines.joined(separator: "\n") + "\n"
-        let s = try AgentSettings.parse(bytes: Array(text.utf8), path: "cal.conf")
+        let s = try AgentSettings.parse(bytes: Array(text.utf8), path: "cal.conf", chips: ChipTable.known)
         return try MagCalibration(offset: s.devices.fusion.magOffset, matrix: s.devices.fusion.magMatrix)
     }
 

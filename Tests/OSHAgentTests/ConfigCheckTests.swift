@@ -1,5 +1,6 @@
 import Foundation
 import OSHCore
+import OSHPlatform
 import XCTest
 
 /// `osh-edge config check` refuses what `run` would refuse at start (the SD card's first boot and
@@ -38,7 +39,7 @@ final class ConfigCheckTests: XCTestCase {
         let env = ["OSH_EDGE_PROFILE_DIR": profiles]
         let r = try runOSHEdge(["config", "check", path], env: env)
         XCTAssertEqual(r.status, 0, r.out + r.err)
-        let settings = try AgentSettings.parse(bytes: Array(example.utf8), path: path, profileDirectory: profiles,
+        let settings = try AgentSettings.parse(bytes: Array(example.utf8), path: path, chips: ChipTable.known, profileDirectory: profiles,
                                                readProfile: { FileManager.default.contents(atPath: $0).map(Array.init) })
         XCTAssertEqual(settings.gps.device, "/dev/ttyUSB0", "the file's own [gps] device wins over the profile's")
         XCTAssertEqual(settings.devices.led.chip, "pinctrl-bcm2711", "the profile's [led] applies where the file sets nothing")

@@ -20,8 +20,8 @@ final class DecodeCommandTests: XCTestCase {
         XCTAssertEqual(BarometerDecode.parseHex("0x70:6B,43-67"), [0x70, 0x6B, 0x43, 0x67])
         XCTAssertNil(BarometerDecode.parseHex("7g"))
         XCTAssertNil(BarometerDecode.parseHex("706"))
-        XCTAssertEqual(BarometerDecode.fixed(-0.00004, 4), "0.0000")
-        XCTAssertEqual(BarometerDecode.fixed(-12.34567, 2), "-12.35")
+        XCTAssertEqual(fixed(-0.00004, 4), "0.0000")
+        XCTAssertEqual(fixed(-12.34567, 2), "-12.35")
     }
 
     func testWrongLengthsSayWhatIsNeeded() {

@@ -188,14 +188,14 @@ final class IMUFifoInputTests: XCTestCase {
             enabled = true
             [outputs.quat_orientation_data]
             enabled = true
-            """.utf8), path: "mag.conf")
+            """.utf8), path: "mag.conf", chips: ChipTable.known)
         XCTAssertEqual(Daemon.plan(on).magnetometerRate, 10, "the magnetometer output's default rate")
         let off = try AgentSettings.parse(bytes: Array("""
             [server.main]
             url = "http://127.0.0.1:1/sensorhub/api"
             [outputs.quat_orientation_data]
             enabled = true
-            """.utf8), path: "nomag.conf")
+            """.utf8), path: "nomag.conf", chips: ChipTable.known)
         XCTAssertEqual(Daemon.plan(off).magnetometerRate, 0)
     }
 }

@@ -79,7 +79,7 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual(report.video.map(\.role), [.camera, .h264Encoder])
 
         let text = Self.server + report.configSections
-        let s = try AgentSettings.parse(bytes: Array(text.utf8), path: "probe.conf")
+        let s = try AgentSettings.parse(bytes: Array(text.utf8), path: "probe.conf", chips: ChipTable.known)
         XCTAssertEqual(s.devices.i2c.bus, 1)
         XCTAssertEqual(s.devices.barometer.chip, "BMP280")
         XCTAssertEqual(s.devices.barometer.address, 0x76)
@@ -152,7 +152,7 @@ final class ProbeTests: XCTestCase {
         XCTAssertTrue(none.buses.isEmpty)
         XCTAssertTrue(none.i2cHint?.contains("dtparam=i2c_arm=on") == true)
         XCTAssertTrue(none.configSections.contains("nothing found"))
-        _ = try AgentSettings.parse(bytes: Array((Self.server + none.configSections).utf8), path: "empty.conf")
+        _ = try AgentSettings.parse(bytes: Array((Self.server + none.configSections).utf8), path: "empty.conf", chips: ChipTable.known)
     }
 
     func testSerialPortsAndGPSDAreReported() throws {

@@ -34,7 +34,7 @@ final class SchemaCommandTests: XCTestCase {
         let identity = SystemIdentity(uid: "urn:osh:android:7ae57419dd427e4c:droid2", label: "Android Sensors [Android2-0253]",
                                       serial: "unknown")
         let request = SchemaRequest(what: .all, identity: identity,
-                                    options: OutputOptions(uid: identity.uid, north: .magnetic, imuChip: "LSM6DSO"),
+                                    options: OutputOptions(uid: identity.uid, north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO"),
                                     validFrom: 0)
         let docs = try SchemaCommand.documents(request)
         XCTAssertEqual(docs.count, 10)
@@ -60,7 +60,7 @@ final class SchemaCommandTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         let lines = r.out.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 10)
-        let o = OutputOptions(uid: "urn:osh:android:7ae57419dd427e4c:droid2", north: .magnetic, imuChip: "LSM6DSO")
+        let o = OutputOptions(uid: "urn:osh:android:7ae57419dd427e4c:droid2", north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")
         for spec in OutputCatalogue.all(o) {
             XCTAssertTrue(lines.contains(DatastreamBody.string(spec, systemLabel: "Android Sensors [Android2-0253]", scalarFormat: .omJSON)),
                           spec.outputName)

@@ -1,6 +1,7 @@
 // Size (~690 lines): one test per grammar rule and settings check, with the message it must say.
 import Foundation
 import OSHCore
+import OSHPlatform
 import XCTest
 
 /// The configuration reader: syntax, schema, messages (exact `file:line:` text), secrets,
@@ -11,7 +12,7 @@ final class ConfigTests: XCTestCase {
 
     private func settings(_ text: String, file: StaticString = #filePath, line: UInt = #line) -> AgentSettings? {
         do {
-            return try AgentSettings.parse(bytes: Array(text.utf8), path: path)
+            return try AgentSettings.parse(bytes: Array(text.utf8), path: path, chips: ChipTable.known)
         } catch {
             XCTFail("unexpected errors:\n\(error)", file: file, line: line)
             return nil
@@ -25,7 +26,7 @@ final class ConfigTests: XCTestCase {
 
     private func errors(bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) -> [String] {
         do {
-            _ = try AgentSettings.parse(bytes: bytes, path: path)
+            _ = try AgentSettings.parse(bytes: bytes, path: path, chips: ChipTable.known)
             XCTFail("accepted a bad file", file: file, line: line)
             return []
         } catch {
@@ -72,7 +73,7 @@ final class ConfigTests: XCTestCase {
     // MARK: The example file
 
     func testExampleParsesToTheDefaults() throws {
-        let s = try AgentSettings.parse(bytes: Array(try example().utf8), path: "osh-edge.conf.example")
+        let s = try AgentSettings.parse(bytes: Array(try example().utf8), path: "osh-edge.conf.example", chips: ChipTable.known)
         XCTAssertEqual(s, AgentSettings(server: exampleServer))
         XCTAssertEqual(s.activeServer.tls, .verify)
         XCTAssertEqual(s.activeServer.connectTimeout, 10)
@@ -103,7 +104,7 @@ final class ConfigTests: XCTestCase {
             return String(line.dropFirst())
         }
         XCTAssertGreaterThanOrEqual(uncommented, 35)
-        let s = try AgentSettings.parse(bytes: Array(lines.joined(separator: "\n").utf8), path: "example")
+        let s = try AgentSettings.parse(bytes: Array(lines.joined(separator: "\n").utf8), path: "example", chips: ChipTable.known)
         XCTAssertEqual(s, AgentSettings(server: exampleServer))
     }
 
@@ -580,7 +581,7 @@ final class ConfigTests: XCTestCase {
             "osh-edge.conf:9: section [colour] is not known; known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]",
         ])
         do {
-            _ = try AgentSettings.parse(bytes: Array(text.utf8), path: "/etc/osh-edge/osh-edge.conf")
+            _ = try AgentSettings.parse(bytes: Array(text.utf8), path: "/etc/osh-edge/osh-edge.conf", chips: ChipTable.known)
         } catch {
             XCTAssertEqual(String(describing: error).split(separator: "\n").count, 6)
             XCTAssertTrue(String(describing: error).hasPrefix("/etc/osh-edge/osh-edge.conf:2: url"))
@@ -691,7 +692,7 @@ final class ConfigTests: XCTestCase {
                 }
             }
             do {
-                _ = try AgentSettings.parse(bytes: b, path: "f")
+                _ = try AgentSettings.parse(bytes: b, path: "f", chips: ChipTable.known)
                 accepted += 1
             } catch {
                 refused += 1

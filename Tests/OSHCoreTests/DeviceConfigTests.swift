@@ -1,9 +1,10 @@
 import XCTest
 @testable import OSHCore
+import OSHPlatform
 
 final class DeviceConfigTests: XCTestCase {
     private func parse(_ text: String) throws(ConfigErrors) -> AgentSettings {
-        try AgentSettings.parse(bytes: Array(("[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + text).utf8), path: "t.conf")
+        try AgentSettings.parse(bytes: Array(("[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + text).utf8), path: "t.conf", chips: ChipTable.known)
     }
 
     private func errors(_ text: String) -> [String] {

@@ -37,7 +37,7 @@ let androidUID = "urn:osh:android:7ae57419dd427e4c:droid2"
 let androidLabel = "Android Sensors [Android2-0253]"
 
 func androidOptions(north: NorthReference = .magnetic) -> OutputOptions {
-    OutputOptions(uid: androidUID, north: north, imuChip: "LSM6DSO")
+    OutputOptions(uid: androidUID, north: north, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")
 }
 
 extension ByteBuffer {

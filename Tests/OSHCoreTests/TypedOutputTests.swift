@@ -1,4 +1,5 @@
 import OSHCore
+import OSHPlatform
 import XCTest
 
 /// Typed outputs: each output's kind, its leaves walked once, and sample types that write by
@@ -22,7 +23,7 @@ final class TypedOutputTests: XCTestCase {
         let kinds = OutputCatalogue.all(o).map(\.kind)
         XCTAssertEqual(kinds, [.quatOrientation, .eulerOrientation, .accelerometer, .gyroscope, .magnetometer, .barometer,
                                .gps, .video, .audioLevel, .deviceHealth])
-        XCTAssertEqual(OutputCatalogue.all(OutputOptions(uid: "u", imuChip: "ICM20948")).first { $0.kind == .magnetometer }?.outputName,
+        XCTAssertEqual(OutputCatalogue.all(OutputOptions(uid: "u", imuChip: "ICM20948", magnetometerChip: "AK09916")).first { $0.kind == .magnetometer }?.outputName,
                        "AK09916_Magnetometer_data")
     }
 
@@ -31,8 +32,10 @@ final class TypedOutputTests: XCTestCase {
         XCTAssertEqual(OutputCatalogue.magnetometer(o).outputName, "AK8963_Magnetometer_data")
         XCTAssertEqual(OutputCatalogue.magnetometer(OutputOptions(uid: "u", imuChip: "MPU9250", magnetometerChip: "AK8963")).outputName,
                        "AK8963_Magnetometer_data")
-        XCTAssertEqual(OutputCatalogue.magnetometer(OutputOptions(uid: "u", imuChip: "LSM6DSO")).outputName, "LSM6DSO_Magnetometer_data")
-        XCTAssertEqual(KnownChips.builtInMagnetometer("mpu-9250"), "AK8963")
+        XCTAssertEqual(OutputCatalogue.magnetometer(OutputOptions(uid: "u", imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")).outputName, "LSM6DSO_Magnetometer_data")
+        XCTAssertEqual(ChipTable.known.builtInMagnetometer("mpu-9250"), "AK8963")
+        XCTAssertEqual(ChipTable.known.builtInMagnetometer("ICM-20948"), "AK09916")
+        XCTAssertNil(ChipTable.known.builtInMagnetometer("LSM6DSOX"))
     }
 
     func testEverySampleTypeMatchesItsCatalogueRecord() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import OSHCore
+import OSHPlatform
 import XCTest
 
 /// Every schema osh-edge sends, against the official SWE Common 3 / CS API Part 2 JSON schemas
@@ -25,11 +26,12 @@ final class SWECommonValidationTests: XCTestCase {
         var noPresets = ptz
         noPresets.presets = []
         for north in NorthReference.allCases {
-            for imu in KnownChips.imus {
-                for baro in KnownChips.barometers {
+            for imu in ChipTable.known.imuNames {
+                for baro in ChipTable.known.barometerNames {
                     for (w, h) in [(640, 480), (1280, 720)] {
                         let o = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12:mast", north: north, videoWidth: w,
-                                              videoHeight: h, imuChip: imu, barometerChip: baro)
+                                              videoHeight: h, imuChip: imu,
+                                              magnetometerChip: ChipTable.known.builtInMagnetometer(imu) ?? imu, barometerChip: baro)
                         let specs = OutputCatalogue.all(o) + [PTZSchema.positionOutput(ptz)]
                         for spec in specs {
                             for f in ScalarFormat.allCases {

@@ -281,7 +281,9 @@ public final class Hardware {
         // The inertial names derive from the chips at init, so a found IMU means new options.
         if let c = imuChip {
             o = OutputOptions(uid: o.uid, north: o.north, videoWidth: o.videoWidth, videoHeight: o.videoHeight,
-                              cameraIndex: o.cameraIndex, imuChip: c, magnetometerChip: magnetometerChip, barometerChip: o.barometerChip)
+                              cameraIndex: o.cameraIndex, imuChip: c,
+                              magnetometerChip: magnetometerChip ?? ChipTable.known.builtInMagnetometer(c) ?? c,
+                              barometerChip: o.barometerChip)
         }
         if let b = barometerChip { o.barometerChip = b }
         if let v = video {

@@ -42,8 +42,10 @@ public enum Daemon {
         // Named for the configured chips (what `run` finds may rename them: "auto" found an ICM-20948).
         let d = settings.devices
         func named(_ chip: String) -> String? { chip == "auto" || chip == "none" ? nil : chip }
-        let options = OutputOptions(uid: identity.uid, north: settings.north, imuChip: named(d.imu.chip) ?? "MPU9250",
-                                    magnetometerChip: named(d.imu.magnetometer), barometerChip: named(d.barometer.chip) ?? "BMP280")
+        let imu = named(d.imu.chip) ?? "MPU9250"
+        let options = OutputOptions(uid: identity.uid, north: settings.north, imuChip: imu,
+                                    magnetometerChip: named(d.imu.magnetometer) ?? ChipTable.known.builtInMagnetometer(imu) ?? imu,
+                                    barometerChip: named(d.barometer.chip) ?? "BMP280")
         var config = AgentConfig(server: server, identity: identity, options: options, stateDirectory: settings.stateDirectory)
         config.publisher = settings.publisher
         config.ringCapacity = settings.ringCapacity

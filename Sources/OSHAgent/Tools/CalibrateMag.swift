@@ -26,10 +26,10 @@ public struct MagCalibrationOutcome: Sendable {
                    "coverage        \(Int((coverage * 100).rounded())) % of orientations"]
         if let f = fit {
             out += ["model           \(f.model.rawValue)",
-                    "field strength  \(BarometerDecode.fixed(f.fieldStrength, 2)) µT",
-                    "residual        \(BarometerDecode.fixed(f.relativeResidual * 100, 2)) % (rms of |corrected| − field)",
-                    "offset          \(BarometerDecode.fixed(f.calibration.offset.x, 2)), \(BarometerDecode.fixed(f.calibration.offset.y, 2)), "
-                        + "\(BarometerDecode.fixed(f.calibration.offset.z, 2)) µT"]
+                    "field strength  \(fixed(f.fieldStrength, 2)) µT",
+                    "residual        \(fixed(f.relativeResidual * 100, 2)) % (rms of |corrected| − field)",
+                    "offset          \(fixed(f.calibration.offset.x, 2)), \(fixed(f.calibration.offset.y, 2)), "
+                        + "\(fixed(f.calibration.offset.z, 2)) µT"]
         }
         if let r = refusal {
             out.append("")
@@ -128,11 +128,11 @@ public final class MagCalibrationSession {
         // Coverage again from the fitted centre: the box middle can mislead with a strong soft iron.
         out.coverage = MagCalibrationSolver.coverage(samples, center: fit.calibration.offset)
         if !fit.relativeResidual.isFinite || fit.relativeResidual > maxResidual {
-            out.refusal = "the fit is poor (residual \(BarometerDecode.fixed(fit.relativeResidual * 100, 1)) %, at most "
-                + "\(BarometerDecode.fixed(maxResidual * 100, 1)) % is usable): move away from steel, magnets and cables "
+            out.refusal = "the fit is poor (residual \(fixed(fit.relativeResidual * 100, 1)) %, at most "
+                + "\(fixed(maxResidual * 100, 1)) % is usable): move away from steel, magnets and cables "
                 + "carrying current, turn the board slowly, and run it again"
         } else if !fieldRange.contains(fit.fieldStrength) {
-            out.refusal = "the fitted field is \(BarometerDecode.fixed(fit.fieldStrength, 1)) µT, not Earth's (22–67 µT): "
+            out.refusal = "the fitted field is \(fixed(fit.fieldStrength, 1)) µT, not Earth's (22–67 µT): "
                 + "a magnet or steel is close to the sensor, or the magnetometer is misconfigured"
         } else {
             out.configLines = Self.configLines(fit.calibration)
@@ -142,7 +142,7 @@ public final class MagCalibrationSession {
 
     /// The [orientation] lines, as lists the config parser reads (`mag_offset = [x, y, z]`).
     public static func configLines(_ c: MagCalibration) -> [String] {
-        func f(_ v: Double, _ d: Int) -> String { BarometerDecode.fixed(v, d) }
+        func f(_ v: Double, _ d: Int) -> String { fixed(v, d) }
         return ["mag_offset = [\(f(c.offset.x, 3)), \(f(c.offset.y, 3)), \(f(c.offset.z, 3))]",
                 "mag_matrix = [" + c.matrix.rowMajor.map { f($0, 6) }.joined(separator: ", ") + "]"]
     }

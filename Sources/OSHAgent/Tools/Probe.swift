@@ -227,31 +227,36 @@ public enum Probe {
             if let i = imus.first {
                 lines += ["", "[imu]", "chip = \"\(i.name)\"", "address = \"\(hex(i.address))\""]
                 let mags = best.chips.filter { $0.kind == .magnetometer }
+                // What the driver table says of the IMU's magnetometer: inside the package (seen on
+                // the bus, as the AK8963 in bypass, or not, as the ICM-20948's AK09916), fused on the
+                // chip (BNO055), or a separate chip on the bus.
+                let identity = IMUDrivers.identity(named: i.name)
                 var hasMag = false
-                switch i.name {
-                case IMUDrivers.mpu9250.name:
-                    hasMag = mags.contains { $0.name == IMUDrivers.ak8963.name }
-                    lines.append("magnetometer = \"\(hasMag ? "AK8963" : "none")\"")
-                    if !hasMag { notes.append("the MPU9250 at \(hex(i.address)) showed no AK8963 in bypass mode (a clone without one?)") }
-                case IMUDrivers.icm20948.name:
-                    hasMag = true
-                    lines.append("magnetometer = \"AK09916\"")
-                case IMUDrivers.bno055.name:
-                    hasMag = true
-                default:
-                    if let m = mags.first(where: { $0.name == IMUDrivers.lis3mdl.name }) {
+                if let own = identity?.builtInMagnetometer {
+                    if own == i.name {
                         hasMag = true
-                        lines += ["magnetometer = \"\(m.name)\"", "magnetometer_address = \"\(hex(m.address))\""]
+                    } else if IMUDrivers.magnetometers.contains(where: { $0.name == own }) {
+                        hasMag = mags.contains { $0.name == own }
+                        lines.append("magnetometer = \"\(hasMag ? own : "none")\"")
+                        if !hasMag { notes.append("the \(i.name) at \(hex(i.address)) showed no \(own) (a clone without one?)") }
                     } else {
-                        lines.append("magnetometer = \"none\"")
+                        hasMag = true
+                        lines.append("magnetometer = \"\(own)\"")
                     }
+                } else if let m = mags.first {
+                    hasMag = true
+                    lines += ["magnetometer = \"\(m.name)\"", "magnetometer_address = \"\(hex(m.address))\""]
+                } else {
+                    lines.append("magnetometer = \"none\"")
                 }
                 lines += ["accel_range = 4", "gyro_range = 500",
                           "mounting = \"+x,+y,+z\"   # board axes → device axes; turn it to match how the board sits"]
                 outputs += OutputKind.inertial.filter { hasMag || $0 != .magnetometer }.map(\.settingsKey)
                 if imus.count > 1 { notes.append("\(imus.count) IMUs on /dev/i2c-\(best.number); the first (\(i.name) at \(hex(i.address))) is used") }
                 if !hasMag { notes.append("no magnetometer: orientation runs without heading (IMU-only fusion)") }
-                else if i.name != IMUDrivers.bno055.name { notes.append("run `osh-edge calibrate mag` and put its two lines in [orientation]") }
+                else if !(identity?.measures.contains(.orientation) ?? false) {
+                    notes.append("run `osh-edge calibrate mag` and put its two lines in [orientation]")
+                }
             }
         }
         if let a = audio.first(where: { $0.name.hasPrefix("plughw:") }) ?? audio.first(where: { $0.name.hasPrefix("hw:") }) ?? audio.first {

@@ -116,3 +116,28 @@ public struct BMP3Raw: Sendable, Equatable {
          UInt8(truncatingIfNeeded: temperature), UInt8(truncatingIfNeeded: temperature >> 8), UInt8(truncatingIfNeeded: temperature >> 16)]
     }
 }
+
+/// `osh-edge decode` for the BMP388 and BMP390, with the range clamp Bosch's driver applies.
+public enum BMP3Decode {
+    public static let layout = BarometerByteLayout(
+        calibration: "21 bytes from 0x31 (0x31–0x45)", burst: "6 bytes from 0x04 (press xlsb lsb msb, temp xlsb lsb msb)",
+        calibrationBytes: BMP3Calibration.byteCount, burstBytes: BMP3Raw.byteCount)
+
+    public static func decode(chip: String, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
+        try layout.check(chip, calibration: cal, burst: burst)
+        let c = try BMP3Calibration(registers: cal)
+        guard let r = burst.withUnsafeBytes({ BMP3Raw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
+        let v = c.compensate(uncompensatedT: r.temperature, uncompensatedP: r.pressure)
+        let clamp: String? = switch v.clamp {
+        case .none: nil
+        case .temperatureBelowRange: "temperature below −40 °C (pressure not computed)"
+        case .temperatureAboveRange: "temperature above 85 °C (pressure not computed)"
+        case .pressureBelowRange: "pressure below 300 hPa"
+        case .pressureAboveRange: "pressure above 1250 hPa"
+        }
+        return BarometerDecodeResult(chip: chip, raw: [.init(name: "uncomp_T", value: Int(r.temperature)),
+                                                       .init(name: "uncomp_P", value: Int(r.pressure))],
+                                     celsius: v.celsius, pressurePa: v.pa, pressureHPa: v.pa / 100, humidityPercent: nil,
+                                     integer: nil, clamp: clamp)
+    }
+}

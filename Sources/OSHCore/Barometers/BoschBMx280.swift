@@ -205,3 +205,39 @@ public struct BMx280Raw: Sendable, Equatable {
         return out
     }
 }
+
+/// `osh-edge decode` for the BMP280 and BME280: the datasheet's floating-point and integer results.
+public enum BMx280Decode {
+    public static let bmp280Layout = BarometerByteLayout(
+        calibration: "24 bytes from 0x88 (0x88–0x9F)", burst: "6 bytes from 0xF7 (press msb lsb xlsb, temp msb lsb xlsb)",
+        calibrationBytes: BMP280Calibration.byteCount, burstBytes: 6)
+    public static let bme280Layout = BarometerByteLayout(
+        calibration: "33 bytes: 0x88–0xA1 (26) then 0xE1–0xE7 (7)", burst: "8 bytes from 0xF7 (press, temp, hum msb lsb)",
+        calibrationBytes: BME280Calibration.mainByteCount + BME280Calibration.humidityByteCount, burstBytes: 8)
+
+    public static func decode(chip: String, humidity: Bool, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
+        try (humidity ? bme280Layout : bmp280Layout).check(chip, calibration: cal, burst: burst)
+        let tp: BMP280Calibration
+        var hc: BME280Calibration?
+        if humidity {
+            let c = try BME280Calibration(registers: Array(cal[0..<BME280Calibration.mainByteCount]),
+                                          humidity: Array(cal[BME280Calibration.mainByteCount...]))
+            (tp, hc) = (c.tp, c)
+        } else {
+            tp = try BMP280Calibration(registers: cal)
+        }
+        guard let r = burst.withUnsafeBytes({ BMx280Raw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
+        let t = tp.temperature(adcT: r.adcT)
+        let pa = tp.pressurePa(adcP: r.adcP, tFine: t.tFine)
+        let ti = tp.temperatureInteger(adcT: r.adcT)
+        var values = [BarometerDecodeResult.RawValue(name: "adc_T", value: Int(r.adcT)), .init(name: "adc_P", value: Int(r.adcP))]
+        var h: Double?
+        if let hc, let adcH = r.adcH {
+            values.append(.init(name: "adc_H", value: Int(adcH)))
+            h = hc.humidityPercent(adcH: adcH, tFine: t.tFine)
+        }
+        return BarometerDecodeResult(chip: chip, raw: values, celsius: t.celsius, pressurePa: pa, pressureHPa: pa / 100,
+                                     humidityPercent: h,
+                                     integer: (ti.tFine, ti.centiCelsius, tp.pressureQ24_8(adcP: r.adcP, tFine: ti.tFine)), clamp: nil)
+    }
+}

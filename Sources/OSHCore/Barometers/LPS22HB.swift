@@ -35,3 +35,19 @@ public struct LPS22HBRaw: Sendable, Equatable {
                 UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8)]
     }
 }
+
+/// `osh-edge decode` for the LPS22HB: no calibration (it compensates on chip).
+public enum LPS22HBDecode {
+    public static let layout = BarometerByteLayout(
+        calibration: "none: give - (it compensates on chip)", burst: "5 bytes from 0x28 (PRESS_OUT_XL L H, TEMP_OUT_L H)",
+        calibrationBytes: 0, burstBytes: LPS22HBRaw.byteCount)
+
+    public static func decode(chip: String, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
+        try layout.check(chip, calibration: cal, burst: burst)
+        guard let r = burst.withUnsafeBytes({ LPS22HBRaw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
+        return BarometerDecodeResult(chip: chip, raw: [.init(name: "PRESS_OUT", value: Int(r.pressure)),
+                                                       .init(name: "TEMP_OUT", value: Int(r.temperature))],
+                                     celsius: r.celsius, pressurePa: r.pressureHPa * 100, pressureHPa: r.pressureHPa,
+                                     humidityPercent: nil, integer: nil, clamp: nil)
+    }
+}

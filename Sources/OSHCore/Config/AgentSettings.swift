@@ -177,7 +177,8 @@ public struct AgentSettings: Sendable, Equatable {
     /// real one, so the check refuses what the start would (this target does no I/O itself).
     /// `readProfile` reads the board profile `[system] profile` names (its path) — the file's
     /// bytes, or nil when there is none; without it a `profile` key is refused.
-    public static func parse(bytes: [UInt8], path: String,
+    /// `chips`: the chips this build drives (OSHPlatform's `ChipTable.known`).
+    public static func parse(bytes: [UInt8], path: String, chips: KnownChips,
                              fileProblem: ((String) -> String?)? = nil,
                              profileDirectory: String = BoardProfile.installedDirectory,
                              readProfile: ((String) throws -> [UInt8]?)? = nil) throws(ConfigErrors) -> AgentSettings {
@@ -187,7 +188,7 @@ public struct AgentSettings: Sendable, Equatable {
             throw ConfigErrors(syntax)
         }
         let profile = BoardProfile.apply(to: doc, path: path, directory: profileDirectory, read: readProfile)
-        var r = SettingsReader(path: path)
+        var r = SettingsReader(path: path, chips: chips)
         r.fileProblem = fileProblem
         r.profilePath = profile.path
         let settings = r.read(profile.doc)
@@ -203,7 +204,8 @@ public struct AgentSettings: Sendable, Equatable {
         let (doc, _) = ConfigParser.parseRecovering(bytes: bytes, path: path)
         let sections = doc.sections.filter { $0.name == ["led"] }
         guard sections.count == 1, let s = sections.first, !s.isDamaged else { return nil }
-        var r = SettingsReader(path: path)
+        // Only [led] is read: no chip names are checked.
+        var r = SettingsReader(path: path, chips: KnownChips(barometers: [], imus: [], magnetometers: []))
         var d = DeviceConfig()
         r.checkKeys(s, known: LEDSettings.keys)
         r.readDevices(s, kind: "led", into: &d)

@@ -8,12 +8,24 @@ public struct I2CConfig: Sendable, Equatable {
     public init() {}
 }
 
-/// The chips the drivers know, as the config names them (`auto` finds one, `none` disables).
-public enum KnownChips {
-    public static let barometers = ChipTable.barometers.map(\.name)
-    public static let imus = ChipTable.imus.map(\.name)
-    /// The bus's magnetometers and the one inside the ICM-20948 (reached only through it).
-    public static let magnetometers = ChipTable.magnetometers.map(\.name) + ["AK09916"]
+/// The chips a build drives, by class, as the configuration names them (`auto` finds one, `none`
+/// disables). The driver table (OSHPlatform's `ChipTable.known`) makes the value the agent and
+/// `config check` use; this target has no list of its own.
+public struct KnownChips: Sendable, Equatable {
+    public var barometers: [I2CChipIdentity]
+    public var imus: [I2CChipIdentity]
+    /// Magnetometers on the bus, and those reached only through their IMU (the AK09916).
+    public var magnetometers: [I2CChipIdentity]
+
+    public init(barometers: [I2CChipIdentity], imus: [I2CChipIdentity], magnetometers: [I2CChipIdentity]) {
+        self.barometers = barometers
+        self.imus = imus
+        self.magnetometers = magnetometers
+    }
+
+    public var barometerNames: [String] { barometers.map(\.name) }
+    public var imuNames: [String] { imus.map(\.name) }
+    public var magnetometerNames: [String] { magnetometers.map(\.name) }
 
     /// "MPU-9250", "mpu9250" → "MPU9250": users copy names from datasheets and shop pages.
     /// The one normaliser: the config, the driver tables and probe all compare names through it.
@@ -24,19 +36,14 @@ public enum KnownChips {
     /// The magnetometer inside an IMU package (the drivers report the same name when they find it),
     /// nil when the IMU has none of its own. Android names the magnetometer output after the
     /// magnetometer's own sensor, so this name, not the IMU's, is in `<chip>_Magnetometer_data`.
-    public static func builtInMagnetometer(_ imu: String) -> String? {
-        switch canonical(imu) {
-        case "MPU9250": return "AK8963"
-        case "ICM20948": return "AK09916"
-        case "BNO055": return "BNO055"
-        default: return nil
-        }
+    public func builtInMagnetometer(_ imu: String) -> String? {
+        imus.first { Self.canonical($0.name) == Self.canonical(imu) }?.builtInMagnetometer
     }
 }
 
 /// `[barometer]`.
 public struct BarometerConfig: Sendable, Equatable {
-    /// A name from `KnownChips.barometers`, "auto" or "none".
+    /// A name from `KnownChips.barometerNames`, "auto" or "none".
     public var chip = "auto"
     /// nil = every address the chip may have.
     public var address: UInt8?
@@ -167,12 +174,12 @@ extension SettingsReader {
         case "i2c":
             if let v = integer(s, "bus", 0...255) { d.i2c.bus = v }
         case "barometer":
-            if let c = chipName(s, "chip", KnownChips.barometers) { d.barometer.chip = c }
+            if let c = chipName(s, "chip", chips.barometerNames) { d.barometer.chip = c }
             if let a = address(s, "address") { d.barometer.address = a }
         case "imu":
-            if let c = chipName(s, "chip", KnownChips.imus) { d.imu.chip = c }
+            if let c = chipName(s, "chip", chips.imuNames) { d.imu.chip = c }
             if let a = address(s, "address") { d.imu.address = a }
-            if let c = chipName(s, "magnetometer", KnownChips.magnetometers) { d.imu.magnetometer = c }
+            if let c = chipName(s, "magnetometer", chips.magnetometerNames) { d.imu.magnetometer = c }
             if let a = address(s, "magnetometer_address") { d.imu.magnetometerAddress = a }
             if let v = integer(s, "accel_range", 2...16) {
                 if let r = AccelRange(g: v) { d.imu.accelRange = r }

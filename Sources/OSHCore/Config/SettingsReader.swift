@@ -5,11 +5,16 @@
 
 struct SettingsReader {
     let path: String
+    /// The chips this build drives (the driver table's), for `[barometer]` and `[imu]`.
+    let chips: KnownChips
     var errors: [ConfigError] = []
     /// AgentSettings.parse's `fileProblem`.
     var fileProblem: ((String) -> String?)?
 
-    init(path: String) { self.path = path }
+    init(path: String, chips: KnownChips) {
+        self.path = path
+        self.chips = chips
+    }
 
     static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "record", "orientation", "gps",
                                "i2c", "barometer", "imu", "audio", "camera", "led", "ptz", "log", "paths"]

@@ -83,8 +83,10 @@ public struct OutputOptions: Sendable, Equatable {
     public var barometerChip: String
     public var imuChip: String
 
+    /// `magnetometerChip`: the magnetometer's own name (the one in the IMU's package, or the
+    /// separate chip; the IMU's name when it has none) — the driver table knows which.
     public init(uid: String, north: NorthReference = .true, videoWidth: Int = 640, videoHeight: Int = 480,
-                cameraIndex: Int = 0, imuChip: String = "MPU9250", magnetometerChip: String? = nil,
+                cameraIndex: Int = 0, imuChip: String = "MPU9250", magnetometerChip: String = "AK8963",
                 barometerChip: String = "BMP280") {
         self.uid = uid
         self.north = north
@@ -94,8 +96,7 @@ public struct OutputOptions: Sendable, Equatable {
         self.imuChip = imuChip
         self.accelerometerName = imuChip + " Accelerometer"
         self.gyroscopeName = imuChip + " Gyroscope"
-        // The magnetometer chip's own name, as the running agent finds it (AK8963 in an MPU-9250).
-        self.magnetometerName = (magnetometerChip ?? KnownChips.builtInMagnetometer(imuChip) ?? imuChip) + " Magnetometer"
+        self.magnetometerName = magnetometerChip + " Magnetometer"
         self.barometerChip = barometerChip
     }
 

@@ -5,8 +5,20 @@ import OSHCore
 
 /// BMP388 and BMP390 (BST-BMP388-DS001, BST-BMP390-DS002): the same register map, IDs 0x50 / 0x60.
 public final class BMP3Driver: BarometerDriver {
-    public static let bmp388 = ChipTable.bmp388
-    public static let bmp390 = ChipTable.bmp390
+    public static let bmp388 = I2CChipIdentity(
+        name: "BMP388", kind: .barometer, addresses: [0x77, 0x76], idRegister: 0x00, idValues: [0x50],
+        note: "0x77 with SDO high (Adafruit default), 0x76 with SDO to GND", measures: [.pressure, .temperature])
+    public static let bmp390 = I2CChipIdentity(
+        name: "BMP390", kind: .barometer, addresses: [0x77, 0x76], idRegister: 0x00, idValues: [0x60],
+        note: "0x77 with SDO high (Adafruit default), 0x76 with SDO to GND", measures: [.pressure, .temperature])
+
+    /// The driver table's entries.
+    public static let bmp388Chip = BarometerChip(identity: bmp388, layout: BMP3Decode.layout,
+                                                 make: { BMP3Driver(bus: $0, address: $1, identity: bmp388) },
+                                                 decode: { try BMP3Decode.decode(chip: "BMP388", calibration: $0, burst: $1) })
+    public static let bmp390Chip = BarometerChip(identity: bmp390, layout: BMP3Decode.layout,
+                                                 make: { BMP3Driver(bus: $0, address: $1, identity: bmp390) },
+                                                 decode: { try BMP3Decode.decode(chip: "BMP390", calibration: $0, burst: $1) })
 
     // Registers (datasheet §4.3).
     public static let regID: UInt8 = 0x00, regErr: UInt8 = 0x02, regStatus: UInt8 = 0x03

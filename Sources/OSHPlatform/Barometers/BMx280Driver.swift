@@ -6,8 +6,21 @@ import OSHCore
 /// BMP280 and BME280 (BST-BMP280-DS001, BST-BME280-DS002): one register map, the BME280 adds
 /// humidity (ctrl_hum 0xF2, calibration 0xA1 and 0xE1–0xE7, data 0xFD–0xFE).
 public final class BMx280Driver: BarometerDriver {
-    public static let bmp280 = ChipTable.bmp280
-    public static let bme280 = ChipTable.bme280
+    public static let bmp280 = I2CChipIdentity(
+        name: "BMP280", kind: .barometer, addresses: [0x76, 0x77], idRegister: 0xD0, idValues: [0x58, 0x56, 0x57],
+        note: "0x76 with SDO to GND (most purple breakouts), 0x77 with SDO high (Adafruit)", measures: [.pressure, .temperature])
+    public static let bme280 = I2CChipIdentity(
+        name: "BME280", kind: .barometer, addresses: [0x76, 0x77], idRegister: 0xD0, idValues: [0x60],
+        note: "BMP280 plus humidity; many boards sold as BME280 carry a BMP280 (ID 0x58)",
+        measures: [.pressure, .temperature, .humidity])
+
+    /// The driver table's entries.
+    public static let bmp280Chip = BarometerChip(identity: bmp280, layout: BMx280Decode.bmp280Layout,
+                                                 make: { BMx280Driver(bus: $0, address: $1, identity: bmp280) },
+                                                 decode: { try BMx280Decode.decode(chip: "BMP280", humidity: false, calibration: $0, burst: $1) })
+    public static let bme280Chip = BarometerChip(identity: bme280, layout: BMx280Decode.bme280Layout,
+                                                 make: { BMx280Driver(bus: $0, address: $1, identity: bme280) },
+                                                 decode: { try BMx280Decode.decode(chip: "BME280", humidity: true, calibration: $0, burst: $1) })
 
     // Registers (datasheet §5.3 / §5.4).
     public static let regID: UInt8 = 0xD0, regReset: UInt8 = 0xE0, regCtrlHum: UInt8 = 0xF2, regStatus: UInt8 = 0xF3

@@ -107,25 +107,48 @@ func baroHex(_ v: UInt8) -> String {
 
 func baroSameName(_ a: String, _ b: String) -> Bool { KnownChips.canonical(a) == KnownChips.canonical(b) }
 
-/// The driver table: every barometer the agent knows, and how to open one by name or by looking.
+/// One barometer in the driver table (`ChipTable.barometers`): how it is recognised, how its
+/// driver is made, and what `osh-edge decode` takes and gives for it. Declared by its driver.
+public struct BarometerChip: Sendable {
+    public let identity: I2CChipIdentity
+    public let layout: BarometerByteLayout
+    private let make: @Sendable (I2CBus, UInt8) -> BarometerDriver
+    private let decodeBytes: @Sendable ([UInt8], [UInt8]) throws -> BarometerDecodeResult
+
+    public init(identity: I2CChipIdentity, layout: BarometerByteLayout,
+                make: @escaping @Sendable (I2CBus, UInt8) -> BarometerDriver,
+                decode: @escaping @Sendable ([UInt8], [UInt8]) throws -> BarometerDecodeResult) {
+        self.identity = identity
+        self.layout = layout
+        self.make = make
+        self.decodeBytes = decode
+    }
+
+    /// The driver at `address`, without touching the bus.
+    public func driver(bus: I2CBus, address: UInt8) -> BarometerDriver { make(bus, address) }
+
+    /// Compensated values from the calibration bytes and one data burst, as the driver computes them.
+    public func decode(calibration: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult { try decodeBytes(calibration, burst) }
+}
+
+/// Opening a barometer by name or by looking, from the driver table.
 public enum BarometerDrivers {
-    public static let identities = ChipTable.barometers
+    public static var chips: [BarometerChip] { ChipTable.barometers }
+    public static var identities: [I2CChipIdentity] { chips.map(\.identity) }
 
     public static var names: [String] { identities.map(\.name) }
 
-    /// The identity called `name` (case-insensitive).
-    public static func identity(named name: String) -> I2CChipIdentity? {
-        identities.first { baroSameName($0.name, name) }
+    /// The table's entry called `name` (case-insensitive, as the config spells it).
+    public static func chip(named name: String) -> BarometerChip? {
+        chips.first { baroSameName($0.identity.name, name) }
     }
+
+    /// The identity called `name` (case-insensitive).
+    public static func identity(named name: String) -> I2CChipIdentity? { chip(named: name)?.identity }
 
     /// A driver object for `identity` at `address`, without touching the bus.
     public static func driver(for identity: I2CChipIdentity, bus: I2CBus, address: UInt8) -> BarometerDriver? {
-        switch identity.name {
-        case BMx280Driver.bmp280.name, BMx280Driver.bme280.name: return BMx280Driver(bus: bus, address: address, identity: identity)
-        case BMP3Driver.bmp388.name, BMP3Driver.bmp390.name: return BMP3Driver(bus: bus, address: address, identity: identity)
-        case LPS22HBDriver.lps22hb.name: return LPS22HBDriver(bus: bus, address: address)
-        default: return nil
-        }
+        chip(named: identity.name)?.driver(bus: bus, address: address)
     }
 
     /// Finds and starts a barometer. `chip` is a name from `names` or "auto" (every known chip at

@@ -5,7 +5,14 @@ import OSHCore
 
 /// ST LPS22HB (DocID027083): compensated on chip, no calibration to read.
 public final class LPS22HBDriver: BarometerDriver {
-    public static let lps22hb = ChipTable.lps22hb
+    public static let lps22hb = I2CChipIdentity(
+        name: "LPS22HB", kind: .barometer, addresses: [0x5D, 0x5C], idRegister: 0x0F, idValues: [0xB1],
+        note: "0x5D with SA0 high (Adafruit default), 0x5C with SA0 low", measures: [.pressure, .temperature])
+
+    /// The driver table's entry.
+    public static let chip = BarometerChip(identity: lps22hb, layout: LPS22HBDecode.layout,
+                                           make: { LPS22HBDriver(bus: $0, address: $1) },
+                                           decode: { try LPS22HBDecode.decode(chip: "LPS22HB", calibration: $0, burst: $1) })
 
     // Registers (datasheet §8).
     public static let regWhoAmI: UInt8 = 0x0F, regCtrl1: UInt8 = 0x10, regCtrl2: UInt8 = 0x11, regResConf: UInt8 = 0x1A

@@ -35,7 +35,19 @@ public final class BNO055Driver: IMUDriver {
         public static let fusionRunning: UInt8 = 5
     }
 
-    public let identity = IMUDrivers.bno055
+    public static let bno055 = I2CChipIdentity(
+        name: "BNO055", kind: .imu, addresses: [0x28, 0x29], idRegister: 0x00, idValues: [0xA0],
+        note: "on-chip fusion; it stretches the I²C clock, which the Pi's hardware I²C mishandles "
+        + "(corrupt bytes, timeouts): add dtparam=i2c_arm_baudrate=10000 to /boot/firmware/config.txt "
+        + "(≈25 Hz reads at most) or use the i2c-gpio overlay",
+        measures: [.acceleration, .rotation, .magneticField, .orientation, .temperature], builtInMagnetometer: "BNO055")
+
+    /// The driver table's entry.
+    public static let chip = IMUChip(identity: bno055) {
+        BNO055Driver(bus: $0, address: $1, whoAmI: $2, settings: $3, sleep: $4)
+    }
+
+    public let identity = BNO055Driver.bno055
     public let address: UInt8
     public var bus: I2CBus { io.bus }
     public let whoAmI: UInt8

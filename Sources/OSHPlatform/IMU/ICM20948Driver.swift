@@ -77,7 +77,36 @@ public final class ICM20948Driver: IMUDriver {
         public static let overflow: UInt8 = 0x08
     }
 
-    public let identity = IMUDrivers.icm20948
+    public static let icm20948 = I2CChipIdentity(
+        name: "ICM20948", kind: .imu, addresses: [0x69, 0x68], idRegister: 0x00, idValues: [0xEA],
+        note: "9-axis: AK09916 magnetometer read through the chip's own I²C master",
+        measures: [.acceleration, .rotation, .magneticField, .temperature], builtInMagnetometer: "AK09916")
+    /// Inside the package, on the chip's auxiliary bus: never on the Pi's bus (probe does not look for it).
+    public static let ak09916 = I2CChipIdentity(
+        name: "AK09916", kind: .magnetometer, addresses: [AK09916.address], idRegister: 0x01, idValues: [AK09916.wia2Value],
+        note: "inside the ICM-20948, read through its auxiliary I²C master", measures: [.magneticField])
+
+    /// The driver table's entry. Its ID read first returns the chip to register bank 0: the
+    /// ICM-20948 keeps its bank across a restart of the agent.
+    public static let chip = IMUChip(identity: icm20948, readID: { bus, address in try readID(bus: bus, address: address) }) {
+        ICM20948Driver(bus: $0, address: $1, whoAmI: $2, settings: $3, sleep: $4)
+    }
+
+    /// WHO_AM_I in bank 0; when another bank is selected it reads something else, so a
+    /// REG_BANK_SEL that holds only bank bits is reset to bank 0 and the ID read again.
+    static func readID(bus: I2CBus, address: UInt8) throws -> UInt8 {
+        let v = try bus.readRegister(address, icm20948.idRegister ?? 0)
+        if !icm20948.matches(id: v) {
+            let bank = try bus.readRegister(address, Reg.bankSel)
+            if bank != 0, bank & ~0x30 == 0 {
+                try bus.writeRegister(address, Reg.bankSel, 0)
+                return try bus.readRegister(address, icm20948.idRegister ?? 0)
+            }
+        }
+        return v
+    }
+
+    public let identity = ICM20948Driver.icm20948
     public let address: UInt8
     public var bus: I2CBus { io.bus }
     public let whoAmI: UInt8

@@ -107,25 +107,62 @@ public struct IMUProbeHit: Sendable, Equatable {
     public var whoAmI: UInt8
 }
 
-public enum IMUDrivers {
-    public static let mpu6050 = ChipTable.mpu6050
-    public static let mpu6500 = ChipTable.mpu6500
-    public static let mpu9250 = ChipTable.mpu9250
-    public static let icm20948 = ChipTable.icm20948
-    public static let lsm6dsox = ChipTable.lsm6dsox
-    public static let bno055 = ChipTable.bno055
-    public static let ak8963 = ChipTable.ak8963
-    public static let lis3mdl = ChipTable.lis3mdl
+/// One IMU in the driver table (`ChipTable.imus`): how it is recognised, how its ID is read and
+/// how its driver is made once it answered. Declared by its driver.
+public struct IMUChip: Sendable {
+    public let identity: I2CChipIdentity
+    private let readIDFunc: (@Sendable (I2CBus, UInt8) throws -> UInt8)?
+    private let make: @Sendable (I2CBus, UInt8, UInt8, IMUDriverSettings, @escaping (Double) -> Void) -> IMUDriver
 
+    /// `readID`: only for a chip whose ID register needs more than one read (a register bank).
+    public init(identity: I2CChipIdentity, readID: (@Sendable (I2CBus, UInt8) throws -> UInt8)? = nil,
+                make: @escaping @Sendable (_ bus: I2CBus, _ address: UInt8, _ whoAmI: UInt8, _ settings: IMUDriverSettings,
+                                           _ sleep: @escaping (Double) -> Void) -> IMUDriver) {
+        self.identity = identity
+        readIDFunc = readID
+        self.make = make
+    }
+
+    /// The ID register's value at `address`.
+    public func readID(bus: I2CBus, address: UInt8) throws -> UInt8 {
+        if let f = readIDFunc { return try f(bus, address) }
+        return try bus.readRegister(address, identity.idRegister ?? 0)
+    }
+
+    /// The driver for a chip that answered `whoAmI`, not yet reset or configured (no bus traffic).
+    public func driver(bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings,
+                       sleep: @escaping (Double) -> Void) -> IMUDriver {
+        make(bus, address, whoAmI, settings, sleep)
+    }
+}
+
+public enum IMUDrivers {
+    // The chips tests and tools name (the identities are their drivers').
+    public static let mpu6050 = MPUDriver.mpu6050
+    public static let mpu6500 = MPUDriver.mpu6500
+    public static let mpu9250 = MPUDriver.mpu9250
+    public static let icm20948 = ICM20948Driver.icm20948
+    public static let lsm6dsox = LSM6DSOXDriver.lsm6dsox
+    public static let bno055 = BNO055Driver.bno055
+    public static let ak8963 = MPUDriver.ak8963
+    public static let lis3mdl = LSM6DSOXDriver.lis3mdl
+
+    public static var chips: [IMUChip] { ChipTable.imus }
     /// Every IMU this build can drive, in probing order.
-    public static let identities = ChipTable.imus
-    /// Separate magnetometers (probe lists them; `open` pairs them).
-    public static let magnetometers = ChipTable.magnetometers
+    public static var identities: [I2CChipIdentity] { chips.map(\.identity) }
+    /// Magnetometers on the bus (probe lists them; `open` pairs them).
+    public static var magnetometers: [I2CChipIdentity] { ChipTable.magnetometers.filter { $0.name != ICM20948Driver.ak09916.name } }
 
     /// The identity a config name means (case and dashes ignored: "mpu-9250" = "MPU9250").
     public static func identity(named name: String) -> I2CChipIdentity? {
         let key = normalise(name)
-        return (identities + magnetometers).first { normalise($0.name) == key }
+        return (identities + ChipTable.magnetometers).first { normalise($0.name) == key }
+    }
+
+    /// The table's entry for an IMU called `name`.
+    public static func chip(named name: String) -> IMUChip? {
+        let key = normalise(name)
+        return chips.first { normalise($0.identity.name) == key }
     }
 
     static func normalise(_ s: String) -> String { KnownChips.canonical(s) }
@@ -172,7 +209,8 @@ public enum IMUDrivers {
                     }
                     continue
                 }
-                return try make(id, bus: bus, address: a, whoAmI: value, settings: settings, sleep: sleep)
+                guard let c = Self.chip(named: id.name) else { continue }
+                return try make(c, bus: bus, address: a, whoAmI: value, settings: settings, sleep: sleep)
             }
         }
         if let e = wrongID { throw e }
@@ -180,37 +218,17 @@ public enum IMUDrivers {
                        operation: "looking for an IMU (tried " + tried.joined(separator: ", ") + ")")
     }
 
-    static func make(_ id: I2CChipIdentity, bus: I2CBus, address: UInt8, whoAmI: UInt8,
+    static func make(_ chip: IMUChip, bus: I2CBus, address: UInt8, whoAmI: UInt8,
                      settings: IMUDriverSettings, sleep: @escaping (Double) -> Void) throws -> IMUDriver {
-        let d: IMUDriver
-        switch id.name {
-        case mpu6050.name, mpu6500.name, mpu9250.name:
-            d = MPUDriver(identity: id, bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
-        case icm20948.name:
-            d = ICM20948Driver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
-        case lsm6dsox.name:
-            d = LSM6DSOXDriver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
-        default:
-            d = BNO055Driver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
-        }
+        let d = chip.driver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
         try d.reopen()
         return d
     }
 
-    /// Reads a chip's ID register. The ICM-20948 keeps its register bank across a restart of
-    /// the agent; when bank 0 is not selected its ID register reads something else, so a
-    /// REG_BANK_SEL that holds only bank bits is reset to bank 0 and the ID read again.
+    /// Reads a chip's ID register (through its table entry when it is one: a register bank first).
     static func readID(bus: I2CBus, identity id: I2CChipIdentity, address: UInt8) throws -> UInt8 {
-        let reg = id.idRegister ?? 0
-        let v = try bus.readRegister(address, reg)
-        if id.name == icm20948.name, !id.matches(id: v) {
-            let bank = try bus.readRegister(address, ICM20948Driver.Reg.bankSel)
-            if bank != 0, bank & ~0x30 == 0 {
-                try bus.writeRegister(address, ICM20948Driver.Reg.bankSel, 0)
-                return try bus.readRegister(address, reg)
-            }
-        }
-        return v
+        if let c = chip(named: id.name) { return try c.readID(bus: bus, address: address) }
+        return try bus.readRegister(address, id.idRegister ?? 0)
     }
 
     /// Every known IMU and magnetometer answering on `bus`, by address and ID register.

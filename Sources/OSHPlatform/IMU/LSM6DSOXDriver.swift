@@ -56,7 +56,20 @@ public final class LSM6DSOXDriver: IMUDriver {
         public static let bdu: UInt8 = 0x40
     }
 
-    public let identity = IMUDrivers.lsm6dsox
+    public static let lsm6dsox = I2CChipIdentity(
+        name: "LSM6DSOX", kind: .imu, addresses: [0x6A, 0x6B], idRegister: 0x0F, idValues: [0x6C],
+        note: "6-axis; pair it with a LIS3MDL magnetometer (0x1C/0x1E) for heading",
+        measures: [.acceleration, .rotation, .temperature])
+    public static let lis3mdl = I2CChipIdentity(
+        name: "LIS3MDL", kind: .magnetometer, addresses: [0x1C, 0x1E], idRegister: 0x0F, idValues: [0x3D],
+        measures: [.magneticField])
+
+    /// The driver table's entry.
+    public static let chip = IMUChip(identity: lsm6dsox) {
+        LSM6DSOXDriver(bus: $0, address: $1, whoAmI: $2, settings: $3, sleep: $4)
+    }
+
+    public let identity = LSM6DSOXDriver.lsm6dsox
     public let address: UInt8
     public var bus: I2CBus { io.bus }
     public let whoAmI: UInt8

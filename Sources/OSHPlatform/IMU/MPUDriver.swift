@@ -69,6 +69,31 @@ public final class MPUDriver: IMUDriver {
 
     public enum Variant: Sendable { case mpu6050, mpu6500, mpu9250 }
 
+    public static let mpu6050 = I2CChipIdentity(
+        name: "MPU6050", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x68],
+        note: "6-axis, no magnetometer (an MPU-9150 also answers 0x68)", measures: [.acceleration, .rotation, .temperature])
+    public static let mpu6500 = I2CChipIdentity(
+        name: "MPU6500", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x70],
+        note: "6-axis, no magnetometer", measures: [.acceleration, .rotation, .temperature])
+    public static let mpu9250 = I2CChipIdentity(
+        name: "MPU9250", kind: .imu, addresses: [0x68, 0x69], idRegister: 0x75, idValues: [0x71, 0x73],
+        note: "9-axis: AK8963 magnetometer at 0x0C, reached in bypass mode (0x73 is the MPU-9255)",
+        measures: [.acceleration, .rotation, .magneticField, .temperature], builtInMagnetometer: "AK8963")
+    public static let ak8963 = I2CChipIdentity(
+        name: "AK8963", kind: .magnetometer, addresses: [0x0C], idRegister: 0x00, idValues: [0x48],
+        note: "inside the MPU-9250; visible on the bus only while the MPU-9250 is in bypass mode", measures: [.magneticField])
+
+    /// The driver table's entries.
+    public static let mpu6050Chip = chip(mpu6050, .mpu6050)
+    public static let mpu6500Chip = chip(mpu6500, .mpu6500)
+    public static let mpu9250Chip = chip(mpu9250, .mpu9250)
+
+    private static func chip(_ id: I2CChipIdentity, _ variant: Variant) -> IMUChip {
+        IMUChip(identity: id) { bus, address, whoAmI, settings, sleep in
+            MPUDriver(identity: id, variant: variant, bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
+        }
+    }
+
     public let identity: I2CChipIdentity
     public let address: UInt8
     public var bus: I2CBus { io.bus }
@@ -90,18 +115,14 @@ public final class MPUDriver: IMUDriver {
     private var sinceMag = 0
     private var lastMag: IMUVector?
 
-    init(identity: I2CChipIdentity, bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings,
+    init(identity: I2CChipIdentity, variant: Variant, bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings,
          sleep: @escaping (Double) -> Void) {
         self.identity = identity
         self.address = address
         self.whoAmI = whoAmI
         self.settings = settings
         self.sleep = sleep
-        switch identity.name {
-        case IMUDrivers.mpu6050.name: variant = .mpu6050
-        case IMUDrivers.mpu6500.name: variant = .mpu6500
-        default: variant = .mpu9250
-        }
+        self.variant = variant
         io = IMURegisterIO(bus: bus, address: address, chip: identity.name, capacity: IMUFifoLayout.maxTransferBytes)
     }
 

@@ -108,3 +108,12 @@ public final class SimulatedBMP3: RegisterMapDevice {
         conversions += 1
     }
 }
+
+extension BMP3Driver: SimulatedBarometerModel {
+    /// elixir-sensors' BMP388 calibration, with this chip's ID.
+    public func simulatedDevice(environment: BarometerEnvironment?) throws -> RegisterMapDevice {
+        let d = try SimulatedBMP3(chipID: identity.idValues[0], calibration: SimulatedBarometerBoard.bmp3Calibration)
+        d.environment = environment
+        return d
+    }
+}

@@ -121,3 +121,15 @@ public final class SimulatedBMx280: RegisterMapDevice {
         conversions += 1
     }
 }
+
+extension BMx280Driver: SimulatedBarometerModel {
+    /// A real part's calibration: the datasheet's worked example (BMP280), pimoroni's (BME280).
+    public func simulatedDevice(environment: BarometerEnvironment?) throws -> RegisterMapDevice {
+        let d = hasHumidity
+            ? try SimulatedBMx280(chipID: 0x60, calibration: SimulatedBarometerBoard.bme280Calibration,
+                                  humidity: SimulatedBarometerBoard.bme280HumidityCalibration)
+            : try SimulatedBMx280(chipID: 0x58, calibration: SimulatedBarometerBoard.bmp280Calibration)
+        d.environment = environment
+        return d
+    }
+}

@@ -9,6 +9,13 @@ func saneEnvironment(_ e: (hPa: Double, celsius: Double)) -> (hPa: Double, celsi
     (e.hPa.isFinite ? e.hPa : 1013.25, e.celsius.isFinite ? e.celsius : 15)
 }
 
+/// What a barometer driver's chip is, simulated: its register map, measuring `environment`. Each
+/// simulated chip's file conforms its driver, so the driver table reaches the model through the
+/// driver and no list of simulated chips exists apart from the table.
+public protocol SimulatedBarometerModel {
+    func simulatedDevice(environment: BarometerEnvironment?) throws -> RegisterMapDevice
+}
+
 /// Builds a simulated barometer for the demo and tests: the chip `chip` (a name from
 /// `BarometerDrivers.names`) with a real part's calibration, attached to `bus` at `address`
 /// (nil: the chip's default strap), measuring `environment`. The agent then reads it through the
@@ -24,29 +31,17 @@ public enum SimulatedBarometerBoard {
     public static let bmp3Calibration: [UInt8] = [0x23, 0x6B, 0x58, 0x49, 0xF6, 0x5C, 0xFF, 0xCE, 0xF4, 0x23, 0x00, 0xEA, 0x63, 0x6E,
                                                   0x79, 0xF3, 0xF6, 0xAA, 0x43, 0x12, 0xC4]
 
-    /// The simulated chip for `chip` (not attached). Throws for an unknown name.
+    /// The simulated chip for `chip` (not attached), as its driver's simulation extension models
+    /// it. Throws for a name the driver table does not know, or a chip nothing simulates.
     public static func makeDevice(chip: String, environment: BarometerEnvironment?) throws -> RegisterMapDevice {
-        guard let id = BarometerDrivers.identity(named: chip) else {
+        guard let entry = BarometerDrivers.chip(named: chip) else {
             throw BarometerDataError("cannot simulate barometer '\(chip)': not a known chip; use one of \(BarometerDrivers.names.joined(separator: ", "))")
         }
-        switch id.name {
-        case "BMP280":
-            let d = try SimulatedBMx280(chipID: 0x58, calibration: bmp280Calibration)
-            d.environment = environment
-            return d
-        case "BME280":
-            let d = try SimulatedBMx280(chipID: 0x60, calibration: bme280Calibration, humidity: bme280HumidityCalibration)
-            d.environment = environment
-            return d
-        case "BMP388", "BMP390":
-            let d = try SimulatedBMP3(chipID: id.idValues[0], calibration: bmp3Calibration)
-            d.environment = environment
-            return d
-        default:
-            let d = SimulatedLPS22HB()
-            d.environment = environment
-            return d
+        // The driver's type carries its chip's model (SimulatedBarometerModel, in its chip's file).
+        guard let model = entry.driver(bus: SimulatedI2CBus(), address: 0) as? SimulatedBarometerModel else {
+            throw BarometerDataError("cannot simulate barometer '\(entry.identity.name)': no register model for its driver")
         }
+        return try model.simulatedDevice(environment: environment)
     }
 
     /// Attaches a simulated `chip` at `address` (default: the chip's first address) and returns it.

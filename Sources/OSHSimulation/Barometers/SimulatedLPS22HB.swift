@@ -92,3 +92,11 @@ public final class SimulatedLPS22HB: RegisterMapDevice {
         conversions += 1
     }
 }
+
+extension LPS22HBDriver: SimulatedBarometerModel {
+    public func simulatedDevice(environment: BarometerEnvironment?) throws -> RegisterMapDevice {
+        let d = SimulatedLPS22HB()
+        d.environment = environment
+        return d
+    }
+}

@@ -83,6 +83,21 @@ public final class SimulatedBNO055: SimulatedIMUChip {
     }
 }
 
+/// What an IMU driver's chip is, simulated: the chip (and the magnetometer beside or inside it)
+/// on `bus`, all but the IMU itself attached. Each simulated chip's file conforms its driver.
+public protocol SimulatedIMUModel {
+    func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+                        clock: @escaping () -> Double) -> SimulatedIMUBoard
+}
+
+extension BNO055Driver: SimulatedIMUModel {
+    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+        SimulatedIMUBoard(chip: identity.name, address: address,
+                          imu: SimulatedBNO055(truth: truth, clock: clock, mounting: mounting), magnetometer: nil)
+    }
+}
+
 /// A board with one IMU (and its magnetometer) on a simulated bus: what `osh-edge-dev demo` and
 /// the tests attach. Chip names as `IMUDrivers.identities` spell them.
 public final class SimulatedIMUBoard {
@@ -114,31 +129,18 @@ public final class SimulatedIMUBoard {
     public static func attach(to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
                               truth: @escaping IMUTruthSource, mounting: AxisMap = .identity,
                               clock: @escaping () -> Double) throws -> SimulatedIMUBoard {
-        guard let id = IMUDrivers.identity(named: chip), id.kind == .imu else {
+        guard let entry = IMUDrivers.chip(named: chip) else {
             throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
                            operation: "simulating \"\(chip)\": not one of " + IMUDrivers.identities.map(\.name).joined(separator: ", "))
         }
+        let id = entry.identity
         let a = address ?? id.addresses[0]
-        let board: SimulatedIMUBoard
-        switch id.name {
-        case IMUDrivers.mpu6050.name, IMUDrivers.mpu6500.name, IMUDrivers.mpu9250.name:
-            let v: MPUDriver.Variant = id.name == IMUDrivers.mpu6050.name ? .mpu6050 : (id.name == IMUDrivers.mpu6500.name ? .mpu6500 : .mpu9250)
-            let mpu = SimulatedMPU(variant: v, truth: truth, clock: clock, mounting: mounting)
-            if let ak = mpu.ak8963 { bus.attach(ak, at: MPUDriver.AK8963.address) }
-            board = SimulatedIMUBoard(chip: id.name, address: a, imu: mpu, magnetometer: mpu.ak8963)
-        case IMUDrivers.icm20948.name:
-            let icm = SimulatedICM20948(truth: truth, clock: clock, mounting: mounting)
-            bus.attach(icm.ak09916, at: ICM20948Driver.AK09916.address) // visible only in bypass
-            board = SimulatedIMUBoard(chip: id.name, address: a, imu: icm, magnetometer: icm.ak09916)
-        case IMUDrivers.lsm6dsox.name:
-            let lsm = SimulatedLSM6DSOX(truth: truth, clock: clock, mounting: mounting)
-            let lis = SimulatedLIS3MDL(truth: truth, clock: clock, mounting: mounting)
-            bus.attach(lis, at: IMUDrivers.lis3mdl.addresses[0])
-            board = SimulatedIMUBoard(chip: id.name, address: a, imu: lsm, magnetometer: lis)
-        default:
-            let bno = SimulatedBNO055(truth: truth, clock: clock, mounting: mounting)
-            board = SimulatedIMUBoard(chip: id.name, address: a, imu: bno, magnetometer: nil)
+        // The driver's type carries its chip's model (SimulatedIMUModel, in its chip's file).
+        let driver = entry.driver(bus: bus, address: a, whoAmI: id.idValues[0], settings: IMUDriverSettings(), sleep: { _ in })
+        guard let model = driver as? SimulatedIMUModel else {
+            throw I2CError(.unsupported, bus: bus.number, address: a, operation: "simulating \(id.name): no register model for its driver")
         }
+        let board = model.simulatedBoard(on: bus, address: a, truth: truth, mounting: mounting, clock: clock)
         bus.attach(board.imu, at: a)
         return board
     }

@@ -172,3 +172,13 @@ public final class SimulatedICM20948: SimulatedIMUChip {
         banks[0][reg + 1] = UInt8(u & 0xFF)
     }
 }
+
+extension ICM20948Driver: SimulatedIMUModel {
+    /// The AK09916 sits on the chip's auxiliary bus: visible at 0x0C only in bypass.
+    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+        let icm = SimulatedICM20948(truth: truth, clock: clock, mounting: mounting)
+        bus.attach(icm.ak09916, at: ICM20948Driver.AK09916.address)
+        return SimulatedIMUBoard(chip: identity.name, address: address, imu: icm, magnetometer: icm.ak09916)
+    }
+}

@@ -143,3 +143,13 @@ public final class SimulatedMPU: SimulatedIMUChip {
         dataReadyLatched = true
     }
 }
+
+extension MPUDriver: SimulatedIMUModel {
+    /// The MPU-9250's AK8963 answers at 0x0C (in bypass mode, as on the real part).
+    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+        let mpu = SimulatedMPU(variant: variant, truth: truth, clock: clock, mounting: mounting)
+        if let ak = mpu.ak8963 { bus.attach(ak, at: MPUDriver.AK8963.address) }
+        return SimulatedIMUBoard(chip: identity.name, address: address, imu: mpu, magnetometer: mpu.ak8963)
+    }
+}

@@ -189,3 +189,14 @@ public final class SimulatedLIS3MDL: SimulatedIMUChip {
         ready = true
     }
 }
+
+extension LSM6DSOXDriver: SimulatedIMUModel {
+    /// With a LIS3MDL beside it at its default address, as on Adafruit's 9-DoF pairing.
+    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+        let lsm = SimulatedLSM6DSOX(truth: truth, clock: clock, mounting: mounting)
+        let lis = SimulatedLIS3MDL(truth: truth, clock: clock, mounting: mounting)
+        bus.attach(lis, at: LSM6DSOXDriver.lis3mdl.addresses[0])
+        return SimulatedIMUBoard(chip: identity.name, address: address, imu: lsm, magnetometer: lis)
+    }
+}

@@ -1,0 +1,39 @@
+import OSHCore
+
+// The driver table: every I²C chip osh-edge drives, by device class. Each entry is declared by its
+// driver (identity, how the driver is made, what `decode` takes); the configuration's chip names,
+// `auto`, `osh-edge probe`, `decode`, the usage text and the simulators read these lists and
+// nothing else. A new chip is its own files and one line here.
+
+public enum ChipTable {
+    /// Barometers, in the order `auto` tries them.
+    public static let barometers: [BarometerChip] = [
+        BMx280Driver.bmp280Chip,
+        BMx280Driver.bme280Chip,
+        BMP3Driver.bmp388Chip,
+        BMP3Driver.bmp390Chip,
+        LPS22HBDriver.chip,
+    ]
+
+    /// IMUs in probing order (the MPU family before the ICM-20948: both sit at 0x68/0x69, and
+    /// WHO_AM_I at 0x75 is the cheaper test).
+    public static let imus: [IMUChip] = [
+        MPUDriver.mpu9250Chip,
+        MPUDriver.mpu6500Chip,
+        MPUDriver.mpu6050Chip,
+        ICM20948Driver.chip,
+        LSM6DSOXDriver.chip,
+        BNO055Driver.chip,
+    ]
+
+    /// Magnetometers: on the bus (probe finds them), and inside an IMU (reached through it).
+    public static let magnetometers: [I2CChipIdentity] = [
+        LSM6DSOXDriver.lis3mdl,
+        MPUDriver.ak8963,
+        ICM20948Driver.ak09916,
+    ]
+
+    /// The names the configuration accepts, by class.
+    public static let known = KnownChips(barometers: barometers.map(\.identity), imus: imus.map(\.identity),
+                                         magnetometers: magnetometers)
+}
