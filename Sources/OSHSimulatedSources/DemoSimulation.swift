@@ -34,8 +34,8 @@ public final class DemoSimulation: SimulationProvider {
         try simulatedBus(bus).attach(SimulatedPCA9685(), at: address)
     }
 
-    public func fill(_ outputName: String, at t: Double, into out: UnsafeMutableBufferPointer<Double>) -> Bool {
-        sensors.fill(outputName, at: t, into: out)
+    public func fill(_ kind: OutputKind, at t: Double, into out: UnsafeMutableBufferPointer<Double>) -> Bool {
+        sensors.fill(kind, at: t, into: out)
         return true
     }
 

@@ -90,9 +90,10 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual(s.devices.camera.device, "/dev/video0")
         XCTAssertEqual(s.devices.camera.width, 640)
         XCTAssertEqual(s.devices.camera.encoder, .hardware)
-        for o in ["barometer", "quat_orientation_data", "euler_orientation_data", "magnetometer", "audio_level", "camera0_H264"] {
+        for o in ["barometer", "temperature", "quat_orientation_data", "euler_orientation_data", "magnetometer", "audio_level", "camera0_H264"] {
             XCTAssertEqual(s.outputs[o]?.enabled, true, o)
         }
+        XCTAssertEqual(s.outputs["humidity"]?.enabled, false, "a BMP280 measures no humidity")
 
         let table = report.table
         if ProcessInfo.processInfo.environment["PROBE_PRINT"] != nil { print(table); print(report.json) }

@@ -37,7 +37,7 @@ final class SchemaCommandTests: XCTestCase {
                                     options: OutputOptions(uid: identity.uid, north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO"),
                                     validFrom: 0)
         let docs = try SchemaCommand.documents(request)
-        XCTAssertEqual(docs.count, 10)
+        XCTAssertEqual(docs.count, 12, "Android's ten, temperature and humidity")
         let gps = docs.first { $0.contains("\"outputName\":\"gps_data\"") }
         XCTAssertEqual(gps, DatastreamBody.string(OutputCatalogue.gps(request.options), systemLabel: identity.label, scalarFormat: .omJSON))
     }
@@ -59,7 +59,7 @@ final class SchemaCommandTests: XCTestCase {
                          "--label", "Android Sensors [Android2-0253]", "--north", "magnetic", "--imu", "LSM6DSO"])
         XCTAssertEqual(r.status, 0, r.err)
         let lines = r.out.split(separator: "\n").map(String.init)
-        XCTAssertEqual(lines.count, 10)
+        XCTAssertEqual(lines.count, 12)
         let o = OutputOptions(uid: "urn:osh:android:7ae57419dd427e4c:droid2", north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")
         for spec in OutputCatalogue.all(o) {
             XCTAssertTrue(lines.contains(DatastreamBody.string(spec, systemLabel: "Android Sensors [Android2-0253]", scalarFormat: .omJSON)),

@@ -289,8 +289,8 @@ final class ConfigTests: XCTestCase {
 
     func testUnknownSectionsAndNames() {
         let sections = "known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
-        let outputs = "gps_data, quat_orientation_data, euler_orientation_data, barometer, audio_level, camera0_H264, "
-            + "accelerometer, gyroscope, magnetometer, device_health"
+        let outputs = "quat_orientation_data, euler_orientation_data, accelerometer, gyroscope, magnetometer, barometer, "
+            + "temperature, humidity, gps_data, camera0_H264, audio_level, device_health"
         XCTAssertEqual(errors(server + "[publsher]\n"), ["osh-edge.conf:3: section [publsher] is not known (did you mean [publisher]?); " + sections])
         XCTAssertEqual(errors(server + "[output.gps_data]\n"), ["osh-edge.conf:3: section [output.gps_data] is not known (did you mean [outputs.NAME]?); " + sections])
         XCTAssertEqual(errors(server + "[video]\n"), ["osh-edge.conf:3: section [video] is not known; " + sections])

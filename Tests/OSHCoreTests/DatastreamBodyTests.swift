@@ -181,7 +181,7 @@ final class DatastreamBodyTests: XCTestCase {
     func testAllOutputsHaveUniqueNamesAndATimeFieldFirst() {
         let specs = OutputCatalogue.all(OutputOptions(uid: "urn:osh:rpi:10000000abcdef12"))
         XCTAssertEqual(Set(specs.map(\.outputName)).count, specs.count)
-        XCTAssertEqual(specs.count, 10)
+        XCTAssertEqual(specs.count, 12)
         for s in specs {
             XCTAssertEqual(s.leaves.first?.path, "/time", s.outputName)
             XCTAssertEqual(s.leaves.first?.component.definition, SWE.samplingTime, s.outputName)

@@ -22,7 +22,7 @@ final class TypedOutputTests: XCTestCase {
     func testEveryCatalogueOutputHasItsKind() {
         let kinds = OutputCatalogue.all(o).map(\.kind)
         XCTAssertEqual(kinds, [.quatOrientation, .eulerOrientation, .accelerometer, .gyroscope, .magnetometer, .barometer,
-                               .gps, .video, .audioLevel, .deviceHealth])
+                               .temperature, .humidity, .gps, .video, .audioLevel, .deviceHealth])
         XCTAssertEqual(OutputCatalogue.all(OutputOptions(uid: "u", imuChip: "ICM20948", magnetometerChip: "AK09916")).first { $0.kind == .magnetometer }?.outputName,
                        "AK09916_Magnetometer_data")
     }
@@ -49,6 +49,8 @@ final class TypedOutputTests: XCTestCase {
         try check(AngularRateSample.self, OutputCatalogue.gyroscope(o))
         try check(MagneticFieldSample.self, OutputCatalogue.magnetometer(o))
         try check(BarometerSample.self, OutputCatalogue.barometer(o))
+        try check(TemperatureSample.self, OutputCatalogue.temperature(o))
+        try check(HumiditySample.self, OutputCatalogue.humidity(o))
         try check(PositionSample.self, OutputCatalogue.gps(o))
         try check(AudioLevelSample.self, OutputCatalogue.audioLevel(o))
         try check(DeviceHealthSample.self, OutputCatalogue.deviceHealth(o))

@@ -43,6 +43,9 @@ public final class BarometerInput {
     public private(set) var skipped = 0
     /// Where samples go: the `barometer` output's port once the runtime starts (`Hardware.start`).
     public var sink: Sink
+    /// The chip's temperature and (BME280) humidity with each sample, when those outputs are published.
+    public var temperatureSink: ((_ monotonicTime: Double, _ sample: TemperatureSample) -> Void)?
+    public var humiditySink: ((_ monotonicTime: Double, _ sample: HumiditySample) -> Void)?
 
     /// Opens the chip on `bus` (identify, reset, calibration, configuration). Throws an `I2CError`
     /// when it is absent (`isAbsent`: do not register the output) or answers wrongly, or a
@@ -78,6 +81,10 @@ public final class BarometerInput {
             lastReading = reading
             samples += 1
             sink(t, sample)
+            if let r = reading {
+                temperatureSink?(t, TemperatureSample(celsius: r.celsius))
+                if let h = r.humidityPercent { humiditySink?(t, HumiditySample(percent: h)) }
+            }
         case .skip:
             skipped += 1
         case .failure(let emptyReads):

@@ -30,6 +30,8 @@ public struct HardwarePlan: Sendable {
     /// A pan-tilt unit ([ptz] chip = "PCA9685").
     public var ptz: Source?
     public var barometerRate: Double = 1
+    /// The enabled outputs the barometer feeds (for the notes when it is absent).
+    public var barometerOutputs: [String] = []
     /// The IMU and its filter run at this rate; outputs are thinned to their own rates.
     public var imuRate: Double = 100
     /// The publisher's flush interval: how often the IMU reads its FIFO (capped per chip).
@@ -44,6 +46,8 @@ public struct HardwarePlan: Sendable {
     /// The chips the demo simulates.
     public static let demoBarometer = "BMP280"
     public static let demoIMU = "MPU9250"
+    /// The barometer a simulated group runs on (the demo's unless a test chooses another).
+    public var simulatedBarometer = HardwarePlan.demoBarometer
 }
 
 /// The board's sources: opens the devices before registration (a chip that does not answer
@@ -115,9 +119,9 @@ public final class Hardware {
         if plan.barometer != nil || plan.imu != nil { openBus() }
         if let source = plan.barometer, let bus = bus(for: source) {
             if source == .simulated, let sim = simulation(bus) {
-                note(try sim.attachBarometer(chip: HardwarePlan.demoBarometer, to: bus), "simulated barometer")
+                note(try sim.attachBarometer(chip: plan.simulatedBarometer, to: bus), "simulated barometer")
             }
-            let settings = BarometerSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoBarometer : d.barometer.chip,
+            let settings = BarometerSettings(bus: d.i2c.bus, chip: source == .simulated ? plan.simulatedBarometer : d.barometer.chip,
                                              address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
             do {
                 let b = try BarometerInput(loop: loop, bus: bus, settings: settings)
@@ -125,7 +129,8 @@ public final class Hardware {
                 barometerChip = b.driver.identity.name
                 sources.append(b)
             } catch {
-                notes.append("barometer: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; barometer is not published" : ""))
+                notes.append("barometer: \(error)" + ((error as? I2CError)?.isAbsent == true
+                    ? "; " + (plan.barometerOutputs.isEmpty ? "barometer" : plan.barometerOutputs.joined(separator: ", ")) + " not published" : ""))
             }
         }
         if let source = plan.imu, let bus = bus(for: source) {
@@ -308,6 +313,8 @@ public final class Hardware {
                       magneticField: try agent.port(MagneticFieldSample.self), ptz: try agent.port(PTZPositionSample.self))
         // The barometer and the microphone send straight to their ports; the IMU's samples pass the filter here.
         if let p = try agent.port(BarometerSample.self) { barometer?.sink = p.sink }
+        if let p = try agent.port(TemperatureSample.self) { barometer?.temperatureSink = p.sink }
+        if let p = try agent.port(HumiditySample.self) { barometer?.humiditySink = p.sink }
         if let p = try agent.port(AudioLevelSample.self) { audio?.sink = p.sink }
         agent.onPosition = { [unowned self] lat, lon, alt, unixTime in
             if self.trueNorth.update(latitude: lat, longitude: lon, heightMeters: alt, unixTime: unixTime) {

@@ -21,7 +21,10 @@ extension SensorPoller.State {
 }
 
 extension BarometerInput: ObservationSource {
-    public var feeds: [OutputKind] { [.barometer] }
+    /// The pressure, and the air's temperature (and humidity, if the chip measures it).
+    public var feeds: [OutputKind] {
+        [.barometer, .temperature] + (driver.identity.measures.contains(.humidity) ? [.humidity] : [])
+    }
     public var isFaulted: Bool { poller.state.isRetrying }
 }
 

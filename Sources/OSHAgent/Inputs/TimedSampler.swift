@@ -103,7 +103,7 @@ final class TimedSampler {
             return
         }
         let out = UnsafeMutableBufferPointer(rebasing: scratch[0..<(specs[i].leaves.count - 1)])
-        guard SimulationHooks.provider?.fill(specs[i].outputName, at: now - startTime, into: out) == true else { return }
+        guard SimulationHooks.provider?.fill(specs[i].kind, at: now - startTime, into: out) == true else { return }
         if specs[i].kind == .gps, out.count >= 3 { onPosition?(out[0], out[1], out[2], Clock.realtimeSeconds()) }
         gate.record(i, monotonicTime: now, values: UnsafeBufferPointer(out), always: always)
     }

@@ -12,7 +12,8 @@ public enum Daemon {
     public static let defaultSecretsPath = "/etc/osh-edge/secrets"
 
     /// Outputs that are published only when their device answers.
-    static let deviceKinds: Set<OutputKind> = Set(OutputKind.inertial + [.barometer, .audioLevel, .video])
+    /// Outputs published only when their device answered.
+    static let deviceKinds = Set(OutputDeclarations.all.filter { [.imu, .barometer, .climate, .audio, .camera].contains($0.device) }.map(\.kind))
 
     public struct Loaded {
         public var settings: AgentSettings
@@ -127,8 +128,12 @@ public enum Daemon {
         }
         // A device recorded faster than it streams runs at the recording's rate; the gate thins the live stream.
         func recorded(_ k: OutputKind) -> Double { settings.record.enabled ? settings.record.rates[k.settingsKey] ?? 0 : 0 }
-        p.barometer = source([.barometer])
-        p.barometerRate = max(output(.barometer)?.rate ?? 1, recorded(.barometer))
+        // Temperature and humidity come from the barometer (no hygrometer is driven yet).
+        let fromBarometer = OutputDeclarations.kinds(of: .barometer) + OutputDeclarations.kinds(of: .climate)
+        p.barometer = source(fromBarometer)
+        p.barometerOutputs = fromBarometer.filter { output($0)?.enabled ?? false }.map(\.settingsKey)
+        p.barometerRate = max(fromBarometer.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 1,
+                              fromBarometer.map(recorded).max() ?? 0)
         p.imu = source(OutputKind.inertial)
         // The filter runs at 100 Hz whatever the outputs' rates (they are thinned), faster if asked.
         p.imuRate = max(100, OutputKind.inertial.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 100,

@@ -15,7 +15,7 @@ public protocol SimulationProvider: AnyObject {
     func attachPTZ(address: UInt8, to bus: I2CBus) throws
     /// Writes the values (time leaf excluded) of `outputName` at `t` s since the agent started
     /// into `out`; false when the simulation has nothing for that output.
-    func fill(_ outputName: String, at t: Double, into out: UnsafeMutableBufferPointer<Double>) -> Bool
+    func fill(_ kind: OutputKind, at t: Double, into out: UnsafeMutableBufferPointer<Double>) -> Bool
 }
 
 public enum SimulationHooks {

@@ -220,7 +220,12 @@ public enum Probe {
             let baros = best.chips.filter { $0.kind == .barometer }
             if let b = baros.first {
                 lines += ["", "[barometer]", "chip = \"\(b.name)\"", "address = \"\(hex(b.address))\""]
-                outputs.append("barometer")
+                // What the chip measures decides its outputs (the table's identity): every
+                // barometer gives the air's temperature, a BME280 its humidity too.
+                let measures = BarometerDrivers.identity(named: b.name)?.measures ?? [.pressure]
+                outputs.append(OutputKind.barometer.settingsKey)
+                if measures.contains(.temperature) { outputs.append(OutputKind.temperature.settingsKey) }
+                if measures.contains(.humidity) { outputs.append(OutputKind.humidity.settingsKey) }
                 if baros.count > 1 { notes.append("\(baros.count) barometers on /dev/i2c-\(best.number); the first (\(b.name) at \(hex(b.address))) is used") }
             }
             let imus = best.chips.filter { $0.kind == .imu }

@@ -94,32 +94,25 @@ public struct OutputSettings: Sendable, Equatable {
         self.source = source
     }
 
-    /// SPEC §2 defaults. Only `device_health` is on until the other drivers exist.
+    /// The output's declared defaults (`OutputDeclarations`): only `device_health` is on.
     public static func defaults(for output: String) -> OutputSettings {
-        let rate: Double
-        switch output {
-        case "gps_data", "barometer": rate = 1
-        case "device_health": rate = 1.0 / 60
-        default: rate = 10
-        }
-        return OutputSettings(enabled: output == "device_health", rate: rate)
+        guard let d = OutputDeclarations.declaration(settingsKey: output) else { return OutputSettings(enabled: false, rate: 10) }
+        return OutputSettings(enabled: d.enabledByDefault, rate: d.defaultRate)
     }
 
-    /// Allowed rates: more than 0 and at most 100 Hz; the camera 1 to 25 frames per second (SPEC §2).
+    /// Allowed live rates, as the output declares them (SPEC §2: the camera 1 to 25 fps).
     static func rateRange(for output: String) -> (ClosedRange<Double>, lowerExclusive: Bool, unit: String) {
-        output == "camera0_H264" ? (1...25, false, "frames per second") : (0...100, true, "Hz")
+        let r = OutputDeclarations.declaration(settingsKey: output)?.liveRates ?? .upTo(100)
+        return (r.range, r.lowerExclusive, r.unit)
     }
 }
 
 /// Everything in `osh-edge.conf`.
 public struct AgentSettings: Sendable, Equatable {
     public static let defaultPath = "/etc/osh-edge/osh-edge.conf"
-    /// The `[outputs.NAME]` names, in the order the example file lists them. The raw inertial
-    /// outputs are published as `<chip>_Accelerometer_data` etc.
-    public static let outputNames = [
-        "gps_data", "quat_orientation_data", "euler_orientation_data", "barometer", "audio_level",
-        "camera0_H264", "accelerometer", "gyroscope", "magnetometer", "device_health",
-    ]
+    /// The `[outputs.NAME]` names, as `OutputDeclarations` lists them. The raw inertial outputs
+    /// are published as `<chip>_Accelerometer_data` etc.
+    public static let outputNames = OutputDeclarations.all.map(\.settingsKey)
     static let defaultOutputs = Dictionary(uniqueKeysWithValues: outputNames.map { ($0, OutputSettings.defaults(for: $0)) })
     public static let logLevels = ["error", "warning", "notice", "info", "debug"]
     /// 2026-01-01T00:00:00Z.

@@ -19,9 +19,7 @@ public struct RecordSettings: Sendable, Equatable {
     /// Allowed recording rates: the camera 1 to 25 frames per second; the raw inertial outputs up
     /// to the IMU's own rate (1000 Hz); the others as their live rate.
     static func rateRange(for output: String) -> (ClosedRange<Double>, lowerExclusive: Bool, unit: String) {
-        switch output {
-        case "accelerometer", "gyroscope", "magnetometer": return (0...1000, true, "Hz")
-        default: return OutputSettings.rateRange(for: output)
-        }
+        let r = OutputDeclarations.declaration(settingsKey: output)?.recordRates ?? .upTo(100)
+        return (r.range, r.lowerExclusive, r.unit)
     }
 }

@@ -49,7 +49,8 @@ public struct OutputSpec: Sendable, Equatable {
     public var sweJSONTime: SweJSONTimeField
     /// The sensor behind the output, listed in the system's `components`.
     public var source: SystemComponentInfo
-    /// Hz until the config or a `setRate` command says otherwise (SPEC §2's defaults).
+    /// Hz until the config or a `setRate` command says otherwise (SPEC §2's defaults; `all` takes
+    /// them from the output's declaration).
     public var defaultRate: Double
 
     public init(kind: OutputKind = .other, outputName: String, record: DataComponent, binaryEncoding: BinaryEncoding? = nil,
@@ -82,6 +83,8 @@ public struct OutputOptions: Sendable, Equatable {
     public var magnetometerName: String
     public var barometerChip: String
     public var imuChip: String
+    /// The chip behind `temperature` and `humidity` (a hygrometer, else the barometer).
+    public var climateChip: String
 
     /// `magnetometerChip`: the magnetometer's own name (the one in the IMU's package, or the
     /// separate chip; the IMU's name when it has none) — the driver table knows which.
@@ -98,6 +101,7 @@ public struct OutputOptions: Sendable, Equatable {
         self.gyroscopeName = imuChip + " Gyroscope"
         self.magnetometerName = magnetometerChip + " Magnetometer"
         self.barometerChip = barometerChip
+        climateChip = barometerChip
     }
 
     public var localFrame: String { uid + "#LOCAL_FRAME" }
@@ -140,7 +144,7 @@ public enum OutputCatalogue {
             ])), name: "location", definition: SWE.property("LocationVector"), label: "Location")
         return OutputSpec(kind: .gps, outputName: "gps_data",
                           record: record("gps_data", def: SWE.property("Location"), [location]),
-                          sweJSONTime: .phenomenon, source: SystemComponentInfo(id: "LOC_GPS", label: "gps"), defaultRate: 1)
+                          sweJSONTime: .phenomenon, source: SystemComponentInfo(id: "LOC_GPS", label: "gps"))
     }
 
     // MARK: quat_orientation_data (§1.2)
@@ -197,7 +201,7 @@ public enum OutputCatalogue {
                        quantity("relativeAltitude", def: SWE.property("AltitudeAboveEllipsoid"), label: "Relative Altitude", uom: "m"),
                    ]),
                    sweJSONTime: .sampling,
-                   source: SystemComponentInfo(id: "SENSOR_PRESSURE", label: o.barometerChip + " Pressure Sensor"), defaultRate: 1)
+                   source: SystemComponentInfo(id: "SENSOR_PRESSURE", label: o.barometerChip + " Pressure Sensor"))
     }
 
     // MARK: audio_level (§1.5, iOS schema)
@@ -325,15 +329,17 @@ public enum OutputCatalogue {
                                       description: "The system clock is synchronised (NTP or GPS); false while observations are held"),
                           ]),
                           sweJSONTime: .sampling,
-                          source: SystemComponentInfo(id: "SENSOR_BOARD", label: "Board Health"), defaultRate: 1.0 / 60)
+                          source: SystemComponentInfo(id: "SENSOR_BOARD", label: "Board Health"))
     }
 
     // MARK: All outputs
 
-    /// Every output in SPEC §2, in the order the system's components list their sources
-    /// (sensors, then location, camera, audio — as Android orders them — then health).
+    /// Every declared output (`OutputDeclarations.all`, in its order), named and framed for this board.
     public static func all(_ o: OutputOptions) -> [OutputSpec] {
-        [quatOrientation(o), eulerOrientation(o), accelerometer(o), gyroscope(o), magnetometer(o), barometer(o),
-         gps(o), video(o), audioLevel(o), deviceHealth(o)]
+        OutputDeclarations.all.map { d in
+            var spec = d.spec(o)
+            spec.defaultRate = d.defaultRate
+            return spec
+        }
     }
 }
