@@ -50,7 +50,7 @@ commands:
                        these six: --node URL [--user NAME] (password from OSH_EDGE_PASSWORD), TLS options as
                        for check, or the configured node (--config FILE --secrets FILE); --json for JSON
   decode CHIP CALIBRATION_HEX RAW_HEX   a barometer's values from register bytes as i2cdump shows
-                       them (BMP280 BME280 BMP388 BMP390 LPS22HB; run without bytes for the layouts)
+                       them (\(BarometerDrivers.names.joined(separator: " ")); run without bytes for the layouts)
          --json        one JSON object instead of the table
   probe                the I²C chips (by address + ID register), ALSA capture devices and V4L2
                        cameras/encoders on this board, and the config sections that would use them
