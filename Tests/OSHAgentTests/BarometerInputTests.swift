@@ -81,6 +81,57 @@ final class BarometerInputTests: XCTestCase {
         }
     }
 
+    /// A chip named in the configuration that does not answer at start (it powers up late, a
+    /// jumper was loose) is looked for on the backoff and streamed once it answers, with its
+    /// calibration read then; before, it was left out until the agent restarted.
+    func testANamedChipThatComesLateIsFoundAndStreamed() throws {
+        let loop = try EventLoop()
+        let bus = SimulatedI2CBus(recordsTrace: false)
+        let capture = LogCapture()
+        defer { capture.stop() }
+        var count = 0
+        let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "BME280", rateHz: 50),
+                                       backoff: Backoff(initial: 0.05, maximum: 0.1)) { _, _ in count += 1 }
+        XCTAssertNotNil(input.absentAtStart)
+        try input.start()
+        try run(loop, timeout: 0.5) { false }
+        XCTAssertEqual(count, 0)
+        guard case .retrying = input.poller.state else { return XCTFail("\(input.poller.state)") }
+        // Plugged in at its second address: the reopen looks at every address the chip may have.
+        try SimulatedBarometerBoard.attach(to: bus, chip: "BME280", address: 0x77) { (1005, 22) }
+        try run(loop) { count > 2 }
+        XCTAssertGreaterThan(count, 2)
+        XCTAssertEqual(input.driver.address, 0x77)
+        XCTAssertEqual(input.lastReading?.pressureHPa ?? 0, 1005, accuracy: 0.01)
+        XCTAssertEqual(capture.count("no chip answered"), 1, "said once: \(capture.lines)")
+        XCTAssertEqual(capture.count("back; its outputs resume"), 1, "\(capture.lines)")
+        input.stop()
+    }
+
+    /// A pressure no barometer reads is dropped, counted and said once with its value.
+    func testAnImplausiblePressureIsCountedAndSaidOnce() throws {
+        let loop = try EventLoop()
+        let bus = SimulatedI2CBus(recordsTrace: false)
+        let chip = try XCTUnwrap(try SimulatedBarometerBoard.attach(to: bus, chip: "BMP280") { (1000, 20) } as? SimulatedBMx280)
+        let capture = LogCapture()
+        defer { capture.stop() }
+        var count = 0
+        let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "BMP280", rateHz: 50)) { _, _ in count += 1 }
+        try input.start()
+        try run(loop) { count > 1 }
+        // An ADC code far below any real one: the compensation gives a pressure way above 1300 hPa.
+        chip.fixedRaw = BMx280Raw(adcT: 519_888, adcP: 40_000)
+        try run(loop) { input.implausible > 2 }
+        XCTAssertGreaterThan(input.implausible, 2)
+        let high = try XCTUnwrap(input.driver.calibrationBytes.isEmpty ? nil : BarometerDecode.decode(
+            chip: "BMP280", calibration: input.driver.calibrationBytes, burst: input.driver.lastBurst).pressureHPa)
+        XCTAssertGreaterThan(high, 1300)
+        let said = capture.lines.filter { $0.contains("which no barometer on Earth reads") }
+        XCTAssertEqual(said.count, 1, "\(capture.lines)")
+        XCTAssertTrue(said.first?.contains("read \(high) hPa") ?? false, said.first ?? "")
+        input.stop()
+    }
+
     /// `probe --dump`'s barometer part finds each chip, and its bytes decode to what the driver read.
     func testProbeDumpsBytesThatDecodeToTheReading() throws {
         let bus = SimulatedI2CBus(recordsTrace: false)

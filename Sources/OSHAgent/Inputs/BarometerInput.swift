@@ -33,7 +33,8 @@ public final class BarometerInput {
     /// (monotonic time of the read in s, the `barometer` output's values).
     public typealias Sink = (_ monotonicTime: Double, _ sample: BarometerSample) -> Void
 
-    public let driver: BarometerDriver
+    /// The chip's driver: replaced when the chip is found again after it was absent.
+    public private(set) var driver: BarometerDriver
     public let poller: SensorPoller
     public let settings: BarometerSettings
     public private(set) var series = BarometerSeries()
@@ -41,6 +42,10 @@ public final class BarometerInput {
     /// Samples handed to the sink, and reads that gave nothing usable (no conversion yet, implausible).
     public private(set) var samples = 0
     public private(set) var skipped = 0
+    /// Pressures outside what a barometer on Earth reads: counted, the first said with its value.
+    public private(set) var implausible = 0
+    /// Not answering when the agent started: the poller looks for it on its backoff.
+    public private(set) var absentAtStart: I2CError?
     /// Where samples go: the `barometer` output's port once the runtime starts (`Hardware.start`).
     public var sink: Sink
     /// The chip's temperature and (BME280) humidity with each sample, when those outputs are published.
@@ -48,28 +53,45 @@ public final class BarometerInput {
     public var humiditySink: ((_ monotonicTime: Double, _ sample: HumiditySample) -> Void)?
 
     /// Opens the chip on `bus` (identify, reset, calibration, configuration). Throws an `I2CError`
-    /// when it is absent (`isAbsent`: do not register the output) or answers wrongly, or a
-    /// `BarometerDataError` for an unknown chip name.
+    /// when it answers wrongly, or when it is absent and `chip` is "auto" (`isAbsent`: nothing is
+    /// known to register); a `BarometerDataError` for an unknown chip name. A chip named in the
+    /// configuration that does not answer yet (powered late, a loose jumper) is looked for on the
+    /// poller's backoff: its outputs are registered and resume when it answers.
     public init(loop: EventLoop, bus: I2CBus, settings: BarometerSettings,
                 backoff: Backoff = Backoff(initial: 1, maximum: 30), sink: @escaping Sink = { _, _ in }) throws {
         self.settings = settings
         self.sink = sink
-        let driver = try BarometerDrivers.open(bus: bus, chip: settings.chip, address: settings.address,
-                                               configuration: settings.configuration)
-        self.driver = driver
         let configuration = settings.configuration
-        // The poller exists before `self` is complete; its poll closure reaches `poll` through this box.
+        do {
+            driver = try BarometerDrivers.open(bus: bus, chip: settings.chip, address: settings.address, configuration: configuration)
+        } catch let e as I2CError where e.isAbsent && settings.chip != "auto" {
+            guard let chip = BarometerDrivers.chip(named: settings.chip) else { throw e }
+            driver = chip.driver(bus: bus, address: settings.address ?? chip.identity.addresses[0])
+            absentAtStart = e
+        }
+        // The poller exists before `self` is complete; its closures reach `self` through these boxes.
         var pollHandler: ((Double) throws -> Void)?
+        var reopenHandler: (() throws -> Void)?
         poller = SensorPoller(loop: loop, name: "barometer \(driver.identity.name)", rate: settings.rateHz, backoff: backoff,
-                              reopen: { try driver.start(configuration) },
-                              poll: { t in try pollHandler?(t) })
+                              reopen: { try reopenHandler?() }, poll: { t in try pollHandler?(t) })
         pollHandler = { [unowned self] t in try self.poll(at: t) }
+        reopenHandler = { [unowned self] in
+            // Opened as at start: a chip that was absent may answer at its other address now.
+            self.driver = try BarometerDrivers.open(bus: bus, chip: self.driver.identity.name, address: settings.address,
+                                                    configuration: configuration)
+        }
     }
 
     /// Opens /dev/i2c-N for `settings` (Linux).
     public static func openBus(_ settings: BarometerSettings) throws -> I2CBus { try LinuxI2CBus(number: settings.bus) }
 
-    public func start() throws { try poller.start() }
+    public func start() throws {
+        if let e = absentAtStart {
+            poller.startRetrying("\(e)")
+        } else {
+            try poller.start()
+        }
+    }
     public func stop() { poller.stop() }
 
     /// One read: a bus error propagates to the poller (it counts failures and reopens), and so
@@ -87,6 +109,14 @@ public final class BarometerInput {
             }
         case .skip:
             skipped += 1
+        case .implausible(let hPa):
+            skipped += 1
+            implausible += 1
+            if implausible == 1 {
+                Log.warning("\(driver.label): read \(hPa) hPa, which no barometer on Earth reads "
+                            + "(\(Int(RelativeAltitude.plausibleHPa.lowerBound))–\(Int(RelativeAltitude.plausibleHPa.upperBound)) hPa); "
+                            + "such readings are dropped and counted (a failing chip, or noise on the bus)")
+            }
         case .failure(let emptyReads):
             skipped += 1
             throw I2CError(.unexpectedResponse, bus: driver.bus.number, address: driver.address,

@@ -125,6 +125,10 @@ public final class Hardware {
                                              address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
             do {
                 let b = try BarometerInput(loop: loop, bus: bus, settings: settings)
+                if b.absentAtStart != nil {
+                    notes.append("barometer \(b.driver.identity.name): not answering yet; its outputs are registered and "
+                                 + "start when it answers (looked for on the backoff)")
+                }
                 barometer = b
                 barometerChip = b.driver.identity.name
                 sources.append(b)

@@ -58,6 +58,11 @@ public final class SensorPoller {
         setState(.stopped)
     }
 
+    /// Starts with the device not there yet: looks for it (`reopen`) on the backoff, saying so once.
+    public func startRetrying(_ error: String) {
+        goDown(error)
+    }
+
     private func startTimer() throws {
         if let t = timer { loop.cancel(t) }
         timer = try loop.addAlignedTimer(every: period) { [unowned self] _ in

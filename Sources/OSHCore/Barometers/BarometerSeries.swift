@@ -51,8 +51,11 @@ public struct BarometerSample: OutputSample, Equatable {
 public struct BarometerSeries: Sendable, Equatable {
     public enum Verdict: Equatable {
         case sample(BarometerSample)
-        /// Nothing usable this time: no conversion yet, or an implausible pressure.
+        /// Nothing usable this time: no conversion yet.
         case skip
+        /// A pressure no barometer on Earth reads (outside `RelativeAltitude.plausibleHPa`, or not
+        /// a number): a glitch or a chip gone wrong; counted and said, never sent.
+        case implausible(hPa: Double)
         /// `emptyReads` reads in a row without a conversion; until a conversion arrives each
         /// further empty read fails too.
         case failure(emptyReads: Int)
@@ -76,7 +79,7 @@ public struct BarometerSeries: Sendable, Equatable {
         }
         consecutiveEmpty = 0
         let rel = altitude.update(pressureHPa: r.pressureHPa)
-        guard rel.isFinite else { return .skip }
+        guard rel.isFinite else { return .implausible(hPa: r.pressureHPa) }
         return .sample(BarometerSample(pressure: r.pressureHPa, relativeAltitude: rel))
     }
 }
