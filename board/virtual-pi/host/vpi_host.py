@@ -258,8 +258,10 @@ def main():
     t_start = time.time()
     for n in (1, 2):
         log("boot %d (QEMU TCG; ~30 s to login, the scenario takes a few minutes)" % n)
+        # Boot 2 waits out the node's outage, then up to twice as long for the backlog to drain.
+        timeout = BOOT_TIMEOUT_S + (3 * SCENARIO["NODE_DOWN_S"] if n == 2 else 0)
         rc, wall = boot(os.path.join(a.image, "vmlinuz"), os.path.join(a.image, "initrd.img"), VPI_APPEND,
-                        disk, share, run_dir, n, used["gps.nmea"]["path"], events)
+                        disk, share, run_dir, n, used["gps.nmea"]["path"], events, timeout=timeout)
         done = os.path.exists(os.path.join(share, "out", "boot%d" % n, "done"))
         boots.append({"boot": n, "qemu_exit": rc, "wall_s": round(wall, 1), "scenario_done": done})
         log("boot %d: QEMU exit %d after %.0f s; scenario %s" % (n, rc, wall, "done" if done else "NOT done"))
