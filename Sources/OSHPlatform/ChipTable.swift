@@ -33,7 +33,12 @@ public enum ChipTable {
         ICM20948Driver.ak09916,
     ]
 
+    /// Humidity and temperature chips, in the order `auto` tries them.
+    public static let hygrometers: [HygrometerChip] = [
+        SHT4xDriver.chip,
+    ]
+
     /// The names the configuration accepts, by class.
     public static let known = KnownChips(barometers: barometers.map(\.identity), imus: imus.map(\.identity),
-                                         magnetometers: magnetometers)
+                                         magnetometers: magnetometers, hygrometers: hygrometers.map(\.identity))
 }

@@ -16,16 +16,24 @@ public struct KnownChips: Sendable, Equatable {
     public var imus: [I2CChipIdentity]
     /// Magnetometers on the bus, and those reached only through their IMU (the AK09916).
     public var magnetometers: [I2CChipIdentity]
+    /// Humidity and temperature chips.
+    public var hygrometers: [I2CChipIdentity]
 
-    public init(barometers: [I2CChipIdentity], imus: [I2CChipIdentity], magnetometers: [I2CChipIdentity]) {
+    public init(barometers: [I2CChipIdentity], imus: [I2CChipIdentity], magnetometers: [I2CChipIdentity],
+                hygrometers: [I2CChipIdentity] = []) {
         self.barometers = barometers
         self.imus = imus
         self.magnetometers = magnetometers
+        self.hygrometers = hygrometers
     }
 
-    public var barometerNames: [String] { barometers.map(\.name) }
-    public var imuNames: [String] { imus.map(\.name) }
-    public var magnetometerNames: [String] { magnetometers.map(\.name) }
+    /// The names the configuration accepts (aliases included).
+    public var barometerNames: [String] { Self.names(barometers) }
+    public var imuNames: [String] { Self.names(imus) }
+    public var magnetometerNames: [String] { Self.names(magnetometers) }
+    public var hygrometerNames: [String] { Self.names(hygrometers) }
+
+    static func names(_ ids: [I2CChipIdentity]) -> [String] { ids.flatMap { [$0.name] + $0.aliases } }
 
     /// "MPU-9250", "mpu9250" → "MPU9250": users copy names from datasheets and shop pages.
     /// The one normaliser: the config, the driver tables and probe all compare names through it.
@@ -46,6 +54,15 @@ public struct BarometerConfig: Sendable, Equatable {
     /// A name from `KnownChips.barometerNames`, "auto" or "none".
     public var chip = "auto"
     /// nil = every address the chip may have.
+    public var address: UInt8?
+    public init() {}
+}
+
+/// `[hygrometer]`: a humidity and temperature chip. `temperature` and `humidity` come from it when
+/// it answers, else from the barometer.
+public struct HygrometerConfig: Sendable, Equatable {
+    /// A name from `KnownChips.hygrometerNames`, "auto" (looked for when those outputs are on) or "none".
+    public var chip = "auto"
     public var address: UInt8?
     public init() {}
 }
@@ -122,6 +139,7 @@ extension SettingsReader {
     static let deviceKeys: [String: [String]] = [
         "i2c": ["bus"],
         "barometer": ["chip", "address"],
+        "hygrometer": ["chip", "address"],
         "imu": ["chip", "address", "magnetometer", "magnetometer_address", "accel_range", "gyro_range", "mounting", "fifo"],
         "audio": ["device", "window"],
         "camera": ["device", "width", "height", "encoder", "keyframe_interval", "bitrate", "threads"],
@@ -145,7 +163,7 @@ extension SettingsReader {
         guard let (text, line) = string(s, key) else { return nil }
         if text == "auto" || text == "none" { return text }
         let c = KnownChips.canonical(text)
-        if known.contains(c) { return c }
+        if known.contains(where: { KnownChips.canonical($0) == c }) { return c }
         fail(line, "\(key) = \(ConfigValue.quote(text)) in \(s.title) is not a chip osh-edge drives"
             + "\(Self.hint(c, known, quoted: true)); known: \(known.joined(separator: ", ")), or \"auto\" or \"none\" "
             + "(`osh-edge probe` lists what is on the bus)")
@@ -176,6 +194,9 @@ extension SettingsReader {
         case "barometer":
             if let c = chipName(s, "chip", chips.barometerNames) { d.barometer.chip = c }
             if let a = address(s, "address") { d.barometer.address = a }
+        case "hygrometer":
+            if let c = chipName(s, "chip", chips.hygrometerNames) { d.hygrometer.chip = c }
+            if let a = address(s, "address") { d.hygrometer.address = a }
         case "imu":
             if let c = chipName(s, "chip", chips.imuNames) { d.imu.chip = c }
             if let a = address(s, "address") { d.imu.address = a }
@@ -261,6 +282,7 @@ public struct PTZConfig: Sendable, Equatable {
 public struct DeviceConfig: Sendable, Equatable {
     public var i2c = I2CConfig()
     public var barometer = BarometerConfig()
+    public var hygrometer = HygrometerConfig()
     public var imu = IMUConfig()
     public var fusion = FusionConfig()
     public var audio = AudioConfig()

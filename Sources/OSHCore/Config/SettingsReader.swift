@@ -17,9 +17,10 @@ struct SettingsReader {
     }
 
     static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "record", "orientation", "gps",
-                               "i2c", "barometer", "imu", "audio", "camera", "led", "ptz", "log", "paths"]
+                               "i2c", "barometer", "hygrometer", "imu", "audio", "camera", "led", "ptz", "log", "paths"]
     static let sectionList = "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
-        + "[record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
+        + "[record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], "
+        + "[ptz], [log], [paths]"
     static let keys: [String: [String]] = [
         "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
         "node": ["active"],
@@ -142,7 +143,7 @@ struct SettingsReader {
             case "orientation":
                 if let v = choice(s, "north", NorthReference.allCases.map { ($0.rawValue, $0) }) { north = v }
                 readDevices(s, kind: kind, into: &devices)
-            case "i2c", "barometer", "imu", "audio", "camera", "led", "ptz":
+            case "i2c", "barometer", "hygrometer", "imu", "audio", "camera", "led", "ptz":
                 readDevices(s, kind: kind, into: &devices)
             case "gps":
                 if let (dev, line) = string(s, "device") {

@@ -36,9 +36,11 @@ public struct I2CChipIdentity: Sendable, Equatable {
     /// The magnetometer inside the package, as the driver reports it (AK8963 in an MPU-9250); nil
     /// when it has none. Android names the magnetometer output after it.
     public var builtInMagnetometer: String?
+    /// Other names users give the same part (the SHT40, SHT41 and SHT45 are one chip on the bus).
+    public var aliases: [String]
 
     public init(name: String, kind: Kind, addresses: [UInt8], idRegister: UInt8?, idValues: [UInt8], note: String = "",
-                measures: Measures = [], builtInMagnetometer: String? = nil) {
+                measures: Measures = [], builtInMagnetometer: String? = nil, aliases: [String] = []) {
         self.name = name
         self.kind = kind
         self.addresses = addresses
@@ -47,6 +49,13 @@ public struct I2CChipIdentity: Sendable, Equatable {
         self.note = note
         self.measures = measures
         self.builtInMagnetometer = builtInMagnetometer
+        self.aliases = aliases
+    }
+
+    /// True when `name` is this chip's name or an alias, compared as `KnownChips.canonical` does.
+    public func isNamed(_ name: String) -> Bool {
+        let c = KnownChips.canonical(name)
+        return KnownChips.canonical(self.name) == c || aliases.contains { KnownChips.canonical($0) == c }
     }
 
     /// True when `value`, read from `idRegister`, names this chip.
