@@ -26,6 +26,12 @@ public final class DemoSimulation: SimulationProvider {
         }
     }
 
+    public func attachHygrometer(chip: String, to bus: I2CBus) throws {
+        try SimulatedHygrometerBoard.attach(to: simulatedBus(bus), chip: chip) {
+            SimulatedHygrometerBoard.demoAir(Double(Clock.monotonicNanoseconds()) / 1e9)
+        }
+    }
+
     public func attachIMU(chip: String, to bus: I2CBus) throws {
         _ = try SimulatedIMUBoard.attach(to: simulatedBus(bus), chip: chip)
     }

@@ -288,7 +288,7 @@ final class ConfigTests: XCTestCase {
     }
 
     func testUnknownSectionsAndNames() {
-        let sections = "known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
+        let sections = "known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
         let outputs = "quat_orientation_data, euler_orientation_data, accelerometer, gyroscope, magnetometer, barometer, "
             + "temperature, humidity, gps_data, camera0_H264, audio_level, device_health"
         XCTAssertEqual(errors(server + "[publsher]\n"), ["osh-edge.conf:3: section [publsher] is not known (did you mean [publisher]?); " + sections])
@@ -578,7 +578,7 @@ final class ConfigTests: XCTestCase {
             "osh-edge.conf:5: text values must be in double quotes: write \"om+json\"",
             "osh-edge.conf:6: ring_capacity = 10 in [publisher] is out of range; allowed: 100 to 1000000",
             "osh-edge.conf:8: rate = -1 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz",
-            "osh-edge.conf:9: section [colour] is not known; known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]",
+            "osh-edge.conf:9: section [colour] is not known; known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]",
         ])
         do {
             _ = try AgentSettings.parse(bytes: Array(text.utf8), path: "/etc/osh-edge/osh-edge.conf", chips: ChipTable.known)

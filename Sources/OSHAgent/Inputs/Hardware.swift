@@ -48,6 +48,11 @@ public struct HardwarePlan: Sendable {
     public static let demoIMU = "MPU9250"
     /// The barometer a simulated group runs on (the demo's unless a test chooses another).
     public var simulatedBarometer = HardwarePlan.demoBarometer
+    /// The hygrometer behind `temperature` and `humidity` (nil: off; the barometer feeds
+    /// temperature). With `[hygrometer] chip = "auto"` nothing found is not a problem.
+    public var hygrometer: Source?
+    public var hygrometerRate: Double = 1
+    public static let demoHygrometer = "SHT4x"
 }
 
 /// The board's sources: opens the devices before registration (a chip that does not answer
@@ -64,6 +69,7 @@ public final class Hardware {
     /// What was not found or not usable, one line each, for the log and the demo.
     public private(set) var notes: [String] = []
     public private(set) var barometerChip: String?
+    public private(set) var hygrometerChip: String?
     public private(set) var imuChip: String?
     public private(set) var magnetometerChip: String?
     public var hasVideo: Bool { video != nil }
@@ -74,6 +80,7 @@ public final class Hardware {
     private var simulatedBus: I2CBus?
     private var boardBus: I2CBus?
     private var barometer: BarometerInput?
+    private var hygrometer: HygrometerInput?
     private var imu: IMUInput?
     private var audio: AudioInput?
     private var video: VideoInput?
@@ -116,7 +123,8 @@ public final class Hardware {
     /// missing chip — the board runs with what it has.
     public func open() {
         let d = plan.devices
-        if plan.barometer != nil || plan.imu != nil { openBus() }
+        if plan.barometer != nil || plan.imu != nil || plan.hygrometer != nil { openBus() }
+        openHygrometer()
         if let source = plan.barometer, let bus = bus(for: source) {
             if source == .simulated, let sim = simulation(bus) {
                 note(try sim.attachBarometer(chip: plan.simulatedBarometer, to: bus), "simulated barometer")
@@ -133,8 +141,10 @@ public final class Hardware {
                 barometerChip = b.driver.identity.name
                 sources.append(b)
             } catch {
+                // Temperature and humidity do not depend on it when a hygrometer answered.
+                let lost = plan.barometerOutputs.filter { hygrometer == nil || OutputKind(rawValue: $0)?.declaration?.device != .climate }
                 notes.append("barometer: \(error)" + ((error as? I2CError)?.isAbsent == true
-                    ? "; " + (plan.barometerOutputs.isEmpty ? "barometer" : plan.barometerOutputs.joined(separator: ", ")) + " not published" : ""))
+                    ? "; " + (lost.isEmpty ? "barometer" : lost.joined(separator: ", ")) + " not published" : ""))
             }
         }
         if let source = plan.imu, let bus = bus(for: source) {
@@ -196,6 +206,32 @@ public final class Hardware {
             } catch {
                 notes.append("camera: \(error); camera0_H264 is not published")
             }
+        }
+    }
+
+    /// A hygrometer first: when one answers it feeds `temperature` and `humidity`, not the barometer.
+    private func openHygrometer() {
+        guard let source = plan.hygrometer, let bus = bus(for: source) else { return }
+        let d = plan.devices
+        if source == .simulated, let sim = simulation(bus) {
+            note(try sim.attachHygrometer(chip: HardwarePlan.demoHygrometer, to: bus), "simulated hygrometer")
+        }
+        let settings = HygrometerSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoHygrometer : d.hygrometer.chip,
+                                          address: source == .simulated ? nil : d.hygrometer.address, rateHz: plan.hygrometerRate)
+        do {
+            let h = try HygrometerInput(loop: loop, bus: bus, settings: settings)
+            if h.absentAtStart != nil {
+                notes.append("hygrometer \(h.driver.identity.name): not answering yet; temperature and humidity are registered "
+                             + "and start when it answers (looked for on the backoff)")
+            }
+            hygrometer = h
+            hygrometerChip = h.driver.identity.name
+            sources.append(h)
+        } catch let e as I2CError where e.isAbsent && settings.chip == "auto" {
+            // Looked for because temperature or humidity is on; the barometer feeds temperature.
+            Log.info("hygrometer: none found (\(e.operation)); temperature comes from the barometer")
+        } catch {
+            notes.append("hygrometer: \(error)")
         }
     }
 
@@ -295,6 +331,7 @@ public final class Hardware {
                               barometerChip: o.barometerChip)
         }
         if let b = barometerChip { o.barometerChip = b }
+        o.climateChip = hygrometerChip ?? o.barometerChip
         if let v = video {
             o.videoWidth = v.pictureSize?.width ?? plan.devices.camera.width
             o.videoHeight = v.pictureSize?.height ?? plan.devices.camera.height
@@ -317,8 +354,13 @@ public final class Hardware {
                       magneticField: try agent.port(MagneticFieldSample.self), ptz: try agent.port(PTZPositionSample.self))
         // The barometer and the microphone send straight to their ports; the IMU's samples pass the filter here.
         if let p = try agent.port(BarometerSample.self) { barometer?.sink = p.sink }
-        if let p = try agent.port(TemperatureSample.self) { barometer?.temperatureSink = p.sink }
-        if let p = try agent.port(HumiditySample.self) { barometer?.humiditySink = p.sink }
+        // The air's temperature and humidity from the hygrometer when there is one, else the barometer's.
+        if let p = try agent.port(TemperatureSample.self) {
+            if let h = hygrometer { h.temperatureSink = p.sink } else { barometer?.temperatureSink = p.sink }
+        }
+        if let p = try agent.port(HumiditySample.self) {
+            if let h = hygrometer { h.humiditySink = p.sink } else { barometer?.humiditySink = p.sink }
+        }
         if let p = try agent.port(AudioLevelSample.self) { audio?.sink = p.sink }
         agent.onPosition = { [unowned self] lat, lon, alt, unixTime in
             if self.trueNorth.update(latitude: lat, longitude: lon, heightMeters: alt, unixTime: unixTime) {
@@ -343,6 +385,7 @@ public final class Hardware {
     public var videoInput: VideoInput? { video }
     public var imuInput: IMUInput? { imu }
     public var barometerInput: BarometerInput? { barometer }
+    public var hygrometerInput: HygrometerInput? { hygrometer }
     public var audioInput: AudioInput? { audio }
 
     // MARK: IMU → outputs

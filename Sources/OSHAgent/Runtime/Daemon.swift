@@ -128,8 +128,14 @@ public enum Daemon {
         }
         // A device recorded faster than it streams runs at the recording's rate; the gate thins the live stream.
         func recorded(_ k: OutputKind) -> Double { settings.record.enabled ? settings.record.rates[k.settingsKey] ?? 0 : 0 }
-        // Temperature and humidity come from the barometer (no hygrometer is driven yet).
-        let fromBarometer = OutputDeclarations.kinds(of: .barometer) + OutputDeclarations.kinds(of: .climate)
+        // Temperature and humidity come from a hygrometer when one answers ([hygrometer] chip, "auto"
+        // by default: looked for only when they are on), else from the barometer.
+        let climate = OutputDeclarations.kinds(of: .climate)
+        if settings.devices.hygrometer.chip != "none" {
+            p.hygrometer = source(climate)
+            p.hygrometerRate = max(climate.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 1, climate.map(recorded).max() ?? 0)
+        }
+        let fromBarometer = OutputDeclarations.kinds(of: .barometer) + climate
         p.barometer = source(fromBarometer)
         p.barometerOutputs = fromBarometer.filter { output($0)?.enabled ?? false }.map(\.settingsKey)
         p.barometerRate = max(fromBarometer.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 1,

@@ -11,6 +11,8 @@ public protocol SimulationProvider: AnyObject {
     func attachBarometer(chip: String, to bus: I2CBus) throws
     /// The demo's IMU (`chip`, with its magnetometer) on `bus`.
     func attachIMU(chip: String, to bus: I2CBus) throws
+    /// The demo's hygrometer (`chip`) on `bus`, its air following the monotonic clock.
+    func attachHygrometer(chip: String, to bus: I2CBus) throws
     /// A pan-tilt unit's PCA9685 at `address` on `bus`.
     func attachPTZ(address: UInt8, to bus: I2CBus) throws
     /// Writes the values (time leaf excluded) of `outputName` at `t` s since the agent started

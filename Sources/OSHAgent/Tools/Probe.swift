@@ -121,8 +121,9 @@ public enum Probe {
         return report
     }
 
-    /// Every known chip on one bus. Reads ID registers only; the two writes are the MPU-9250's
-    /// bypass bit, set to look for its AK8963 and put back, and (with `dump`) barometer starts.
+    /// Every known chip on one bus. Reads ID registers; the writes are the MPU-9250's bypass bit,
+    /// set to look for its AK8963 and put back, the SHT4x's read-serial-number command (it has no
+    /// ID register) at its three addresses, and (with `dump`) barometer starts.
     public static func scan(_ bus: I2CBus, dump: Bool) -> ProbeBus {
         var result = ProbeBus(number: bus.number)
         var done: Set<UInt8> = []
@@ -164,6 +165,16 @@ public enum Probe {
                 result.unidentified.append(ProbeUnidentified(address: a, reads: reads.map {
                     "register \(hex($0.register)) = \(hex($0.value)) (" + $0.wanted.joined(separator: ", ") + ")"
                 }))
+            }
+        }
+        // Hygrometers without an ID register (the SHT4x): their driver's identify (a serial number
+        // whose CRCs hold) at each of their addresses nothing else claimed.
+        for chip in HygrometerDrivers.chips {
+            for a in chip.identity.addresses where !done.contains(a) {
+                guard (try? chip.driver(bus: bus, address: a).identify()) != nil else { continue }
+                result.chips.append(ProbeChip(name: chip.identity.name, kind: .hygrometer, address: a, idRegister: chip.identity.idRegister,
+                                              idValue: nil, identifiedByID: true, note: chip.identity.note))
+                done.insert(a)
             }
         }
         // The MPU-9250 hides its AK8963 behind the bypass switch: open it, look, put it back.
@@ -210,7 +221,7 @@ public enum Probe {
     public static func suggestConfig(buses: [ProbeBus], audio: [AudioDeviceInfo], video: [V4L2DeviceInfo]) -> (String, [String]) {
         var lines: [String] = ["# osh-edge probe: replace these sections in /etc/osh-edge/osh-edge.conf"]
         var notes: [String] = []
-        func sensors(_ b: ProbeBus) -> Int { b.chips.filter { $0.kind == .barometer || $0.kind == .imu }.count }
+        func sensors(_ b: ProbeBus) -> Int { b.chips.filter { [.barometer, .imu, .hygrometer].contains($0.kind) }.count }
         var outputs: [String] = []
         if let best = buses.filter({ sensors($0) > 0 }).max(by: { sensors($0) < sensors($1) || (sensors($0) == sensors($1) && $0.number > $1.number) }) {
             for other in buses where other.number != best.number && sensors(other) > 0 {
@@ -227,6 +238,10 @@ public enum Probe {
                 if measures.contains(.temperature) { outputs.append(OutputKind.temperature.settingsKey) }
                 if measures.contains(.humidity) { outputs.append(OutputKind.humidity.settingsKey) }
                 if baros.count > 1 { notes.append("\(baros.count) barometers on /dev/i2c-\(best.number); the first (\(b.name) at \(hex(b.address))) is used") }
+            }
+            if let h = best.chips.first(where: { $0.kind == .hygrometer }) {
+                lines += ["", "[hygrometer]", "chip = \"\(h.name)\"", "address = \"\(hex(h.address))\""]
+                for k in [OutputKind.temperature, .humidity] where !outputs.contains(k.settingsKey) { outputs.append(k.settingsKey) }
             }
             let imus = best.chips.filter { $0.kind == .imu }
             if let i = imus.first {
