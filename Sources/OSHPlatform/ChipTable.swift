@@ -13,6 +13,8 @@ public enum ChipTable {
         BMP3Driver.bmp388Chip,
         BMP3Driver.bmp390Chip,
         LPS22HBDriver.chip,
+        BMP58xDriver.bmp581Chip,
+        BMP58xDriver.bmp585Chip,
     ]
 
     /// IMUs in probing order (the MPU family before the ICM-20948: both sit at 0x68/0x69, and
