@@ -60,13 +60,31 @@ final class ConfigCheckTests: XCTestCase {
             .write(toFile: path, atomically: true, encoding: .utf8)
         let unknown = try runOSHEdge(["config", "check", path], env: env)
         XCTAssertNotEqual(unknown.status, 0)
-        XCTAssertTrue(unknown.err.contains("osh-edge.conf:4:") && unknown.err.contains("pi3, pi4, pi5 and pi-zero-2w"), unknown.err)
+        XCTAssertTrue(unknown.err.contains("osh-edge.conf:4:") && unknown.err.contains("pi3, pi4, pi5, pi-zero-2w and sense-hat"), unknown.err)
         try "# mine\n[led]\nline = \"seventeen\"\n".write(toFile: dir + "/board.conf", atomically: true, encoding: .utf8)
         try "[server.main]\nurl = \"http://n:8181/sensorhub/api\"\n[system]\nprofile = \"\(dir)/board.conf\"\n"
             .write(toFile: path, atomically: true, encoding: .utf8)
         let bad = try runOSHEdge(["config", "check", path], env: env)
         XCTAssertNotEqual(bad.status, 0)
         XCTAssertTrue(bad.err.contains("board.conf:3:"), "the profile's own file and line: \(bad.err)")
+
+        // A board and a HAT: a list of profiles, the earlier winning, the file over both; a mistake
+        // in the second is named in its own file.
+        try "# a HAT\n[led]\nline = 27\n[hygrometer]\nchip = \"SHT41\"\n[barometer]\nchip = \"BMP3990\"\n"
+            .write(toFile: dir + "/hat.conf", atomically: true, encoding: .utf8)
+        try "[server.main]\nurl = \"http://n:8181/sensorhub/api\"\n[system]\nprofile = [\"pi4\", \"\(dir)/hat.conf\"]\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let both = try runOSHEdge(["config", "check", path], env: env)
+        XCTAssertNotEqual(both.status, 0)
+        XCTAssertTrue(both.err.contains("hat.conf:7: chip = \"BMP3990\" in [barometer] is not a chip osh-edge drives"), both.err)
+        try "# a HAT\n[led]\nline = 27\n[hygrometer]\nchip = \"SHT41\"\n[barometer]\nchip = \"BMP390\"\n"
+            .write(toFile: dir + "/hat.conf", atomically: true, encoding: .utf8)
+        let merged = try AgentSettings.parse(bytes: Array(try String(contentsOfFile: path, encoding: .utf8).utf8), path: path,
+                                             chips: ChipTable.known, profileDirectory: profiles,
+                                             readProfile: { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } })
+        XCTAssertEqual(merged.devices.led.line, 17, "pi4 comes first in the list: its line wins")
+        XCTAssertEqual(merged.devices.hygrometer.chip, "SHT41", "the HAT's section where pi4 has none")
+        XCTAssertEqual(merged.devices.barometer.chip, "BMP390")
     }
 
     func testAMissingTrustedCertificateIsRefusedWithItsLine() throws {

@@ -183,7 +183,7 @@ public struct AgentSettings: Sendable, Equatable {
         let profile = BoardProfile.apply(to: doc, path: path, directory: profileDirectory, read: readProfile)
         var r = SettingsReader(path: path, chips: chips)
         r.fileProblem = fileProblem
-        r.profilePath = profile.path
+        r.profilePaths = profile.paths
         let settings = r.read(profile.doc)
         let all = Self.ordered(syntax + r.errors) + profile.errors
         if !all.isEmpty { throw ConfigErrors(all) }

@@ -39,11 +39,11 @@ struct SettingsReader {
     static let tlsModes = ["verify", "trust-certificate", "pin"]
 
     /// The board profile merged under the file (`BoardProfile.merge`): its lines are negative.
-    var profilePath: String?
+    var profilePaths: [String] = []
 
     mutating func fail(_ line: Int?, _ message: String) {
-        if let line, line < 0, let profilePath {
-            errors.append(ConfigError(path: profilePath, line: -line, message: message))
+        if let line, line < 0, let (index, profileLine) = Optional(BoardProfile.decodeLine(line)), index < profilePaths.count {
+            errors.append(ConfigError(path: profilePaths[index], line: profileLine, message: message))
         } else {
             errors.append(ConfigError(path: path, line: line, message: message))
         }
