@@ -15,6 +15,7 @@ public enum ChipTable {
         LPS22HBDriver.chip,
         BMP58xDriver.bmp581Chip,
         BMP58xDriver.bmp585Chip,
+        DPS310Driver.chip,
     ]
 
     /// IMUs in probing order (the MPU family before the ICM-20948: both sit at 0x68/0x69, and
