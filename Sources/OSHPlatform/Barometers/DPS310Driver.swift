@@ -111,7 +111,9 @@ public final class DPS310Driver: BarometerDriver {
 
     /// PM_PRC and TMP_PRC codes (n: ×2ⁿ), Infineon's named modes: low precision ×1, standard
     /// precision ×16, high precision ×64. Temperature ×1, except ×2 at high precision, where its
-    /// noise shows through c01 (≈ 10 Pa/°C on real parts, c01/c1).
+    /// noise shows through c01 (≈ 10 Pa/°C on real parts, c01/c1). These keep kP ≤ 1 040 384 <
+    /// 2²⁰, so |Praw| < 0x100000 in range and PRS_B2 (register 0x00, where `auto` first looks for
+    /// a BMP388/390's ID 0x50/0x60) reads 0x00–0x0F or 0xF0–0xFF; ×2…×8 (kP up to 7 864 320) would not.
     static func settings(_ o: BarometerOversampling) -> (p: UInt8, t: UInt8) {
         switch o {
         case .lowPower: return (0, 0)

@@ -19,8 +19,9 @@ import OSHPlatform
 ///   (the ~60 °C at room temperature that the fix-up is for);
 /// - oversampling above ×8 without the CFG_REG result shift: the result saturates at 24 bits.
 public final class SimulatedDPS310: RegisterMapDevice {
-    /// A real DPS310's coefficients, as quoted in Infineon/DPS310-Pressure-Sensor issue #23 (the
-    /// `ifx_issue23_tmanaud` set of Tests/OSHCoreTests/Fixtures/baro/dps310_vectors.csv).
+    /// A real DPS310's coefficients, quoted as values in Infineon/DPS310-Pressure-Sensor issue #23,
+    /// as the register bytes they are read from (the `ifx_issue23_tmanaud` set of
+    /// Tests/OSHCoreTests/Fixtures/baro/dps310_vectors.csv; Infineon's parser gives them back).
     public static let realPartCoefficients: [UInt8] = [0x0D, 0xFE, 0xDD, 0x13, 0x8C, 0xAF, 0x25, 0x1D, 0xF3,
                                                        0xB7, 0x05, 0x98, 0xD9, 0x41, 0x00, 0x98, 0xFA, 0xD7]
 
