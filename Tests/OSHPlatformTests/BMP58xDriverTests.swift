@@ -280,7 +280,7 @@ final class BMP58xDriverTests: XCTestCase {
                 XCTAssertEqual(named.address, address)
             }
         }
-        XCTAssertEqual(BarometerDrivers.names.suffix(2), ["BMP581", "BMP585"])
+        XCTAssertTrue(BarometerDrivers.names.contains("BMP581") && BarometerDrivers.names.contains("BMP585"), "\(BarometerDrivers.names)")
         XCTAssertEqual(BMP58xDriver.bmp581.addresses, [0x47, 0x46], "the SDO-high strap (breakout default) first")
         // Nothing there: the error names where it looked.
         XCTAssertThrowsError(try BarometerDrivers.open(bus: SimulatedI2CBus(), chip: "auto", address: nil)) { e in
