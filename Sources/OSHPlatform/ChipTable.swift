@@ -31,7 +31,7 @@ public enum ChipTable {
 
     /// Magnetometers: on the bus (probe finds them), and inside an IMU (reached through it).
     public static let magnetometers: [I2CChipIdentity] = [
-        LSM6DSOXDriver.lis3mdl,
+        SeparateMagnetometer.lis3mdl,
         MPUDriver.ak8963,
         ICM20948Driver.ak09916,
     ]

@@ -145,7 +145,7 @@ public enum IMUDrivers {
     public static let lsm6dsox = LSM6DSOXDriver.lsm6dsox
     public static let bno055 = BNO055Driver.bno055
     public static let ak8963 = MPUDriver.ak8963
-    public static let lis3mdl = LSM6DSOXDriver.lis3mdl
+    public static let lis3mdl = SeparateMagnetometer.lis3mdl
 
     public static var chips: [IMUChip] { ChipTable.imus }
     /// Every IMU this build can drive, in probing order.

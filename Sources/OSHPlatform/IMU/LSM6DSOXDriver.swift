@@ -1,9 +1,7 @@
 import OSHCore
 
 /// ST LSM6DSOX accelerometer/gyroscope, with an optional separate LIS3MDL magnetometer on the
-/// same bus (the Adafruit/Pololu pairing). The LIS3MDL is its own chip with its own address;
-/// its axes are the board's business — `IMUSettings.magnetometerMounting` aligns them when
-/// the board does not place the two chips alike.
+/// same bus (the Adafruit/Pololu pairing; `SeparateMagnetometer` finds and reads it).
 public final class LSM6DSOXDriver: IMUDriver {
     /// LSM6DSOX registers (datasheet DS12814 §8–9).
     public enum Reg {
@@ -35,34 +33,10 @@ public final class LSM6DSOXDriver: IMUDriver {
         public static let fifoWordBytes = 7
     }
 
-    /// LIS3MDL registers (datasheet DocID024204 §7). A multi-byte read needs the register's
-    /// MSB set (SUB(7) = 1) or the chip keeps returning the same register.
-    public enum LIS3MDL {
-        public static let whoAmI: UInt8 = 0x0F
-        public static let whoAmIValue: UInt8 = 0x3D
-        public static let ctrlReg1: UInt8 = 0x20
-        public static let ctrlReg2: UInt8 = 0x21
-        public static let ctrlReg3: UInt8 = 0x22
-        public static let ctrlReg4: UInt8 = 0x23
-        public static let ctrlReg5: UInt8 = 0x24
-        public static let statusReg: UInt8 = 0x27
-        public static let autoIncrement: UInt8 = 0x80
-        public static let softReset: UInt8 = 0x04
-        public static let zyxda: UInt8 = 0x08
-        /// CTRL_REG1: ultra-high-performance X/Y (OM = 11), 80 Hz (DO = 111).
-        public static let uhp80Hz: UInt8 = 0x7C
-        /// CTRL_REG4: ultra-high-performance Z (OMZ = 11).
-        public static let uhpZ: UInt8 = 0x0C
-        public static let bdu: UInt8 = 0x40
-    }
-
     public static let lsm6dsox = I2CChipIdentity(
         name: "LSM6DSOX", kind: .imu, addresses: [0x6A, 0x6B], idRegister: 0x0F, idValues: [0x6C],
         note: "6-axis; pair it with a LIS3MDL magnetometer (0x1C/0x1E) for heading",
         measures: [.acceleration, .rotation, .temperature])
-    public static let lis3mdl = I2CChipIdentity(
-        name: "LIS3MDL", kind: .magnetometer, addresses: [0x1C, 0x1E], idRegister: 0x0F, idValues: [0x3D],
-        measures: [.magneticField])
 
     /// The driver table's entry.
     public static let chip = IMUChip(identity: lsm6dsox) {
@@ -74,18 +48,15 @@ public final class LSM6DSOXDriver: IMUDriver {
     public var bus: I2CBus { io.bus }
     public let whoAmI: UInt8
     public private(set) var settings: IMUDriverSettings
-    public private(set) var magnetometerName: String?
-    public private(set) var magnetometerAddress: UInt8?
+    public var magnetometerName: String? { magnetometer?.name }
+    public var magnetometerAddress: UInt8? { magnetometer?.address }
     public let appliesMountingOnChip = false
 
     private let io: IMURegisterIO
     private let sleep: (Double) -> Void
     private var accelScale = 0.0
     private var gyroScale = 0.0
-    private var magScale = 0.0
-    private var lastMag: IMUVector?
-    private var magEvery = 1
-    private var sinceMag = 0
+    private var magnetometer: SeparateMagnetometer?
     public private(set) var fifo: IMUFifoLayout?
     private var pairing = STFifoPairing()
 
@@ -116,49 +87,16 @@ public final class LSM6DSOXDriver: IMUDriver {
         try io.write(Reg.ctrl2G, code << 4 | settings.gyroRange.code << 2)
         accelScale = IMUConvert.lsm6dsoxAccelScale(settings.accelRange)
         gyroScale = IMUConvert.lsm6dsoxGyroScale(settings.gyroRange)
+        let actual = Self.odr.first { $0.code == code }?.hz ?? settings.rateHz
         fifo = nil
         if settings.fifo {
             // "Up to 9 kbytes" (DS12814 §6.5); a sample is a gyro word and an accel word.
-            let rate = Self.odr.first { $0.code == code }?.hz ?? settings.rateHz
-            fifo = IMUFifoLayout(capacityBytes: 9 * 1024, frameBytes: 2 * Reg.fifoWordBytes, rateHz: rate)
+            fifo = IMUFifoLayout(capacityBytes: 9 * 1024, frameBytes: 2 * Reg.fifoWordBytes, rateHz: actual)
             try io.write(Reg.fifoCtrl3, code << 4 | code)
             try resetFIFO()
         }
-        magnetometerName = nil
-        magnetometerAddress = nil
-        lastMag = nil
-        let wanted = IMUDrivers.normalise(settings.magnetometer)
-        if settings.wantsMagnetometer {
-            let addrs = settings.magnetometerAddress.map { [$0] } ?? IMUDrivers.lis3mdl.addresses
-            for a in addrs {
-                guard let v = try? io.read(LIS3MDL.whoAmI, at: a), v == LIS3MDL.whoAmIValue else { continue }
-                try openLIS3MDL(at: a)
-                magnetometerName = "LIS3MDL"
-                magnetometerAddress = a
-                break
-            }
-            if magnetometerName == nil && wanted != "AUTO" {
-                try settings.magnetometerMissing("LIS3MDL", bus: bus, address: settings.magnetometerAddress,
-                    I2CError(.noAcknowledge, bus: bus.number, address: nil,
-                             operation: "nothing answered with WHO_AM_I 0x3D at " + addrs.map(IMUDrivers.hex).joined(separator: "/")))
-            }
-            let actual = Self.odr.first { $0.code == code }?.hz ?? settings.rateHz
-            // Read it every sample up to 160 Hz (ZYXDA says when its 80 Hz data is new): a
-            // stale field behind a turning gyro skews the heading.
-            magEvery = max(1, Int((actual / 160).rounded(.down)))
-            sinceMag = magEvery
-        }
-    }
-
-    private func openLIS3MDL(at a: UInt8) throws {
-        try io.write(LIS3MDL.ctrlReg2, LIS3MDL.softReset, at: a)
-        sleep(0.01)
-        try io.write(LIS3MDL.ctrlReg1, LIS3MDL.uhp80Hz, at: a)
-        try io.write(LIS3MDL.ctrlReg2, settings.magnetometerRange.code << 5, at: a)
-        try io.write(LIS3MDL.ctrlReg4, LIS3MDL.uhpZ, at: a)
-        try io.write(LIS3MDL.ctrlReg5, LIS3MDL.bdu, at: a)
-        try io.write(LIS3MDL.ctrlReg3, 0x00, at: a) // continuous conversion
-        magScale = IMUConvert.lis3mdlScale(settings.magnetometerRange)
+        magnetometer = nil
+        magnetometer = try SeparateMagnetometer.find(io: io, settings: settings, imuRateHz: actual, sleep: sleep)
     }
 
     /// Bypass empties the FIFO; continuous starts it again.
@@ -185,16 +123,7 @@ public final class LSM6DSOXDriver: IMUDriver {
         try io.drain(Reg.fifoDataOutTag, frames: words, frameBytes: Reg.fifoWordBytes, perTransfer: perTransfer) { p, at in
             if pairing.take(p, at: at, accelScale: a, gyroScale: g, into: &s) { samples.append(s) }
         }
-        if let addr = magnetometerAddress, !samples.isEmpty {
-            let m = try io.burst(LIS3MDL.statusReg | LIS3MDL.autoIncrement, 7, at: addr)
-            let firstEver = lastMag == nil
-            var new = false
-            if m[0] & LIS3MDL.zyxda != 0 {
-                lastMag = IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), magScale)
-                new = true
-            }
-            attachMagnetometer(lastMag, new: new, firstEver: firstEver, to: &samples)
-        }
+        try magnetometer?.read(onto: &samples)
         return IMUFifoRead()
     }
 
@@ -206,18 +135,7 @@ public final class LSM6DSOXDriver: IMUDriver {
         sample.gyro = IMUConvert.scaled(IMUConvert.vector(p, at: 4, bigEndian: false), gyroScale)
         sample.accel = IMUConvert.scaled(IMUConvert.vector(p, at: 10, bigEndian: false), accelScale)
         sample.magIsNew = false
-        if let a = magnetometerAddress {
-            sinceMag += 1
-            if sinceMag >= magEvery {
-                sinceMag = 0
-                let m = try io.burst(LIS3MDL.statusReg | LIS3MDL.autoIncrement, 7, at: a)
-                if m[0] & LIS3MDL.zyxda != 0 {
-                    lastMag = IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), magScale)
-                    sample.magIsNew = true
-                }
-            }
-            sample.mag = lastMag
-        }
+        try magnetometer?.read(into: &sample)
         return ready
     }
 }

@@ -120,7 +120,7 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
 /// LIS3MDL: WHO_AM_I 0x3D, power-down until CTRL_REG3 selects continuous mode, full scale in
 /// CTRL_REG2, soft reset, and the ST rule that a multi-byte access needs SUB(7) = 1.
 public final class SimulatedLIS3MDL: SimulatedIMUChip {
-    typealias R = LSM6DSOXDriver.LIS3MDL
+    typealias R = SeparateMagnetometer.LIS3MDL
     public private(set) var resets = 0
     private var autoIncrement = false
     private var ready = false
@@ -196,7 +196,7 @@ extension LSM6DSOXDriver: SimulatedIMUModel {
                                clock: @escaping () -> Double) -> SimulatedIMUBoard {
         let lsm = SimulatedLSM6DSOX(truth: truth, clock: clock, mounting: mounting)
         let lis = SimulatedLIS3MDL(truth: truth, clock: clock, mounting: mounting)
-        bus.attach(lis, at: LSM6DSOXDriver.lis3mdl.addresses[0])
+        bus.attach(lis, at: SeparateMagnetometer.lis3mdl.addresses[0])
         return SimulatedIMUBoard(chip: identity.name, address: address, imu: lsm, magnetometer: lis)
     }
 }
