@@ -23,6 +23,11 @@ public enum AccelRange: Int, Sendable, CaseIterable {
         switch self { case .g2: return 0; case .g16: return 1; case .g4: return 2; case .g8: return 3 }
     }
 
+    /// ICM-42688-P ACCEL_FS_SEL (ACCEL_CONFIG0 bits 7:5): the MPU order reversed, 0 = ±16 g … 3 = ±2 g.
+    public var icm42688Code: UInt8 {
+        switch self { case .g16: return 0; case .g8: return 1; case .g4: return 2; case .g2: return 3 }
+    }
+
     /// LSM6DSOX sensitivity: 0.061, 0.122, 0.244, 0.488 mg/LSB.
     public var lsm6dsoxMilliGPerCount: Double {
         switch self { case .g2: return 0.061; case .g4: return 0.122; case .g8: return 0.244; case .g16: return 0.488 }
@@ -44,6 +49,12 @@ public enum GyroRange: Int, Sendable, CaseIterable {
     /// these are the datasheet's numbers, not 32768/range).
     public var invensenseCountsPerDPS: Double {
         switch self { case .dps250: return 131; case .dps500: return 65.5; case .dps1000: return 32.8; case .dps2000: return 16.4 }
+    }
+
+    /// ICM-42688-P GYRO_FS_SEL (GYRO_CONFIG0 bits 7:5): 0 = ±2000 … 3 = ±250 dps (4–7, the
+    /// ranges below 250 dps, are not offered).
+    public var icm42688Code: UInt8 {
+        switch self { case .dps2000: return 0; case .dps1000: return 1; case .dps500: return 2; case .dps250: return 3 }
     }
 
     /// LSM6DSOX sensitivity: 8.75, 17.5, 35, 70 mdps/LSB.
@@ -110,6 +121,20 @@ public enum IMUConvert {
 
     /// MPU-6500/9250 and ICM-20948: T = raw/333.87 + 21 °C (room-temperature offset 0).
     @inlinable public static func invensenseTemperature(_ raw: Int16) -> Double { Double(raw) / 333.87 + 21 }
+
+    // MARK: TDK InvenSense ICM-42688-P (DS-000347)
+
+    /// m/s² per count: 16384, 8192, 4096, 2048 LSB/g at ±2…±16 g (DS-000347 table 2), the MPU family's numbers.
+    @inlinable public static func icm42688AccelScale(_ range: AccelRange) -> Double { invensenseAccelScale(range) }
+
+    /// rad/s per count: 131, 65.5, 32.8, 16.4 LSB/(°/s) at ±250…±2000 (DS-000347 table 1), as the MPU family.
+    @inlinable public static func icm42688GyroScale(_ range: GyroRange) -> Double { invensenseGyroScale(range) }
+
+    /// TEMP_DATA1/0 (16-bit): T = raw / 132.48 + 25 °C (DS-000347, TEMP_DATA register description).
+    @inlinable public static func icm42688Temperature(_ raw: Int16) -> Double { Double(raw) / 132.48 + 25 }
+
+    /// The 8-bit temperature of FIFO packets 1–3: T = raw / 2.07 + 25 °C (DS-000347 §6.1).
+    @inlinable public static func icm42688FIFOTemperature(_ raw: Int8) -> Double { Double(raw) / 2.07 + 25 }
 
     // MARK: AKM magnetometers
 

@@ -88,6 +88,66 @@ public enum IMUFifoFrames {
     public static let stAccelTag: UInt8 = 0x02
 }
 
+/// ICM-42688-P FIFO packet 3 (DS-000347 §6.1), what FIFO_CONFIG1 with accel and gyro enabled
+/// writes: the header, ACCEL X/Y/Z and GYRO X/Y/Z (16-bit, big-endian as INTF_CONFIG0 leaves
+/// them), the temperature (8-bit) and a 16-bit timestamp — 16 bytes.
+public enum ICM42688Fifo {
+    public static let packetBytes = 16
+    /// FIFO_HEADER bits. HEADER_MSG: the FIFO is empty (an empty FIFO reads 0x80…).
+    public static let headerEmpty: UInt8 = 0x80
+    /// The packet has room for accel / gyro data (both: packet 3 or 4).
+    public static let headerAccel: UInt8 = 0x40
+    public static let headerGyro: UInt8 = 0x20
+    /// HEADER_20: a 20-bit packet 4, which this driver does not configure.
+    public static let header20: UInt8 = 0x10
+    /// 10: the packet holds the ODR timestamp; 11: FSYNC time.
+    public static let headerTimestampMask: UInt8 = 0x0C
+    /// The accel / gyro ODR differs from the previous packet's (set on the first packet after a change).
+    public static let headerODRAccel: UInt8 = 0x02
+    public static let headerODRGyro: UInt8 = 0x01
+    /// A sensor with no sample to give (off, or still starting) writes -32768 on every axis.
+    public static let invalid = Int16.min
+    /// The 8-bit temperature's invalid value.
+    public static let invalidTemperature = Int8.min
+
+    public enum Packet: Sendable, Equatable {
+        /// A sample: `s` holds it.
+        case sample
+        /// HEADER_MSG: nothing more in the FIFO.
+        case empty
+        /// Accel or gyro had no data (every axis -32768): no sample.
+        case invalid
+        /// Not a 16-bit accel + gyro packet: the reads are out of step with the packets.
+        case foreign(header: UInt8)
+    }
+
+    /// Decodes the packet at `offset` into `s` (accel, gyro, temperature; `t` and the magnetometer untouched).
+    @inlinable public static func decode(_ p: UnsafeRawBufferPointer, at offset: Int, accelScale: Double, gyroScale: Double,
+                                         into s: inout IMUSample) -> Packet {
+        let header = p[offset]
+        if header & headerEmpty != 0 { return .empty }
+        guard header & (headerAccel | headerGyro) == headerAccel | headerGyro, header & header20 == 0 else {
+            return .foreign(header: header)
+        }
+        guard !allInvalid(p, offset + 1), !allInvalid(p, offset + 7) else { return .invalid }
+        s.accel = IMUConvert.scaled(IMUConvert.vector(p, at: offset + 1, bigEndian: true), accelScale)
+        s.gyro = IMUConvert.scaled(IMUConvert.vector(p, at: offset + 7, bigEndian: true), gyroScale)
+        let t = Int8(bitPattern: p[offset + 13])
+        s.temperature = t == invalidTemperature ? nil : IMUConvert.icm42688FIFOTemperature(t)
+        return .sample
+    }
+
+    /// True when the header flags an ODR change for accel or gyro.
+    @inlinable public static func odrChanged(_ header: UInt8) -> Bool { header & (headerODRAccel | headerODRGyro) != 0 }
+
+    /// Three big-endian values at `offset` all -32768. One axis alone at -32768 is a saturated
+    /// reading, not a missing one.
+    @inlinable public static func allInvalid(_ p: UnsafeRawBufferPointer, _ offset: Int) -> Bool {
+        IMUConvert.int16BE(p, offset) == invalid && IMUConvert.int16BE(p, offset + 2) == invalid
+            && IMUConvert.int16BE(p, offset + 4) == invalid
+    }
+}
+
 /// Pairs the LSM6DSOX's tagged words into samples: a gyro word and an accel word of the same
 /// batch (same TAG_CNT) make one sample. A word whose partner is missing (the FIFO was read
 /// at a batch boundary, or reset) waits for it or is replaced: tags realign by themselves.
