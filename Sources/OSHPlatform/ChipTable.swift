@@ -19,11 +19,14 @@ public enum ChipTable {
     ]
 
     /// IMUs in probing order (the MPU family before the ICM-20948: both sit at 0x68/0x69, and
-    /// WHO_AM_I at 0x75 is the cheaper test).
+    /// WHO_AM_I at 0x75 is the cheaper test). The ICM-42688-P reads WHO_AM_I at 0x75 too, so it
+    /// follows the MPUs, which then never see its bank check (a read of 0x76), and comes before
+    /// the ICM-20948, whose ID read may write 0x7F — a register the ICM-42688-P does not have there.
     public static let imus: [IMUChip] = [
         MPUDriver.mpu9250Chip,
         MPUDriver.mpu6500Chip,
         MPUDriver.mpu6050Chip,
+        ICM42688Driver.chip,
         ICM20948Driver.chip,
         LSM6DSOXDriver.chip,
         BNO055Driver.chip,

@@ -336,7 +336,7 @@ final class IMUDriverTests: XCTestCase {
     /// whole chain, including each magnetometer die's axis alignment, is right.
     func testCompassHeadingFromEachNineAxisDriverFollowsTheMotion() throws {
         let motion = SimulatedMotion()
-        for chip in ["MPU9250", "ICM20948", "LSM6DSOX", "BNO055"] {
+        for chip in ["MPU9250", "ICM20948", "LSM6DSOX", "ICM42688P", "BNO055"] {
             let bus = SimulatedI2CBus(recordsTrace: false)
             let time = SimTime()
             _ = try SimulatedIMUBoard.attach(to: bus, chip: chip, truth: { motion.truth(at: $0) }, clock: { time.t })

@@ -10,7 +10,7 @@ private final class FifoTime { var t = 0.0 }
 /// into transfers, overflow and partial frames.
 final class IMUFifoDriverTests: XCTestCase {
     private let noSleep: (Double) -> Void = { _ in }
-    private static let chips = ["MPU6050", "MPU6500", "MPU9250", "ICM20948", "LSM6DSOX"]
+    private static let chips = ["MPU6050", "MPU6500", "MPU9250", "ICM20948", "LSM6DSOX", "ICM42688P"]
 
     /// gyro.z and accel.x move with time (a 5-s sawtooth, within every range), so each sample
     /// shows which instant it was made at.

@@ -142,6 +142,7 @@ public enum IMUDrivers {
     public static let mpu6500 = MPUDriver.mpu6500
     public static let mpu9250 = MPUDriver.mpu9250
     public static let icm20948 = ICM20948Driver.icm20948
+    public static let icm42688p = ICM42688Driver.icm42688p
     public static let lsm6dsox = LSM6DSOXDriver.lsm6dsox
     public static let bno055 = BNO055Driver.bno055
     public static let ak8963 = MPUDriver.ak8963
@@ -232,7 +233,8 @@ public enum IMUDrivers {
     }
 
     /// Every known IMU and magnetometer answering on `bus`, by address and ID register.
-    /// Reads only (the ICM-20948 bank reset above is the one write, to a register it owns).
+    /// Reads only, but for the bank resets of the ICM-20948 (0x7F) and the ICM-42688-P (0x76, put
+    /// back when the chip turns out to be another), each to a register that chip owns.
     public static func probe(bus: I2CBus) -> [IMUProbeHit] {
         var hits: [IMUProbeHit] = []
         var seen: Set<UInt8> = []
