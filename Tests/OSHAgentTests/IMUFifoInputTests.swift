@@ -76,7 +76,7 @@ final class IMUFifoInputTests: XCTestCase {
     }
 
     func testFIFOCutsTransactionsAndWakeupsAndFusesAsWell() throws {
-        for chip in ["MPU9250", "MPU6500", "ICM20948", "LSM6DSOX"] {
+        for chip in ["MPU9250", "MPU6500", "ICM20948", "LSM6DSOX", "ICM42688P"] {
             let polled = try run(chip, fifo: false)
             let burst = try run(chip, fifo: true)
             print("IMU \(chip): registers \(polled.transactionsPerSecond) transactions/s, \(polled.wakeupsPerSecond) wakeups/s, "

@@ -50,7 +50,7 @@ final class IMUInputTests: XCTestCase {
     func testMountingMapAppliesToEveryVector() throws {
         let mount = try AxisMap(["-y", "+x", "+z"])
         let truth = SimulatedMotion.Truth(gyro: IMUVector(0.1, 0.2, 0.3), accel: IMUVector(1, 2, 9), mag: IMUVector(10, 20, -30))
-        for chip in ["MPU9250", "ICM20948", "LSM6DSOX", "MPU6050"] {
+        for chip in ["MPU9250", "ICM20948", "LSM6DSOX", "ICM42688P", "MPU6050"] {
             let loop = try EventLoop()
             let bus = SimulatedI2CBus(recordsTrace: false)
             // The chip sits turned on the board; the same map in the settings undoes it.

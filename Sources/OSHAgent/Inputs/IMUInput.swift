@@ -15,12 +15,12 @@ public struct IMUSettings: Sendable, Equatable {
 
     /// N of /dev/i2c-N.
     public var bus: Int
-    /// "auto" or a name from `IMUDrivers.identities` (MPU6050, MPU6500, MPU9250, ICM20948, LSM6DSOX, BNO055).
+    /// "auto" or a name from `IMUDrivers.identities` (MPU6050, MPU6500, MPU9250, ICM42688P, ICM20948, LSM6DSOX, BNO055).
     public var chip: String
     /// nil: each of the chip's addresses.
     public var address: UInt8?
     /// "auto", "none", or a chip (the MPU-9250's AK8963 and the ICM-20948's AK09916 are
-    /// built in; LIS3MDL pairs with the LSM6DSOX).
+    /// built in; a LIS3MDL pairs with the LSM6DSOX or the ICM-42688-P).
     public var magnetometer: String
     public var magnetometerAddress: UInt8?
     public var accelRange: AccelRange

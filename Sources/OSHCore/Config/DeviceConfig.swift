@@ -71,7 +71,7 @@ public struct HygrometerConfig: Sendable, Equatable {
 public struct IMUConfig: Sendable, Equatable {
     public var chip = "auto"
     public var address: UInt8?
-    /// The magnetometer when it is a separate chip (LIS3MDL beside an LSM6DSOX); "auto" takes the
+    /// The magnetometer when it is a separate chip (LIS3MDL beside an LSM6DSOX or ICM-42688-P); "auto" takes the
     /// IMU's own (AK8963 in an MPU-9250, AK09916 in an ICM-20948) or looks for a known one; "none".
     public var magnetometer = "auto"
     public var magnetometerAddress: UInt8?
@@ -81,8 +81,8 @@ public struct IMUConfig: Sendable, Equatable {
     /// How the board's axes map to the device frame (x right, y forward, z up), parsed once from
     /// three signed axes, e.g. "+x,+y,+z" (as printed on the board) or "-y,+x,+z" (turned 90° left).
     public var mounting = AxisMap.identity
-    /// Sample into the chip's hardware FIFO and read it in bursts (MPU-6050/6500/9250,
-    /// ICM-20948, LSM6DSOX); false polls the data registers at the IMU rate. The BNO055 always polls.
+    /// Sample into the chip's hardware FIFO and read it in bursts (MPU-6050/6500/9250, ICM-20948,
+    /// ICM-42688-P, LSM6DSOX); false polls the data registers at the IMU rate. The BNO055 always polls.
     public var fifo = true
     public init() {}
 }
