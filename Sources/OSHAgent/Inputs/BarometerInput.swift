@@ -5,7 +5,7 @@ import OSHPlatform
 public struct BarometerSettings: Sendable, Equatable {
     /// N of /dev/i2c-N (1 on a Pi's header pins 3/5).
     public var bus: Int
-    /// A name from `BarometerDrivers.names` (BMP280, BME280, BMP388, BMP390, LPS22HB) or "auto".
+    /// A name from `BarometerDrivers.names` (the driver table's) or "auto".
     public var chip: String
     /// nil: the chip's addresses in order (0x76/0x77, or 0x5D/0x5C).
     public var address: UInt8?

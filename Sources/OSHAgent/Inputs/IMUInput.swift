@@ -15,7 +15,7 @@ public struct IMUSettings: Sendable, Equatable {
 
     /// N of /dev/i2c-N.
     public var bus: Int
-    /// "auto" or a name from `IMUDrivers.identities` (MPU6050, MPU6500, MPU9250, ICM42688P, ICM20948, LSM6DSOX, BNO055).
+    /// "auto" or a name from `IMUDrivers.identities` (the driver table's).
     public var chip: String
     /// nil: each of the chip's addresses.
     public var address: UInt8?
