@@ -13,6 +13,7 @@ public enum ChipTable {
         BMP3Driver.bmp388Chip,
         BMP3Driver.bmp390Chip,
         LPS22HBDriver.chip,
+        LPS25HDriver.chip,
         BMP58xDriver.bmp581Chip,
         BMP58xDriver.bmp585Chip,
         DPS310Driver.chip,
