@@ -43,6 +43,7 @@ public enum ChipTable {
     /// Humidity and temperature chips, in the order `auto` tries them.
     public static let hygrometers: [HygrometerChip] = [
         SHT4xDriver.chip,
+        HTS221Driver.chip,
     ]
 
     /// The names the configuration accepts, by class.
