@@ -1,11 +1,44 @@
 import OSHCore
 
 /// A magnetometer that is its own chip on the host bus beside a 6-axis IMU (the LIS3MDL next
-/// to an LSM6DSOX on Adafruit's and Pololu's boards): found by its ID register, configured,
-/// and read once per sample or once per FIFO burst by whichever IMU driver pairs with it.
-/// Its axes are the board's business — `IMUSettings.magnetometerMounting` aligns them when the
-/// board does not place the two chips alike.
+/// to an LSM6DSOX on Adafruit's and Pololu's boards), or its own die at its own address in the
+/// IMU's package (the LSM9DS1's): found by its ID register, configured, and read once per sample
+/// or once per FIFO burst by whichever IMU driver pairs with it. A separate chip's axes are the
+/// board's business — `IMUSettings.magnetometerMounting` aligns them when the board does not
+/// place the two chips alike; a die's are the package's, so its `Model` aligns them.
 public final class SeparateMagnetometer {
+    /// The dies that answer with the LIS3MDL's register map (WHO_AM_I 0x3D, CTRL_REG1…5 at
+    /// 0x20…0x24, STATUS_REG and OUT_X_L…OUT_Z_H at 0x27…0x2D, SUB(7) for auto-increment, the
+    /// same FS codes) and what differs between them.
+    public enum Model: Sendable {
+        case lis3mdl
+        /// The LSM9DS1's magnetometer (DocID025715): its own sensitivity table, its X axis reversed
+        /// against the accel/gyro's. CTRL_REG1_M bit 7 is TEMP_COMP and CTRL_REG3_M bit 7
+        /// I2C_DISABLE where the LIS3MDL has TEMP_EN and a 0: both are written 0 either way, and
+        /// the LIS3MDL's TEMP_OUT (0x2E) is not read.
+        case lsm9ds1
+
+        /// As the drivers report it: Android names the magnetometer output after it.
+        public var name: String {
+            switch self { case .lis3mdl: return "LIS3MDL"; case .lsm9ds1: return "LSM9DS1" }
+        }
+
+        /// µT per count at `range`.
+        public func scale(_ range: LIS3MDLRange) -> Double {
+            switch self { case .lis3mdl: return IMUConvert.lis3mdlScale(range); case .lsm9ds1: return IMUConvert.lsm9ds1MagScale(range) }
+        }
+
+        /// A reading in the die's axes, in the host IMU's (a separate chip's are left as they are).
+        public func toHost(_ m: IMUVector) -> IMUVector {
+            switch self { case .lis3mdl: return m; case .lsm9ds1: return IMUConvert.lsm9ds1MagToAccelGyro(m) }
+        }
+
+        /// The inverse of `toHost` (the simulator's).
+        public func fromHost(_ v: IMUVector) -> IMUVector {
+            switch self { case .lis3mdl: return v; case .lsm9ds1: return IMUConvert.lsm9ds1AccelGyroToMag(v) }
+        }
+    }
+
     /// LIS3MDL registers (datasheet DocID024204 §7). A multi-byte read needs the register's
     /// MSB set (SUB(7) = 1) or the chip keeps returning the same register.
     public enum LIS3MDL {
@@ -33,8 +66,9 @@ public final class SeparateMagnetometer {
         name: "LIS3MDL", kind: .magnetometer, addresses: [0x1C, 0x1E], idRegister: 0x0F, idValues: [0x3D],
         measures: [.magneticField])
 
-    /// The chip's name as the drivers report it ("LIS3MDL").
-    public let name: String
+    public let model: Model
+    /// The chip's name as the drivers report it ("LIS3MDL", "LSM9DS1").
+    public var name: String { model.name }
     public let address: UInt8
     /// The latest field read (µT, the magnetometer's own axes); nil before the first one.
     public private(set) var field: IMUVector?
@@ -45,8 +79,8 @@ public final class SeparateMagnetometer {
     private let every: Int
     private var since: Int
 
-    private init(name: String, address: UInt8, io: IMURegisterIO, scale: Double, every: Int) {
-        self.name = name
+    private init(model: Model, address: UInt8, io: IMURegisterIO, scale: Double, every: Int) {
+        self.model = model
         self.address = address
         self.io = io
         self.scale = scale
@@ -54,10 +88,11 @@ public final class SeparateMagnetometer {
         since = every
     }
 
-    /// Looks for a LIS3MDL at `settings.magnetometerAddress` (nil: each of its addresses) and
-    /// configures the first that answers. None: nil with `[imu] magnetometer` auto, an error when
-    /// the config names one. `imuRateHz` is the rate `read(into:)` will be called at.
-    static func find(io: IMURegisterIO, settings: IMUDriverSettings, imuRateHz: Double,
+    /// Looks for a `model` die at `settings.magnetometerAddress` (nil: each of its addresses, the
+    /// LIS3MDL's 0x1C/0x1E) and configures the first that answers. None: nil with `[imu]
+    /// magnetometer` auto, an error when the config names one. `imuRateHz` is the rate
+    /// `read(into:)` will be called at.
+    static func find(io: IMURegisterIO, settings: IMUDriverSettings, imuRateHz: Double, model: Model = .lis3mdl,
                      sleep: (Double) -> Void) throws -> SeparateMagnetometer? {
         guard settings.wantsMagnetometer else { return nil }
         let addrs = settings.magnetometerAddress.map { [$0] } ?? lis3mdl.addresses
@@ -67,11 +102,10 @@ public final class SeparateMagnetometer {
         for a in addrs {
             guard let v = try? io.read(LIS3MDL.whoAmI, at: a), v == LIS3MDL.whoAmIValue else { continue }
             try configureLIS3MDL(io: io, at: a, range: settings.magnetometerRange, sleep: sleep)
-            return SeparateMagnetometer(name: lis3mdl.name, address: a, io: io,
-                                        scale: IMUConvert.lis3mdlScale(settings.magnetometerRange), every: every)
+            return SeparateMagnetometer(model: model, address: a, io: io, scale: model.scale(settings.magnetometerRange), every: every)
         }
         if IMUDrivers.normalise(settings.magnetometer) != "AUTO" {
-            try settings.magnetometerMissing(lis3mdl.name, bus: io.bus, address: settings.magnetometerAddress,
+            try settings.magnetometerMissing(model.name, bus: io.bus, address: settings.magnetometerAddress,
                 I2CError(.noAcknowledge, bus: io.bus.number, address: nil,
                          operation: "nothing answered with WHO_AM_I 0x3D at " + addrs.map(IMUDrivers.hex).joined(separator: "/")))
         }
@@ -93,7 +127,7 @@ public final class SeparateMagnetometer {
     func read() throws -> Bool {
         let m = try io.burst(LIS3MDL.statusReg | LIS3MDL.autoIncrement, 7, at: address)
         guard m[0] & LIS3MDL.zyxda != 0 else { return false }
-        field = IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), scale)
+        field = model.toHost(IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), scale))
         return true
     }
 
