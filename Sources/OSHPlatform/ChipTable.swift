@@ -30,6 +30,7 @@ public enum ChipTable {
         ICM42688Driver.chip,
         ICM20948Driver.chip,
         LSM6DSOXDriver.chip,
+        LSM9DS1Driver.chip, // at the LSM6DSOX's addresses, same ID register (0x68, not 0x6C, tells them apart); before the BNO055
         BNO055Driver.chip,
     ]
 
