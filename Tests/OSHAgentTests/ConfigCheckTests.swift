@@ -45,7 +45,7 @@ final class ConfigCheckTests: XCTestCase {
         XCTAssertEqual(settings.devices.led.chip, "pinctrl-bcm2711", "the profile's [led] applies where the file sets nothing")
         XCTAssertEqual(settings.devices.led.line, 17)
         // Every shipped profile checks under the example.
-        for name in ["pi3", "pi4", "pi5", "pi-zero-2w"] {
+        for name in ["pi3", "pi4", "pi5", "pi-zero-2w", "sense-hat"] {
             try """
             [server.main]
             url = "http://node.example.org:8181/sensorhub/api"
@@ -85,6 +85,19 @@ final class ConfigCheckTests: XCTestCase {
         XCTAssertEqual(merged.devices.led.line, 17, "pi4 comes first in the list: its line wins")
         XCTAssertEqual(merged.devices.hygrometer.chip, "SHT41", "the HAT's section where pi4 has none")
         XCTAssertEqual(merged.devices.barometer.chip, "BMP390")
+
+        // The Sense HAT on a Pi 4: one line configures its three chips.
+        try "[server.main]\nurl = \"http://n:8181/sensorhub/api\"\n[system]\nprofile = [\"pi4\", \"sense-hat\"]\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let hat = try AgentSettings.parse(bytes: Array(try String(contentsOfFile: path, encoding: .utf8).utf8), path: path,
+                                          chips: ChipTable.known, profileDirectory: profiles,
+                                          readProfile: { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } })
+        XCTAssertEqual(hat.devices.barometer.chip, "LPS25H")
+        XCTAssertEqual(hat.devices.barometer.address, 0x5C)
+        XCTAssertEqual(hat.devices.hygrometer.chip, "HTS221")
+        XCTAssertEqual(hat.devices.imu.chip, "LSM9DS1")
+        XCTAssertEqual(hat.devices.imu.magnetometerAddress, 0x1C)
+        XCTAssertEqual(hat.devices.led.chip, "pinctrl-bcm2711", "the Pi's own profile still applies")
     }
 
     func testAMissingTrustedCertificateIsRefusedWithItsLine() throws {
