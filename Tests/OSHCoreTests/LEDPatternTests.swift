@@ -47,9 +47,10 @@ final class LEDPatternTests: XCTestCase {
 
     func testIdentifyOverridesEveryState() {
         for s in LEDState.allCases {
-            let line = String(stride(from: UInt64(0), to: 400, by: 50).map {
-                LEDPattern.level(state: s, elapsedMs: 123, identifyRemainingMs: 1000, identifyElapsedMs: $0) ? "1" : "0"
-            })
+            let line = String(
+                stride(from: UInt64(0), to: 400, by: 50).map {
+                    LEDPattern.level(state: s, elapsedMs: 123, identifyRemainingMs: 1000, identifyElapsedMs: $0) ? "1" : "0"
+                })
             XCTAssertEqual(line, "10101010", "\(s)")
         }
         XCTAssertTrue(LEDPattern.level(state: .off, elapsedMs: 0, identifyRemainingMs: 1, identifyElapsedMs: 0))
@@ -57,8 +58,11 @@ final class LEDPatternTests: XCTestCase {
     }
 
     func testDeriveTakesTheMostUrgent() {
-        XCTAssertEqual(LEDState.derive(configError: true, registered: true, nodeReachable: false, clockSynchronized: false, sensorFault: true), .configError)
-        XCTAssertEqual(LEDState.derive(registered: true, nodeReachable: false, clockSynchronized: false, sensorFault: true), .nodeUnreachable)
+        XCTAssertEqual(
+            LEDState.derive(configError: true, registered: true, nodeReachable: false, clockSynchronized: false, sensorFault: true),
+            .configError)
+        XCTAssertEqual(
+            LEDState.derive(registered: true, nodeReachable: false, clockSynchronized: false, sensorFault: true), .nodeUnreachable)
         XCTAssertEqual(LEDState.derive(registered: false, nodeReachable: false, clockSynchronized: true), .nodeUnreachable)
         XCTAssertEqual(LEDState.derive(registered: true, nodeReachable: true, clockSynchronized: false, sensorFault: true), .clockHeld)
         XCTAssertEqual(LEDState.derive(registered: true, nodeReachable: true, clockSynchronized: true, sensorFault: true), .sensorFault)
@@ -87,7 +91,10 @@ final class LEDPatternTests: XCTestCase {
     func testBoardProfilesAreValid() throws {
         let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("board/profiles")
-        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".conf") }.sorted()
+        let all = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".conf") }.sorted()
+        // Add-on boards (HATs) name chips, not the Pi's LED and serial port; ConfigCheckTests reads them.
+        XCTAssertEqual(all.filter { !$0.hasPrefix("pi") }, ["sense-hat.conf"])
+        let names = all.filter { $0.hasPrefix("pi") }
         XCTAssertEqual(names, ["pi-zero-2w.conf", "pi3.conf", "pi4.conf", "pi5.conf"])
         for n in names {
             let bytes = try [UInt8](Data(contentsOf: dir.appendingPathComponent(n)))

@@ -42,7 +42,7 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
     // 2. The whole reader: a settings value or errors, never both missing.
     do {
-        let s = try AgentSettings.parse(bytes: bytes, path: "fuzz.conf")
+        let s = try AgentSettings.parse(bytes: bytes, path: "fuzz.conf", chips: fuzzChips)
         precondition(!s.servers.isEmpty)
         precondition(s.ringCapacity > 0)
     } catch {
@@ -58,6 +58,31 @@ public func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     }
     return 0
 }
+
+/// The driver table lives in OSHPlatform (with its C libraries), which this target does not link;
+/// one chip of each shape stands in for it: the reader only asks names, classes and what they measure.
+let fuzzChips: KnownChips = {
+    func chip(
+        _ name: String, _ kind: I2CChipIdentity.Kind, _ measures: I2CChipIdentity.Measures, mag: String? = nil, aliases: [String] = []
+    )
+        -> I2CChipIdentity
+    {
+        I2CChipIdentity(
+            name: name, kind: kind, addresses: [0x76], idRegister: 0xD0, idValues: [0x58], measures: measures, builtInMagnetometer: mag,
+            aliases: aliases)
+    }
+    return KnownChips(
+        barometers: [
+            chip("BMP280", .barometer, [.pressure, .temperature]), chip("BME280", .barometer, [.pressure, .temperature, .humidity]),
+        ],
+        imus: [
+            chip("MPU9250", .imu, [.acceleration, .rotation, .magneticField], mag: "AK8963"),
+            chip("MPU6050", .imu, [.acceleration, .rotation]),
+            chip("BNO055", .imu, [.acceleration, .rotation, .magneticField, .orientation]),
+        ],
+        magnetometers: [chip("LIS3MDL", .magnetometer, [.magneticField]), chip("AK8963", .magnetometer, [.magneticField])],
+        hygrometers: [chip("SHT4x", .hygrometer, [.temperature, .humidity], aliases: ["SHT40", "SHT41", "SHT45"])])
+}()
 
 extension ConfigValue {
     /// NaN never equals itself; such a value round-trips as NaN, which == cannot show.
