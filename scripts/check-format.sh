@@ -9,10 +9,10 @@ if ! swift format --version >/dev/null 2>&1; then
   exit 2
 fi
 if [[ ${1:-} == --fix ]]; then
-  swift format format --in-place --recursive --parallel Sources Tests
+  swift format format --in-place --recursive --parallel Sources Tests fuzz
   exit 0
 fi
-out=$(swift format lint --strict --recursive --parallel Sources Tests 2>&1) || true
+out=$(swift format lint --strict --recursive --parallel Sources Tests fuzz 2>&1) || true
 if [[ -n $out ]]; then
   printf '%s\n' "$out" | head -40
   files=$(printf '%s\n' "$out" | cut -d: -f1 | sort -u | wc -l)

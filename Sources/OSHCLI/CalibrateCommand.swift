@@ -21,7 +21,9 @@ public struct LinkedMagSimulation {
 public func runCalibrateCommand(_ args: [String], simulatedBoard: LinkedMagSimulation? = nil) {
     var a = Arguments(rest: args)
     guard a.positional() == "mag" else {
-        fail("usage: \(programName) calibrate mag [--seconds S] [--json] [--config FILE] [--bus N] [--chip NAME] [--address 0xNN] [--simulated]")
+        fail(
+            "usage: \(programName) calibrate mag [--seconds S] [--json] [--config FILE] [--bus N] [--chip NAME] [--address 0xNN] [--simulated]"
+        )
     }
     let json = a.flag("--json")
     let simulated = a.flag("--simulated")
@@ -66,11 +68,17 @@ public func runCalibrateCommand(_ args: [String], simulatedBoard: LinkedMagSimul
         let session = MagCalibrationSession()
         let run: MagCalibrationRun = try MagCalibrationRun(loop: loop, bus: bus, settings: settings, session: session, sleep: sleep)
         if !json {
-            print("\(run.input.chipName) + \(run.input.magnetometerName ?? "?") on /dev/i2c-\(bus.number)"
-                  + (simulatedBoard.map { simulated ? " (simulated, hard-iron offset \($0.offset.x), "
-                     + "\($0.offset.y), \($0.offset.z) µT)" : "" } ?? ""))
+            print(
+                "\(run.input.chipName) + \(run.input.magnetometerName ?? "?") on /dev/i2c-\(bus.number)"
+                    + (simulatedBoard.map {
+                        simulated
+                            ? " (simulated, hard-iron offset \($0.offset.x), "
+                                + "\($0.offset.y), \($0.offset.z) µT)" : ""
+                    } ?? ""))
             print("Turn the board slowly through every orientation: each face up, each face down, and around;")
-            print("keep it away from steel and magnets. Up to \(fixed(seconds, seconds < 10 ? 1 : 0)) s, stops at \(Int(run.session.targetCoverage * 100)) % coverage.")
+            print(
+                "keep it away from steel and magnets. Up to \(fixed(seconds, seconds < 10 ? 1 : 0)) s, stops at \(Int(run.session.targetCoverage * 100)) % coverage."
+            )
         }
         outcome = try run.run(seconds: seconds) { coverage, samples, elapsed in
             guard interactive else { return }

@@ -31,9 +31,13 @@ public func usageLines(_ usage: String, for command: String) -> String {
     var out = [lines.first ?? ""]
     var inEntry = false
     for l in lines.dropFirst() {
-        if l.hasPrefix("  " + command + " ") || l == "  " + command { inEntry = true; out.append(l) }
-        else if inEntry, l.hasPrefix("   ") { out.append(l) }
-        else { inEntry = false }
+        if l.hasPrefix("  " + command + " ") || l == "  " + command {
+            inEntry = true; out.append(l)
+        } else if inEntry, l.hasPrefix("   ") {
+            out.append(l)
+        } else {
+            inEntry = false
+        }
     }
     return out.count > 1 ? out.joined(separator: "\n") : usage
 }

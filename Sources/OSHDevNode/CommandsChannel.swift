@@ -261,9 +261,11 @@ extension DevNode {
     func logCommandRequest(_ req: HTTPRequest, route: String, status: Int) {
         if let log = config.log { log("\(req.method) \(req.uri) → \(status)") }
         withStore { store in
-            store.logRequest(DevNodeRequestRecord(method: req.method, path: req.uri, route: route,
-                                                  contentType: req.contentType, status: status, time: wallClock()),
-                             cap: config.maxLoggedRequests)
+            store.logRequest(
+                DevNodeRequestRecord(
+                    method: req.method, path: req.uri, route: route,
+                    contentType: req.contentType, status: status, time: wallClock()),
+                cap: config.maxLoggedRequests)
         }
     }
 
@@ -273,29 +275,37 @@ extension DevNode {
         let route = "GET /controlstreams/{id}/commands (WebSocket)"
         let accept: String
         do throws(WebSocketHandshakeError) {
-            accept = try WebSocketHandshake.checkRequest(method: req.method, upgrade: header(connection, "Upgrade"),
-                                                         connection: header(connection, "Connection"),
-                                                         key: header(connection, "Sec-WebSocket-Key"),
-                                                         version: header(connection, "Sec-WebSocket-Version"))
+            accept = try WebSocketHandshake.checkRequest(
+                method: req.method, upgrade: header(connection, "Upgrade"),
+                connection: header(connection, "Connection"),
+                key: header(connection, "Sec-WebSocket-Key"),
+                version: header(connection, "Sec-WebSocket-Version"))
         } catch {
-            return answer(connection, req, route: route,
-                          HTTPResponse(status: 400, body: errorBody(status: 400, message: error.description)))
+            return answer(
+                connection, req, route: route,
+                HTTPResponse(status: 400, body: errorBody(status: 400, message: error.description)))
         }
         let duplicate = !commandHub.reserve(csID)
         let ctx = UpgradeContext(node: self, controlStreamID: csID, user: user(of: req), duplicate: duplicate)
         let cls = Unmanaged.passRetained(ctx).toOpaque()
-        guard let response = MHD_create_response_for_upgrade({ cls, _, _, extraIn, extraSize, sock, urh in
-            guard let cls, let urh else { return }
-            let ctx = Unmanaged<UpgradeContext>.fromOpaque(cls).takeRetainedValue()
-            var extra: [UInt8] = []
-            if let e = extraIn, extraSize > 0 {
-                e.withMemoryRebound(to: UInt8.self, capacity: extraSize) { extra = Array(UnsafeBufferPointer(start: $0, count: extraSize)) }
-            }
-            ctx.node.spawnReceiver(fd: sock, urh: urh, extra: extra, ctx: ctx)
-        }, cls) else {
+        guard
+            let response = MHD_create_response_for_upgrade(
+                { cls, _, _, extraIn, extraSize, sock, urh in
+                    guard let cls, let urh else { return }
+                    let ctx = Unmanaged<UpgradeContext>.fromOpaque(cls).takeRetainedValue()
+                    var extra: [UInt8] = []
+                    if let e = extraIn, extraSize > 0 {
+                        e.withMemoryRebound(to: UInt8.self, capacity: extraSize) {
+                            extra = Array(UnsafeBufferPointer(start: $0, count: extraSize))
+                        }
+                    }
+                    ctx.node.spawnReceiver(fd: sock, urh: urh, extra: extra, ctx: ctx)
+                }, cls)
+        else {
             Unmanaged<UpgradeContext>.fromOpaque(cls).release()
             if !duplicate { commandHub.unreserve(csID) }
-            return answer(connection, req, route: route, HTTPResponse(status: 500, body: errorBody(status: 500, message: "Internal server error")))
+            return answer(
+                connection, req, route: route, HTTPResponse(status: 500, body: errorBody(status: 500, message: "Internal server error")))
         }
         MHD_add_response_header(response, "Upgrade", "websocket")
         MHD_add_response_header(response, "Connection", "Upgrade")
@@ -322,11 +332,13 @@ extension DevNode {
         commandHub.threadStarted()
         var tid = pthread_t()
         let arg = Unmanaged.passRetained(job).toOpaque()
-        let rc = pthread_create(&tid, nil, { raw in
-            guard let raw else { return nil }
-            Unmanaged<ReceiverThread>.fromOpaque(raw).takeRetainedValue().run()
-            return nil
-        }, arg)
+        let rc = pthread_create(
+            &tid, nil,
+            { raw in
+                guard let raw else { return nil }
+                Unmanaged<ReceiverThread>.fromOpaque(raw).takeRetainedValue().run()
+                return nil
+            }, arg)
         if rc == 0 {
             pthread_detach(tid)
         } else {
@@ -377,7 +389,7 @@ extension DevNode {
         extra.withUnsafeBytes { handle($0) }
         var buf = [UInt8](repeating: 0, count: 4096)
         while !done {
-            if let since = closingSince, wallClock() - since > 1 { break } // peer never answered our close
+            if let since = closingSince, wallClock() - since > 1 { break }  // peer never answered our close
             if commandHub.isStopping {
                 sock.sendClose(WebSocketCloseCode.goingAway, "node stopping")
                 break
@@ -434,7 +446,8 @@ extension DevNode {
         let params: JSONValue, id: String
         switch prepared {
         case .failure(let f):
-            return answer(connection, req, route: route, HTTPResponse(status: f.status, body: errorBody(status: f.status, message: f.message)))
+            return answer(
+                connection, req, route: route, HTTPResponse(status: f.status, body: errorBody(status: f.status, message: f.message)))
         case .success(let (p, i)):
             params = p
             id = i
@@ -451,14 +464,19 @@ extension DevNode {
             let message = "Command accepted but request timed out before command was acknowledged by receiving system"
             if req.accept.map({ $0.contains("json") }) ?? true {
                 let body = "{\n  \"status\": 202,\n  \"message\": \"\(message)\"\n}"
-                return answer(connection, req, route: route, HTTPResponse(status: 202, body: Array(body.utf8), contentType: "application/json"))
+                return answer(
+                    connection, req, route: route, HTTPResponse(status: 202, body: Array(body.utf8), contentType: "application/json"))
             }
-            let page = "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"
+            let page =
+                "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"
                 + "<title>Error 202 \(message)</title>\n</head>\n<body><h2>HTTP ERROR 202 \(message)</h2>\n<table>\n"
                 + "<tr><th>URI:</th><td>\(DevNode.htmlEscaped(String(req.path)))</td></tr>\n<tr><th>STATUS:</th><td>202</td></tr>\n"
                 + "<tr><th>MESSAGE:</th><td>\(message)</td></tr>\n</table>\n\n</body>\n</html>\n"
-            return answer(connection, req, route: route, HTTPResponse(status: 202, body: Array(page.utf8),
-                                                                      contentType: "text/html;charset=iso-8859-1"))
+            return answer(
+                connection, req, route: route,
+                HTTPResponse(
+                    status: 202, body: Array(page.utf8),
+                    contentType: "text/html;charset=iso-8859-1"))
         }
         commandHub.store(cmd, cap: config.maxStoredCommands)
         // Status reports posted over HTTP carry no correlation id: the wait always runs out.
@@ -522,9 +540,11 @@ extension DevNode {
         return stored.map { c in
             var reports: [DevNodeCommandStatus] = []
             for s in statuses where s["command@id"]?.string == c.id {
-                reports.append(DevNodeCommandStatus(statusCode: s["statusCode"]?.string ?? "",
-                                                    reportTime: s["reportTime"]?.string.flatMap(ISOTime.parse) ?? 0,
-                                                    message: s["message"]?.string))
+                reports.append(
+                    DevNodeCommandStatus(
+                        statusCode: s["statusCode"]?.string ?? "",
+                        reportTime: s["reportTime"]?.string.flatMap(ISOTime.parse) ?? 0,
+                        message: s["message"]?.string))
             }
             var current: DevNodeCommandStatus?
             for r in reports {
@@ -532,8 +552,9 @@ extension DevNode {
                 current = r
             }
             let p = jsonBytes { $0.value(c.parameters) }
-            return DevNodeCommand(id: c.id, issueTime: c.issueTime, sender: c.sender,
-                                  parametersJSON: String(decoding: p, as: UTF8.self), reports: reports, current: current)
+            return DevNodeCommand(
+                id: c.id, issueTime: c.issueTime, sender: c.sender,
+                parametersJSON: String(decoding: p, as: UTF8.self), reports: reports, current: current)
         }
     }
 

@@ -42,7 +42,8 @@ extension DevNode {
         let args = Array(words.dropFirst())
         func status(_ range: ClosedRange<Int>) -> Result<Int, ControlError> {
             guard args.count == 1, let n = Int(args[0]), range.contains(n) else {
-                return .failure(ControlError(message: "\(words.first ?? "") needs one HTTP status from \(range.lowerBound) to \(range.upperBound)"))
+                return .failure(
+                    ControlError(message: "\(words.first ?? "") needs one HTTP status from \(range.lowerBound) to \(range.upperBound)"))
             }
             return .success(n)
         }
@@ -72,8 +73,9 @@ extension DevNode {
         withStore { store in
             guard let id = store.datastreams.last(where: { $0.outputName == outputName })?.id else { return nil }
             let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
-            let req = HTTPRequest(method: "DELETE", uri: api + "/datastreams/" + id, contentType: nil,
-                                  accept: MediaType.json, authorization: nil, body: [])
+            let req = HTTPRequest(
+                method: "DELETE", uri: api + "/datastreams/" + id, contentType: nil,
+                accept: MediaType.json, authorization: nil, body: [])
             let (response, _) = handleLocked(req, root: Self.apiRoot(config: config, port: store.port))
             return response.status == 204 ? id : nil
         }
@@ -83,7 +85,8 @@ extension DevNode {
     /// node holds), then `ledger_write_errors=N` when a ledger write failed.
     public var controlStats: String {
         withStore { store in
-            var s = "stats systems=\(store.systems.count) datastreams=\(store.datastreams.count) "
+            var s =
+                "stats systems=\(store.systems.count) datastreams=\(store.datastreams.count) "
                 + "observations=\(store.datastreams.reduce(0) { $0 + $1.observationCount })"
             if let e = store.ledger?.writeErrors, e > 0 { s += " ledger_write_errors=\(e)" }
             return s

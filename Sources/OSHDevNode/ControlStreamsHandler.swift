@@ -6,24 +6,29 @@ extension RequestHandler {
     func controlStreams(_ rest: [String]) throws -> HTTPResponse {
         switch target(rest) {
         case .collection:
-            return try onCollection(get: { json(page(store.controlStreams) { c, w in writeControlStream(c, &w) }) },
-                                    post: { throw NodeFailure.unsupported("Command streams can only be created within a System resource") })
+            return try onCollection(
+                get: { json(page(store.controlStreams) { c, w in writeControlStream(c, &w) }) },
+                post: { throw NodeFailure.unsupported("Command streams can only be created within a System resource") })
         case .item(let id):
             route = method + " /controlstreams/{id}"
-            return try onItem(id, get: {
-                guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
-                return json(jsonBytes { writeControlStream(store.controlStreams[i], &$0) })
-            }, put: {
-                guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
-                let (item, at) = try replacementItem(allowed: [MediaType.json])
-                let input = try controlStreamInput(item, at: at)
-                apply(input, to: &store.controlStreams[i])
-                return HTTPResponse(status: 204, contentType: nil)
-            }, delete: {
-                guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
-                store.controlStreams.remove(at: i)
-                return HTTPResponse(status: 204, contentType: nil)
-            })
+            return try onItem(
+                id,
+                get: {
+                    guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
+                    return json(jsonBytes { writeControlStream(store.controlStreams[i], &$0) })
+                },
+                put: {
+                    guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
+                    let (item, at) = try replacementItem(allowed: [MediaType.json])
+                    let input = try controlStreamInput(item, at: at)
+                    apply(input, to: &store.controlStreams[i])
+                    return HTTPResponse(status: 204, contentType: nil)
+                },
+                delete: {
+                    guard let i = store.controlStreamIndex(id) else { throw NodeFailure.notFound(id) }
+                    store.controlStreams.remove(at: i)
+                    return HTTPResponse(status: 204, contentType: nil)
+                })
         case .nested(let id, let name, let sub):
             route = method + " /controlstreams/{id}/" + name
             guard ["commands", "status", "schema"].contains(name) else { throw NodeFailure.invalidName(name) }
@@ -32,41 +37,47 @@ extension RequestHandler {
             // nested under CommandHandler); list only — a POST there is 405 as on osh-core.
             if name == "commands", sub.count == 2, sub[1] == "status" {
                 route = method + " /controlstreams/{id}/commands/{cmdId}/status"
-                return try onCollection(get: {
-                    let reports = store.controlStreams[i].statuses.filter { $0.body["command@id"]?.string == sub[0] }
-                    return json(page(reports) { s, w in
-                        w.beginObject()
-                        w.key("id"); w.string(s.id)
-                        if case .object(let m) = s.body { for (k, x) in m { w.key(k); w.value(x) } }
-                        w.endObject()
-                    })
-                }, post: { throw NodeFailure.unsupported("Observations can only be created within a Datastream") })
+                return try onCollection(
+                    get: {
+                        let reports = store.controlStreams[i].statuses.filter { $0.body["command@id"]?.string == sub[0] }
+                        return json(
+                            page(reports) { s, w in
+                                w.beginObject()
+                                w.key("id"); w.string(s.id)
+                                if case .object(let m) = s.body { for (k, x) in m { w.key(k); w.value(x) } }
+                                w.endObject()
+                            })
+                    }, post: { throw NodeFailure.unsupported("Observations can only be created within a Datastream") })
             }
             guard sub.isEmpty else { throw NodeFailure.badRequest("Invalid resource URI") }
             switch name {
             case "status":
-                return try onCollection(get: {
-                    json(page(Array(store.controlStreams[i].statuses)) { s, w in
-                        w.beginObject()
-                        w.key("id"); w.string(s.id)
-                        if case .object(let m) = s.body { for (k, x) in m { w.key(k); w.value(x) } }
-                        w.endObject()
-                    })
-                }, post: { try postStatus(controlStream: i) })
+                return try onCollection(
+                    get: {
+                        json(
+                            page(Array(store.controlStreams[i].statuses)) { s, w in
+                                w.beginObject()
+                                w.key("id"); w.string(s.id)
+                                if case .object(let m) = s.body { for (k, x) in m { w.key(k); w.value(x) } }
+                                w.endObject()
+                            })
+                    }, post: { try postStatus(controlStream: i) })
             case "commands":
-                return try onCollection(get: { json(list { _ in }) },
-                                        post: { throw NodeFailure.unsupported("Sending commands is not supported by the development node") })
+                return try onCollection(
+                    get: { json(list { _ in }) },
+                    post: { throw NodeFailure.unsupported("Sending commands is not supported by the development node") })
             default:
                 guard method == "GET" else { throw NodeFailure.unsupported("Resource type is read-only") }
                 let c = store.controlStreams[i]
-                return json(jsonBytes { w in
-                    w.beginObject()
-                    w.key("commandFormat"); w.string(MediaType.json)
-                    if case .object(let m) = c.schemaJSON {
-                        for (k, x) in m where k != "commandFormat" { w.key(k); w.value(x) }
-                    }
-                    w.endObject()
-                })
+                return json(
+                    jsonBytes { w in
+                        w.beginObject()
+                        w.key("commandFormat"); w.string(MediaType.json)
+                        if case .object(let m) = c.schemaJSON {
+                            for (k, x) in m where k != "commandFormat" { w.key(k); w.value(x) }
+                        }
+                        w.endObject()
+                    })
             }
         }
     }
@@ -83,15 +94,18 @@ extension RequestHandler {
         _ = try contentType(allowed: [MediaType.json])
         let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
         // Keyed by (system, inputName).
-        return try upsert(items.count, read: { try controlStreamInput(items[$0], at: base($0)) },
-                          into: \.controlStreams, urlPrefix: "/controlstreams/", id: \.id,
-                          matches: { $0.systemID == systemID && $0.inputName == $1.inputName },
-                          update: { apply($1, to: &$0) }, make: { input in
-            ControlStreamRecord(id: store.mint(), systemID: systemID, name: input.name ?? input.inputName,
-                                description: input.description, inputName: input.inputName,
-                                schemaJSON: input.schema, parameters: input.parameters,
-                                statuses: BoundedLog(capacity: config.maxStoredCommands), validFrom: now)
-        })
+        return try upsert(
+            items.count, read: { try controlStreamInput(items[$0], at: base($0)) },
+            into: \.controlStreams, urlPrefix: "/controlstreams/", id: \.id,
+            matches: { $0.systemID == systemID && $0.inputName == $1.inputName },
+            update: { apply($1, to: &$0) },
+            make: { input in
+                ControlStreamRecord(
+                    id: store.mint(), systemID: systemID, name: input.name ?? input.inputName,
+                    description: input.description, inputName: input.inputName,
+                    schemaJSON: input.schema, parameters: input.parameters,
+                    statuses: BoundedLog(capacity: config.maxStoredCommands), validFrom: now)
+            })
     }
 
     /// A PUT, or a re-POST matched by (system, inputName).
@@ -118,7 +132,8 @@ extension RequestHandler {
             case "schema":
                 let sp = p.key(k)
                 guard case .object(let sm) = x else {
-                    throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(x)) at path " + sp.text)
+                    throw NodeFailure.badRequest(
+                        "Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(x)) at path " + sp.text)
                 }
                 do throws(BodyError) {
                     for (sk, sx) in sm {
@@ -152,8 +167,10 @@ extension RequestHandler {
         return ControlStreamInput(name: name, description: description, inputName: inputName, schema: schema, parameters: parameters)
     }
 
-    static let statusCodes: Set<String> = ["PENDING", "ACCEPTED", "REJECTED", "SCHEDULED", "UPDATED", "CANCELED",
-                                           "EXECUTING", "FAILED", "COMPLETED"]
+    static let statusCodes: Set<String> = [
+        "PENDING", "ACCEPTED", "REJECTED", "SCHEDULED", "UPDATED", "CANCELED",
+        "EXECUTING", "FAILED", "COMPLETED",
+    ]
 
     /// CommandStatusBindingJson: `command@id` (an id), `statusCode` (enum), times as ISO strings,
     /// `executionTime` as a "t1/t2" string.
@@ -164,19 +181,23 @@ extension RequestHandler {
         for (n, item) in items.enumerated() {
             let p = base(n)
             guard case .object(let m) = item else {
-                throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(item)) at path " + p.text)
+                throw NodeFailure.badRequest(
+                    "Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(item)) at path " + p.text)
             }
             var commandID: String?, code: String?
             for (k, x) in m {
                 switch k {
                 case "command@id":
                     let s = try stringValue(x, p.key(k), prefix: "Invalid payload: Invalid JSON: ")
-                    guard IDMinter.isWellFormed(s) else { throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Invalid resource ID: " + s) }
+                    guard IDMinter.isWellFormed(s) else {
+                        throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Invalid resource ID: " + s)
+                    }
                     commandID = s
                 case "statusCode":
                     let s = try stringValue(x, p.key(k), prefix: "Invalid payload: Invalid JSON: ")
                     guard Self.statusCodes.contains(s) else {
-                        throw NodeFailure.badRequest("Invalid payload: Invalid JSON: No enum constant org.sensorhub.api.command.CommandStatusCode." + s)
+                        throw NodeFailure.badRequest(
+                            "Invalid payload: Invalid JSON: No enum constant org.sensorhub.api.command.CommandStatusCode." + s)
                     }
                     code = s
                 case "reportTime":
@@ -192,14 +213,15 @@ extension RequestHandler {
                     }
                 case "percentCompletion":
                     guard x.int != nil else {
-                        throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Expected an int but was \(gsonToken(x)) at path " + p.key(k).text)
+                        throw NodeFailure.badRequest(
+                            "Invalid payload: Invalid JSON: Expected an int but was \(gsonToken(x)) at path " + p.key(k).text)
                     }
                 default:
                     continue
                 }
             }
             guard commandID != nil else { throw NodeFailure.badRequest("Invalid payload: Missing property: command@id") }
-            guard code != nil else { throw NodeFailure.internalError } // CommandStatus asserts a non-null statusCode
+            guard code != nil else { throw NodeFailure.internalError }  // CommandStatus asserts a non-null statusCode
             accepted.append((store.mint(), item))
         }
         guard !accepted.isEmpty else { throw NodeFailure.noData }
@@ -213,8 +235,9 @@ extension RequestHandler {
 
     func writeControlStream(_ c: ControlStreamRecord, _ w: inout JSONWriter) {
         w.beginObject()
-        writeStreamHead(id: c.id, name: c.name, description: c.description, systemID: c.systemID,
-                        port: ("inputName", c.inputName), validFrom: c.validFrom, &w)
+        writeStreamHead(
+            id: c.id, name: c.name, description: c.description, systemID: c.systemID,
+            port: ("inputName", c.inputName), validFrom: c.validFrom, &w)
         w.key("live"); w.bool(false)
         w.key("async"); w.bool(true)
         w.key("formats"); w.beginArray(); w.string(MediaType.json); w.string(MediaType.sweJSON); w.endArray()

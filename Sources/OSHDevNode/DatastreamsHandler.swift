@@ -6,39 +6,47 @@ extension RequestHandler {
     func datastreams(_ rest: [String]) throws -> HTTPResponse {
         switch target(rest) {
         case .collection:
-            return try onCollection(get: { json(page(store.datastreams) { d, w in writeDatastream(d, &w) }) },
-                                    post: { throw NodeFailure.unsupported("Datastreams can only be created within a System resource") })
+            return try onCollection(
+                get: { json(page(store.datastreams) { d, w in writeDatastream(d, &w) }) },
+                post: { throw NodeFailure.unsupported("Datastreams can only be created within a System resource") })
         case .item(let id):
             route = method + " /datastreams/{id}"
-            return try onItem(id, get: {
-                guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
-                return json(jsonBytes { writeDatastream(store.datastreams[i], &$0) })
-            }, put: {
-                guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
-                let (item, at) = try replacementItem(allowed: [MediaType.json])
-                let input = try datastreamInput(item, at: at)
-                // osh-core's in-memory store refuses every replacement: its put() finds the datastream
-                // itself under the same system, output and validTime (InMemoryDataStreamStore.java:228).
-                if config.oshInMemoryStore {
-                    throw NodeFailure(status: 500, message: "org.sensorhub.api.datastore.DataStoreException: "
-                                     + "Datastore already contains datastream for the same system, output and validTime")
-                }
-                // DataStreamTransactionHandler.update: no structure change once observations exist
-                // (names, types and order — DataComponentChecks.checkStructCompatible), answered 400 by
-                // BaseResourceHandler.update.
-                let d = store.datastreams[i]
-                if d.observationCount > 0, input.record.structureSignature != d.record.structureSignature {
-                    throw NodeFailure.badRequest("Cannot update '\(id)': Cannot update the record structure or encoding "
-                                                 + "of a datastream if it already has observations")
-                }
-                update(&store.datastreams[i], with: input)
-                return HTTPResponse(status: 204, contentType: nil)
-            }, delete: {
-                guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
-                store.ledger?.deleted(at: now, outputName: store.datastreams[i].outputName, datastreamID: id)
-                store.datastreams.remove(at: i)
-                return HTTPResponse(status: 204, contentType: nil)
-            })
+            return try onItem(
+                id,
+                get: {
+                    guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
+                    return json(jsonBytes { writeDatastream(store.datastreams[i], &$0) })
+                },
+                put: {
+                    guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
+                    let (item, at) = try replacementItem(allowed: [MediaType.json])
+                    let input = try datastreamInput(item, at: at)
+                    // osh-core's in-memory store refuses every replacement: its put() finds the datastream
+                    // itself under the same system, output and validTime (InMemoryDataStreamStore.java:228).
+                    if config.oshInMemoryStore {
+                        throw NodeFailure(
+                            status: 500,
+                            message: "org.sensorhub.api.datastore.DataStoreException: "
+                                + "Datastore already contains datastream for the same system, output and validTime")
+                    }
+                    // DataStreamTransactionHandler.update: no structure change once observations exist
+                    // (names, types and order — DataComponentChecks.checkStructCompatible), answered 400 by
+                    // BaseResourceHandler.update.
+                    let d = store.datastreams[i]
+                    if d.observationCount > 0, input.record.structureSignature != d.record.structureSignature {
+                        throw NodeFailure.badRequest(
+                            "Cannot update '\(id)': Cannot update the record structure or encoding "
+                                + "of a datastream if it already has observations")
+                    }
+                    update(&store.datastreams[i], with: input)
+                    return HTTPResponse(status: 204, contentType: nil)
+                },
+                delete: {
+                    guard let i = store.datastreamIndex(id) else { throw NodeFailure.notFound(id) }
+                    store.ledger?.deleted(at: now, outputName: store.datastreams[i].outputName, datastreamID: id)
+                    store.datastreams.remove(at: i)
+                    return HTTPResponse(status: 204, contentType: nil)
+                })
         case .nested(let id, let name, let sub):
             route = method + " /datastreams/{id}/" + name
             guard ["observations", "schema", "stats"].contains(name) else { throw NodeFailure.invalidName(name) }
@@ -53,11 +61,12 @@ extension RequestHandler {
             default:
                 guard method == "GET" else { throw NodeFailure.unsupported("Resource type is read-only") }
                 let d = store.datastreams[i]
-                return json(jsonBytes { w in
-                    w.beginObject()
-                    w.key("count"); w.int(d.observationCount)
-                    w.endObject()
-                })
+                return json(
+                    jsonBytes { w in
+                        w.beginObject()
+                        w.key("count"); w.int(d.observationCount)
+                        w.endObject()
+                    })
             }
         }
     }
@@ -78,20 +87,23 @@ extension RequestHandler {
         _ = try contentType(allowed: [MediaType.json])
         let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
         // Keyed by (system, outputName): re-registering returns the same datastream.
-        return try upsert(items.count, read: { try datastreamInput(items[$0], at: base($0)) },
-                          into: \.datastreams, urlPrefix: "/datastreams/", id: \.id,
-                          matches: { $0.systemID == systemID && $0.outputName == $1.outputName },
-                          update: { update(&$0, with: $1) }, make: { input in
-            let id = store.mint()
-            store.ledger?.datastream(at: now, outputName: input.outputName, id: id, systemID: systemID)
-            return DatastreamRecord(id: id, systemID: systemID,
-                             name: input.name ?? input.outputName, description: input.description,
-                             outputName: input.outputName, obsFormat: input.obsFormat, record: input.record,
-                             encoding: input.encoding, encodingJSON: input.encodingJSON,
-                             schemaJSON: input.schemaJSON, reader: input.reader, validFrom: now,
-                             schemaVersions: 1, observations: BoundedLog(capacity: config.maxStoredObservations),
-                             phenomenonTimes: BoundedLog(capacity: config.maxStoredObservations))
-        })
+        return try upsert(
+            items.count, read: { try datastreamInput(items[$0], at: base($0)) },
+            into: \.datastreams, urlPrefix: "/datastreams/", id: \.id,
+            matches: { $0.systemID == systemID && $0.outputName == $1.outputName },
+            update: { update(&$0, with: $1) },
+            make: { input in
+                let id = store.mint()
+                store.ledger?.datastream(at: now, outputName: input.outputName, id: id, systemID: systemID)
+                return DatastreamRecord(
+                    id: id, systemID: systemID,
+                    name: input.name ?? input.outputName, description: input.description,
+                    outputName: input.outputName, obsFormat: input.obsFormat, record: input.record,
+                    encoding: input.encoding, encodingJSON: input.encodingJSON,
+                    schemaJSON: input.schemaJSON, reader: input.reader, validFrom: now,
+                    schemaVersions: 1, observations: BoundedLog(capacity: config.maxStoredObservations),
+                    phenomenonTimes: BoundedLog(capacity: config.maxStoredObservations))
+            })
     }
 
     func update(_ d: inout DatastreamRecord, with input: DatastreamInput) {
@@ -130,20 +142,24 @@ extension RequestHandler {
         guard let outputName else { throw NodeFailure.badRequest("Invalid payload: Missing property: outputName") }
         guard let schema else { throw NodeFailure.badRequest("Invalid payload: Missing property: schema") }
         var record = schema.record
-        record.name = outputName // the node names the record after the output
+        record.name = outputName  // the node names the record after the output
         let reader: RecordReader
         do throws(SWEDecodingError) {
             reader = try RecordReader(record: record, encoding: schema.encoding)
         } catch {
             throw NodeFailure.badRequest("Invalid JSON: " + error.description)
         }
-        return DatastreamInput(name: name, description: description, outputName: outputName, obsFormat: schema.format,
-                               record: record, encoding: schema.encoding, encodingJSON: schema.encodingJSON,
-                               schemaJSON: schema.json, reader: reader)
+        return DatastreamInput(
+            name: name, description: description, outputName: outputName, obsFormat: schema.format,
+            record: record, encoding: schema.encoding, encodingJSON: schema.encodingJSON,
+            schemaJSON: schema.json, reader: reader)
     }
 
-    func datastreamSchema(_ v: JSONValue, at p: GsonPath) throws
-        -> (format: String, record: DataComponent, encoding: BinaryEncoding?, encodingJSON: JSONValue?, json: JSONValue) {
+    func datastreamSchema(
+        _ v: JSONValue, at p: GsonPath
+    ) throws
+        -> (format: String, record: DataComponent, encoding: BinaryEncoding?, encodingJSON: JSONValue?, json: JSONValue)
+    {
         guard case .object(let m) = v else {
             throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(v)) at path " + p.text)
         }
@@ -228,7 +244,7 @@ extension RequestHandler {
                     w.key("type"); w.string("XMLEncoding")
                     w.endObject()
                 default:
-                    break // JSON encoding: omitted, as the node does
+                    break  // JSON encoding: omitted, as the node does
                 }
                 w.endObject()
             }
@@ -240,11 +256,13 @@ extension RequestHandler {
 
     func writeDatastream(_ d: DatastreamRecord, _ w: inout JSONWriter) {
         w.beginObject()
-        writeStreamHead(id: d.id, name: d.name, description: d.description, systemID: d.systemID,
-                        port: ("outputName", d.outputName), validFrom: d.validFrom, &w)
+        writeStreamHead(
+            id: d.id, name: d.name, description: d.description, systemID: d.systemID,
+            port: ("outputName", d.outputName), validFrom: d.validFrom, &w)
         // The ranges span what is held, whatever order it arrived in (a backlog replays old times last).
         if let p0 = d.observations.map(\.phenomenonTime).min(), let p1 = d.observations.map(\.phenomenonTime).max(),
-           let r0 = d.observations.map(\.resultTime).min(), let r1 = d.observations.map(\.resultTime).max() {
+            let r0 = d.observations.map(\.resultTime).min(), let r1 = d.observations.map(\.resultTime).max()
+        {
             w.key("phenomenonTime"); w.beginArray(); w.isoTime(p0); w.isoTime(p1); w.endArray()
             w.key("resultTime"); w.beginArray(); w.isoTime(r0); w.isoTime(r1); w.endArray()
         }

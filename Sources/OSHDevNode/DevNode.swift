@@ -165,7 +165,7 @@ public final class DevNode: @unchecked Sendable {
         lease = newLease
         boundPort = oshdev_bound_port(d)
         let p = boundPort
-        lock.withLock { store.port = p } // handlers read it there: never the lifecycle lock
+        lock.withLock { store.port = p }  // handlers read it there: never the lifecycle lock
         return boundPort
     }
 
@@ -280,8 +280,10 @@ public final class DevNode: @unchecked Sendable {
     /// Starts a node and serves until the process ends. `onStart` gets the running node (print its
     /// `apiRoot` there); nothing is printed otherwise. With `controlReply`, control lines are read
     /// from standard input (Control.swift) and answered through it; at its end the node keeps serving.
-    public static func runForever(config: DevNodeConfig, onStart: (DevNode) -> Void = { _ in },
-                                  controlReply: ((String) -> Void)? = nil) throws -> Never {
+    public static func runForever(
+        config: DevNodeConfig, onStart: (DevNode) -> Void = { _ in },
+        controlReply: ((String) -> Void)? = nil
+    ) throws -> Never {
         let node = DevNode(config: config)
         try node.start()
         onStart(node)
@@ -307,9 +309,11 @@ public final class DevNode: @unchecked Sendable {
         oshdev_header(c, name).map { String(cString: $0) }
     }
 
-    fileprivate func access(_ connection: OpaquePointer, _ methodPtr: UnsafePointer<CChar>?,
-                            _ uploadData: UnsafePointer<CChar>?, _ uploadSize: UnsafeMutablePointer<Int>?,
-                            _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+    fileprivate func access(
+        _ connection: OpaquePointer, _ methodPtr: UnsafePointer<CChar>?,
+        _ uploadData: UnsafePointer<CChar>?, _ uploadSize: UnsafeMutablePointer<Int>?,
+        _ conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
         guard let raw = conCls.pointee else { return oshdev_no() }
         let conn = Unmanaged<Connection>.fromOpaque(raw).takeUnretainedValue()
         let method = methodPtr.map { String(cString: $0) } ?? "GET"
@@ -339,9 +343,10 @@ public final class DevNode: @unchecked Sendable {
     }
 
     private func finish(_ connection: OpaquePointer, _ conn: Connection, method: String) -> MHD_Result {
-        let req = HTTPRequest(method: method, uri: conn.uri, contentType: header(connection, "Content-Type"),
-                              accept: header(connection, "Accept"), authorization: header(connection, "Authorization"),
-                              body: conn.body)
+        let req = HTTPRequest(
+            method: method, uri: conn.uri, contentType: header(connection, "Content-Type"),
+            accept: header(connection, "Accept"), authorization: header(connection, "Authorization"),
+            body: conn.body)
         conn.body = []
         if !conn.tooLarge, let handled = commandRoute(connection, req) { return handled }
         let (response, mode) = respond(req, tooLarge: conn.tooLarge)
@@ -364,15 +369,18 @@ public final class DevNode: @unchecked Sendable {
             } else if tooLarge {
                 response = HTTPResponse(status: 413, body: errorBody(status: 413, message: "Request entity too large"))
             } else if !authorized(req) {
-                response = HTTPResponse(status: 401, headers: [("WWW-Authenticate", "Basic realm=\"OSH\"")],
-                                        body: errorBody(status: 401, message: "Unauthorized"))
+                response = HTTPResponse(
+                    status: 401, headers: [("WWW-Authenticate", "Basic realm=\"OSH\"")],
+                    body: errorBody(status: 401, message: "Unauthorized"))
             } else {
                 (response, route) = handleLocked(req, root: root)
                 response = jettyErrorPage(response, req)
             }
-            store.logRequest(DevNodeRequestRecord(method: req.method, path: req.uri, route: route,
-                                                  contentType: req.contentType, status: response.status, time: wallClock()),
-                             cap: config.maxLoggedRequests)
+            store.logRequest(
+                DevNodeRequestRecord(
+                    method: req.method, path: req.uri, route: route,
+                    contentType: req.contentType, status: response.status, time: wallClock()),
+                cap: config.maxLoggedRequests)
             return (response, mode)
         }
     }
@@ -408,7 +416,8 @@ public final class DevNode: @unchecked Sendable {
             return HTTPResponse(status: 302, headers: [("Location", "/sensorhub")], body: [], contentType: nil)
         }
         let message = Self.htmlEscaped(NodeError.parse(r.body).message ?? statusMessage(r.status))
-        let html = "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"
+        let html =
+            "<html>\n<head>\n<meta http-equiv=\"Content-Type\" content=\"text/html;charset=ISO-8859-1\"/>\n"
             + "<title>Error \(r.status) \(message)</title>\n</head>\n<body><h2>HTTP ERROR \(r.status) \(message)</h2>\n"
             + "<table>\n<tr><th>URI:</th><td>\(Self.htmlEscaped(String(req.path)))</td></tr>\n<tr><th>STATUS:</th><td>\(r.status)</td></tr>\n"
             + "<tr><th>MESSAGE:</th><td>\(message)</td></tr>\n</table>\n</body>\n</html>\n"
@@ -439,7 +448,8 @@ public final class DevNode: @unchecked Sendable {
         guard let auth = req.authorization else { return false }
         let parts = auth.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "basic",
-              let decoded = Base64.decode(Array(parts[1].utf8)) else { return false }
+            let decoded = Base64.decode(Array(parts[1].utf8))
+        else { return false }
         let text = String(decoding: decoded, as: UTF8.self)
         guard let colon = text.firstIndex(of: ":") else { return false }
         let user = String(text[..<colon]), password = String(text[text.index(after: colon)...])

@@ -57,11 +57,13 @@ public struct DevNodeConfig: Sendable {
     /// osh-core's close reason when its permission check refuses a receiver (with security on).
     public static let oshSecuredReceiverRefusal = "Permission denied: csapi[default]/create/status: No user specified"
 
-    public init(host: String = "127.0.0.1", port: UInt16 = 0, apiPath: String = "/sensorhub/api",
-                users: [(String, String)] = [], tls: (certPEM: String, keyPEM: String)? = nil,
-                maxBodyBytes: Int = 16 << 20, maxStoredObservations: Int = 10_000, maxLoggedRequests: Int = 1_000,
-                adminLandingPage: Bool = false, connectionTimeoutSeconds: UInt32 = 300,
-                log: (@Sendable (String) -> Void)? = nil) {
+    public init(
+        host: String = "127.0.0.1", port: UInt16 = 0, apiPath: String = "/sensorhub/api",
+        users: [(String, String)] = [], tls: (certPEM: String, keyPEM: String)? = nil,
+        maxBodyBytes: Int = 16 << 20, maxStoredObservations: Int = 10_000, maxLoggedRequests: Int = 1_000,
+        adminLandingPage: Bool = false, connectionTimeoutSeconds: UInt32 = 300,
+        log: (@Sendable (String) -> Void)? = nil
+    ) {
         self.host = host
         self.port = port
         self.apiPath = apiPath

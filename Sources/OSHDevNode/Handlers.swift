@@ -171,10 +171,13 @@ final class RequestHandler {
         }
     }
 
-    func onItem(_ id: String, get: () throws -> HTTPResponse,
-                put: () throws -> HTTPResponse = { throw NodeFailure.unsupported("Resource type is read-only") },
-                delete: () throws -> HTTPResponse = { throw NodeFailure.unsupported("Resource type is read-only") })
-        throws -> HTTPResponse {
+    func onItem(
+        _ id: String, get: () throws -> HTTPResponse,
+        put: () throws -> HTTPResponse = { throw NodeFailure.unsupported("Resource type is read-only") },
+        delete: () throws -> HTTPResponse = { throw NodeFailure.unsupported("Resource type is read-only") }
+    )
+        throws -> HTTPResponse
+    {
         switch method {
         case "GET": return try get()
         case "POST": throw NodeFailure.unsupported("Can only POST on collections")
@@ -183,7 +186,6 @@ final class RequestHandler {
         default: throw NodeFailure.unsupported("HTTP method " + req.method + " is not supported by this URL")
         }
     }
-
 
     // MARK: - Shared request pieces
 
@@ -272,10 +274,12 @@ final class RequestHandler {
     /// A create binding's upsert, item by item in order: the input `read` returns replaces what the
     /// matching resource holds (`update`), or `make` adds a new one; an item that fails to read
     /// ends the request with the earlier ones kept. Answers 201 with the resources' URLs.
-    func upsert<Input, Record>(_ count: Int, read: (Int) throws -> Input,
-                               into list: ReferenceWritableKeyPath<NodeStore, [Record]>, urlPrefix: String,
-                               id: KeyPath<Record, String>, matches: (Record, Input) -> Bool,
-                               update: (inout Record, Input) -> Void, make: (Input) -> Record) throws -> HTTPResponse {
+    func upsert<Input, Record>(
+        _ count: Int, read: (Int) throws -> Input,
+        into list: ReferenceWritableKeyPath<NodeStore, [Record]>, urlPrefix: String,
+        id: KeyPath<Record, String>, matches: (Record, Input) -> Bool,
+        update: (inout Record, Input) -> Void, make: (Input) -> Record
+    ) throws -> HTTPResponse {
         var urls: [String] = []
         for i in 0..<count {
             let input = try read(i)
@@ -293,11 +297,13 @@ final class RequestHandler {
 
     func created(_ urls: [String]) -> HTTPResponse {
         if urls.count == 1 { return HTTPResponse(status: 201, headers: [("Location", urls[0])]) }
-        return HTTPResponse(status: 201, body: jsonBytes { w in
-            w.beginArray()
-            for u in urls { w.string(u) }
-            w.endArray()
-        })
+        return HTTPResponse(
+            status: 201,
+            body: jsonBytes { w in
+                w.beginArray()
+                for u in urls { w.string(u) }
+                w.endArray()
+            })
     }
 
     func json(_ body: [UInt8]) -> HTTPResponse { HTTPResponse(status: 200, body: body) }
@@ -339,8 +345,10 @@ final class RequestHandler {
 
     /// The members a datastream and a control stream open with, in the node's order; `port` is
     /// the output or input the stream is keyed by.
-    func writeStreamHead(id: String, name: String, description: String?, systemID: String,
-                         port: (key: String, name: String), validFrom: Double, _ w: inout JSONWriter) {
+    func writeStreamHead(
+        id: String, name: String, description: String?, systemID: String,
+        port: (key: String, name: String), validFrom: Double, _ w: inout JSONWriter
+    ) {
         w.key("id"); w.string(id)
         w.key("name"); w.string(name)
         if let x = description { w.key("description"); w.string(x) }

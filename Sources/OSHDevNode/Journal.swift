@@ -77,8 +77,9 @@ struct JournalText {
         }
         guard let version = v["version"]?.int, version == Self.version else {
             let found = v["version"]?.int.map(String.init) ?? "unknown"
-            throw DevNodeError.journal("\(at): written by a different development node (journal version \(found), this node reads "
-                                       + "version \(Self.version)); delete the file to start empty")
+            throw DevNodeError.journal(
+                "\(at): written by a different development node (journal version \(found), this node reads "
+                    + "version \(Self.version)); delete the file to start empty")
         }
         guard let hex = v["salt"]?.string, let salt = UInt64(hex, radix: 16) else {
             throw corrupt(at, "the header has no valid salt")
@@ -98,7 +99,8 @@ struct JournalText {
         case "forget": return .forget(counter: try counter())
         case "request":
             guard let time = v["time"]?.double, let method = v["method"]?.string, let uri = v["uri"]?.string,
-                  let status = v["status"]?.int, let answer = v["answer"]?.string else {
+                let status = v["status"]?.int, let answer = v["answer"]?.string
+            else {
                 throw corrupt(at, "a request record lacks time, method, uri, status or answer")
             }
             let body: [UInt8]
@@ -109,8 +111,10 @@ struct JournalText {
             } else {
                 throw corrupt(at, "a request record without its body")
             }
-            return .request(JournalRequest(counter: try counter(), time: time, method: method, uri: uri,
-                                           contentType: v["contentType"]?.string, body: body, status: status, answer: answer))
+            return .request(
+                JournalRequest(
+                    counter: try counter(), time: time, method: method, uri: uri,
+                    contentType: v["contentType"]?.string, body: body, status: status, answer: answer))
         default:
             throw corrupt(at, "unknown record type")
         }
@@ -214,12 +218,14 @@ final class DevNodeJournal {
         guard fd >= 0 else {
             let e = errno
             switch e {
-            case EISDIR: throw DevNodeError.journal("cannot open the journal \(path): it is a directory; name a file (it is created if missing)")
+            case EISDIR:
+                throw DevNodeError.journal("cannot open the journal \(path): it is a directory; name a file (it is created if missing)")
             case EACCES, EROFS, EPERM:
                 throw DevNodeError.journal("cannot open the journal \(path): \(errnoText(e)) — name a file this user may write")
             default:
-                throw DevNodeError.journal("cannot open the journal \(path): \(errnoText(e)) — check that its directory exists "
-                                           + "and this user may write there")
+                throw DevNodeError.journal(
+                    "cannot open the journal \(path): \(errnoText(e)) — check that its directory exists "
+                        + "and this user may write there")
             }
         }
         let bytes: [UInt8]
@@ -247,9 +253,10 @@ final class DevNodeJournal {
                 }
                 store.minter.counter = (highest / block + 1) * block
                 let changes = text.entries.filter { if case .start = $0.entry { return false } else { return true } }.count
-                notes.append("journal \(path): \(changes) changes replayed — systems: \(store.systems.count), "
-                             + "datastreams: \(store.datastreams.count), control streams: \(store.controlStreams.count), "
-                             + "sampling features: \(store.features.count)")
+                notes.append(
+                    "journal \(path): \(changes) changes replayed — systems: \(store.systems.count), "
+                        + "datastreams: \(store.datastreams.count), control streams: \(store.controlStreams.count), "
+                        + "sampling features: \(store.features.count)")
             } else {
                 if !bytes.isEmpty {
                     notes.append("journal \(path):1: the header was cut short (a power cut while writing?); starting empty")
@@ -280,16 +287,19 @@ final class DevNodeJournal {
                 highest = max(highest, c)
             case .request(let r):
                 store.minter.counter = r.counter
-                let req = HTTPRequest(method: r.method, uri: r.uri, contentType: r.contentType, accept: nil, authorization: nil, body: r.body)
-                let h = RequestHandler(req: req, store: store, config: config, apiRoot: DevNode.apiRoot(config: config, port: store.port),
-                                       now: r.time)
+                let req = HTTPRequest(
+                    method: r.method, uri: r.uri, contentType: r.contentType, accept: nil, authorization: nil, body: r.body)
+                let h = RequestHandler(
+                    req: req, store: store, config: config, apiRoot: DevNode.apiRoot(config: config, port: store.port),
+                    now: r.time)
                 let response = h.run()
                 let answer = answer(response)
                 guard response.status == r.status, answer == r.answer else {
                     let said = NodeError.parse(response.body).message.map { " (\($0))" } ?? (answer.isEmpty ? "" : " " + answer)
-                    throw DevNodeError.journal("\(path):\(line): replaying \(r.method) \(r.uri) answered \(response.status)\(said) where the "
-                                               + "journal says \(r.status) \(r.answer) — written by a different development node? "
-                                               + "delete the file to start empty")
+                    throw DevNodeError.journal(
+                        "\(path):\(line): replaying \(r.method) \(r.uri) answered \(response.status)\(said) where the "
+                            + "journal says \(r.status) \(r.answer) — written by a different development node? "
+                            + "delete the file to start empty")
                 }
                 highest = max(highest, store.minter.counter)
             }
@@ -315,17 +325,22 @@ final class DevNodeJournal {
             }
             e = errno
         }
-        if n >= 0 && n < line.count { e = ENOSPC }   // a short write: the disk is full
+        if n >= 0 && n < line.count { e = ENOSPC }  // a short write: the disk is full
         _ = ftruncate(fd, off_t(length))
-        throw DevNodeError.journal("cannot append to the journal \(path): \(Self.errnoText(e)) — free space on its file system "
-                                   + "or check the disk; the change was not made")
+        throw DevNodeError.journal(
+            "cannot append to the journal \(path): \(Self.errnoText(e)) — free space on its file system "
+                + "or check the disk; the change was not made")
     }
 
     /// Records a request that changed resources (`counter`: the minter's before it).
     func record(_ req: HTTPRequest, counter: UInt64, time: Double, response: HTTPResponse) throws {
-        try append(JournalText.line(.request(JournalRequest(counter: counter, time: time, method: req.method, uri: req.uri,
-                                                            contentType: req.contentType, body: req.body,
-                                                            status: response.status, answer: Self.answer(response)))))
+        try append(
+            JournalText.line(
+                .request(
+                    JournalRequest(
+                        counter: counter, time: time, method: req.method, uri: req.uri,
+                        contentType: req.contentType, body: req.body,
+                        status: response.status, answer: Self.answer(response)))))
     }
 
     private func cut(to n: Int) throws {

@@ -20,10 +20,12 @@ extension RequestHandler {
             w.key("title"); w.string("osh-edge development node")
             w.key("description"); w.string("In-memory OGC API - Connected Systems server that follows OpenSensorHub's rules")
             w.key("links"); w.beginArray()
-            for (rel, path, title) in [("self", "/", "This document"), ("conformance", "/conformance", "Conformance"),
-                                       ("systems", "/systems", "Systems"), ("datastreams", "/datastreams", "Datastreams"),
-                                       ("controlstreams", "/controlstreams", "Control streams"),
-                                       ("samplingFeatures", "/samplingFeatures", "Sampling features")] {
+            for (rel, path, title) in [
+                ("self", "/", "This document"), ("conformance", "/conformance", "Conformance"),
+                ("systems", "/systems", "Systems"), ("datastreams", "/datastreams", "Datastreams"),
+                ("controlstreams", "/controlstreams", "Control streams"),
+                ("samplingFeatures", "/samplingFeatures", "Sampling features"),
+            ] {
                 w.beginObject()
                 w.key("rel"); w.string(rel)
                 w.key("title"); w.string(title)
@@ -40,12 +42,14 @@ extension RequestHandler {
         jsonBytes { w in
             w.beginObject()
             w.key("conformsTo"); w.beginArray()
-            for c in ["http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
-                      "http://www.opengis.net/spec/ogcapi-connectedsystems-1/1.0/conf/core",
-                      "http://www.opengis.net/spec/ogcapi-connectedsystems-1/1.0/conf/system-features",
-                      "http://www.opengis.net/spec/ogcapi-connectedsystems-1/1.0/conf/create-replace-delete",
-                      "http://www.opengis.net/spec/ogcapi-connectedsystems-2/1.0/conf/datastreams",
-                      "http://www.opengis.net/spec/ogcapi-connectedsystems-2/1.0/conf/controlstreams"] {
+            for c in [
+                "http://www.opengis.net/spec/ogcapi-common-1/1.0/conf/core",
+                "http://www.opengis.net/spec/ogcapi-connectedsystems-1/1.0/conf/core",
+                "http://www.opengis.net/spec/ogcapi-connectedsystems-1/1.0/conf/system-features",
+                "http://www.opengis.net/spec/ogcapi-connectedsystems-1/1.0/conf/create-replace-delete",
+                "http://www.opengis.net/spec/ogcapi-connectedsystems-2/1.0/conf/datastreams",
+                "http://www.opengis.net/spec/ogcapi-connectedsystems-2/1.0/conf/controlstreams",
+            ] {
                 w.string(c)
             }
             w.endArray()

@@ -65,8 +65,9 @@ final class DevNodeLedger {
             if n <= 0 {
                 if n < 0, errno == EINTR { continue }
                 writeErrors += 1
-                throw DevNodeError.ledger("cannot append to the ledger \(path): \(DevNodeJournal.errnoText(n < 0 ? errno : ENOSPC)) — "
-                                          + "free space on its file system; \(pending.count - done) bytes of lines are missing")
+                throw DevNodeError.ledger(
+                    "cannot append to the ledger \(path): \(DevNodeJournal.errnoText(n < 0 ? errno : ENOSPC)) — "
+                        + "free space on its file system; \(pending.count - done) bytes of lines are missing")
             }
             done += n
         }

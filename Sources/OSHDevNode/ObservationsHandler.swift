@@ -6,26 +6,30 @@ extension RequestHandler {
     func observations(_ rest: [String]) throws -> HTTPResponse {
         switch target(rest) {
         case .collection:
-            return try onCollection(get: { try listObservations(of: Array(store.datastreams.indices)) },
-                                    post: { throw NodeFailure.unsupported("Observations can only be created within a Datastream") })
+            return try onCollection(
+                get: { try listObservations(of: Array(store.datastreams.indices)) },
+                post: { throw NodeFailure.unsupported("Observations can only be created within a Datastream") })
         case .item(let id):
             route = method + " /observations/{id}"
-            return try onItem(id, get: {
-                for d in store.datastreams {
-                    if let o = d.observations.first(where: { $0.id == id }) {
-                        return json(jsonBytes { writeObservation(o, d, &$0) })
+            return try onItem(
+                id,
+                get: {
+                    for d in store.datastreams {
+                        if let o = d.observations.first(where: { $0.id == id }) {
+                            return json(jsonBytes { writeObservation(o, d, &$0) })
+                        }
                     }
-                }
-                throw NodeFailure.notFound(id)
-            }, delete: {
-                for k in store.datastreams.indices {
-                    if let j = store.datastreams[k].observations.firstIndex(where: { $0.id == id }) {
-                        store.datastreams[k].observations.remove(at: j)
-                        return HTTPResponse(status: 204, contentType: nil)
+                    throw NodeFailure.notFound(id)
+                },
+                delete: {
+                    for k in store.datastreams.indices {
+                        if let j = store.datastreams[k].observations.firstIndex(where: { $0.id == id }) {
+                            store.datastreams[k].observations.remove(at: j)
+                            return HTTPResponse(status: 204, contentType: nil)
+                        }
                     }
-                }
-                throw NodeFailure.notFound(id)
-            })
+                    throw NodeFailure.notFound(id)
+                })
         case .nested(_, let name, _):
             route = method + " /observations/{id}/" + name
             throw NodeFailure.invalidName(name)
@@ -37,8 +41,11 @@ extension RequestHandler {
 
     func postObservations(datastream i: Int) throws -> HTTPResponse {
         if case .rejectObservations(let status) = store.mode {
-            throw NodeFailure(status: status, message: status == 400 ? "Ingest Error: observations rejected by the development node"
-                                                                     : statusMessage(status))
+            throw NodeFailure(
+                status: status,
+                message: status == 400
+                    ? "Ingest Error: observations rejected by the development node"
+                    : statusMessage(status))
         }
         if case .acceptObservationsThenReject(let remaining, let status) = store.mode {
             guard remaining > 0 else { throw NodeFailure(status: status, message: statusMessage(status)) }
@@ -79,13 +86,14 @@ extension RequestHandler {
             } else if let path = timeLeaf, case .time(let x)? = r[path], x.isFinite {
                 t = x
             } else {
-                t = now // no time field: the node stamps its own clock
+                t = now  // no time field: the node stamps its own clock
             }
             r.phenomenonTime = t
             if r.resultTime == nil { r.resultTime = t }
             if r.foiID == nil { r.foiID = foiFromQuery }
-            let o = StoredObservation(id: store.mint(), phenomenonTime: t, resultTime: r.resultTime ?? t,
-                                      foiID: r.foiID, record: r)
+            let o = StoredObservation(
+                id: store.mint(), phenomenonTime: t, resultTime: r.resultTime ?? t,
+                foiID: r.foiID, record: r)
             store.datastreams[i].observations.append(o)
             store.datastreams[i].observationCount += 1
             store.datastreams[i].phenomenonTimes.append(t)
@@ -108,7 +116,8 @@ extension RequestHandler {
         for (i, item) in items.enumerated() {
             let p = base(i)
             guard case .object(let m) = item else {
-                throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(item)) at path " + p.text)
+                throw NodeFailure.badRequest(
+                    "Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(item)) at path " + p.text)
             }
             var hasTime = false, hasResult = false
             for (k, x) in m {
@@ -118,7 +127,8 @@ extension RequestHandler {
                         if case .number = x {
                             throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Invalid ISO8601 date/time at " + p.key(k).text)
                         }
-                        throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Expected a string but was \(gsonToken(x)) at path " + p.key(k).text)
+                        throw NodeFailure.badRequest(
+                            "Invalid payload: Invalid JSON: Expected a string but was \(gsonToken(x)) at path " + p.key(k).text)
                     }
                     guard ISOTime.parse(s) != nil else {
                         throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Invalid ISO8601 date/time at " + p.key(k).text)
@@ -149,7 +159,9 @@ extension RequestHandler {
         let v = try jsonBody { l, c, _ in "Invalid payload: Malformed JSON at line \(l) column \(c) path $" }
         guard case .object = v else {
             let (l, c) = firstTokenPosition(req.body)
-            throw NodeFailure.badRequest("Invalid payload: java.lang.IllegalStateException: Expected BEGIN_OBJECT but was \(gsonToken(v)) at line \(l) column \(c) path $")
+            throw NodeFailure.badRequest(
+                "Invalid payload: java.lang.IllegalStateException: Expected BEGIN_OBJECT but was \(gsonToken(v)) at line \(l) column \(c) path $"
+            )
         }
         do throws(SWEDecodingError) {
             return try d.reader.decodeRecord(v)

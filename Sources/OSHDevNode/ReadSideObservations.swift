@@ -32,7 +32,8 @@ extension RequestHandler {
             let newestResult = obs.map(\.resultTime).max()
             for (k, o) in obs.enumerated() {
                 guard phenomenon.accepts(o.phenomenonTime, latest: newestPhenomenon),
-                      result.accepts(o.resultTime, latest: newestResult) else { continue }
+                    result.accepts(o.resultTime, latest: newestResult)
+                else { continue }
                 all.append((o, i, all.count + k))
             }
         }
@@ -43,11 +44,13 @@ extension RequestHandler {
         switch format {
         case MediaType.sweJSON:
             let d = store.datastreams[indices[0]]
-            var r = HTTPResponse(status: 200, body: jsonBytes { w in
-                w.beginArray()
-                for e in window { Self.writeSWERecord(e.obs.record, d.record, &w) }
-                w.endArray()
-            })
+            var r = HTTPResponse(
+                status: 200,
+                body: jsonBytes { w in
+                    w.beginArray()
+                    for e in window { Self.writeSWERecord(e.obs.record, d.record, &w) }
+                    w.endArray()
+                })
             r.contentType = MediaType.sweJSON
             return r
         case MediaType.sweBinary:
@@ -65,13 +68,14 @@ extension RequestHandler {
             r.contentType = MediaType.sweBinary
             return r
         default:
-            return json(jsonBytes { w in
-                w.beginObject()
-                w.key("items"); w.beginArray()
-                for e in window { writeObservation(e.obs, store.datastreams[e.ds], &w) }
-                w.endArray()
-                w.endObject()
-            })
+            return json(
+                jsonBytes { w in
+                    w.beginObject()
+                    w.key("items"); w.beginArray()
+                    for e in window { writeObservation(e.obs, store.datastreams[e.ds], &w) }
+                    w.endArray()
+                    w.endObject()
+                })
         }
     }
 

@@ -6,25 +6,30 @@ extension RequestHandler {
         switch target(rest) {
         case .collection:
             route = method + " /samplingFeatures"
-            return try onCollection(get: {
-                json(featurePage(filteredByUIDOrID(store.features, uid: \.uid, id: \.id)))
-            }, post: { throw NodeFailure.unsupported("Sampling features can only be created within a System resource") })
+            return try onCollection(
+                get: {
+                    json(featurePage(filteredByUIDOrID(store.features, uid: \.uid, id: \.id)))
+                }, post: { throw NodeFailure.unsupported("Sampling features can only be created within a System resource") })
         case .item(let id):
             route = method + " /samplingFeatures/{id}"
-            return try onItem(id, get: {
-                guard let f = store.features.first(where: { $0.id == id }) else { throw NodeFailure.notFound(id) }
-                return json(jsonBytes { writeFeature(f, &$0) })
-            }, put: {
-                guard let i = store.featureIndex(id) else { throw NodeFailure.notFound(id) }
-                let (item, at) = try replacementItem(allowed: [MediaType.geoJSON, MediaType.json])
-                let f = try geoJSONFeature(item, at: at)
-                apply(f, to: &store.features[i])
-                return HTTPResponse(status: 204, contentType: nil)
-            }, delete: {
-                guard let i = store.featureIndex(id) else { throw NodeFailure.notFound(id) }
-                store.features.remove(at: i)
-                return HTTPResponse(status: 204, contentType: nil)
-            })
+            return try onItem(
+                id,
+                get: {
+                    guard let f = store.features.first(where: { $0.id == id }) else { throw NodeFailure.notFound(id) }
+                    return json(jsonBytes { writeFeature(f, &$0) })
+                },
+                put: {
+                    guard let i = store.featureIndex(id) else { throw NodeFailure.notFound(id) }
+                    let (item, at) = try replacementItem(allowed: [MediaType.geoJSON, MediaType.json])
+                    let f = try geoJSONFeature(item, at: at)
+                    apply(f, to: &store.features[i])
+                    return HTTPResponse(status: 204, contentType: nil)
+                },
+                delete: {
+                    guard let i = store.featureIndex(id) else { throw NodeFailure.notFound(id) }
+                    store.features.remove(at: i)
+                    return HTTPResponse(status: 204, contentType: nil)
+                })
         case .nested(let id, let sub, _):
             route = method + " /samplingFeatures/{id}/" + sub
             throw store.featureIndex(id) == nil ? NodeFailure.notFound(id) : NodeFailure.invalidName(sub)
@@ -34,12 +39,15 @@ extension RequestHandler {
     func createFeatures(systemID: String) throws -> HTTPResponse {
         _ = try contentType(allowed: [MediaType.geoJSON, MediaType.json])
         let (items, base) = try jsonItems(malformedPrefix: "Invalid JSON: ")
-        return try upsert(items.count, read: { try geoJSONFeature(items[$0], at: base($0)) },
-                          into: \.features, urlPrefix: "/samplingFeatures/", id: \.id,
-                          matches: { $0.uid == $1.uid }, update: { apply($1, to: &$0) }, make: { f in
-            FeatureRecord(id: store.mint(), systemID: systemID, uid: f.uid, name: f.name,
-                          description: f.description, featureType: f.featureType, geometry: f.geometry)
-        })
+        return try upsert(
+            items.count, read: { try geoJSONFeature(items[$0], at: base($0)) },
+            into: \.features, urlPrefix: "/samplingFeatures/", id: \.id,
+            matches: { $0.uid == $1.uid }, update: { apply($1, to: &$0) },
+            make: { f in
+                FeatureRecord(
+                    id: store.mint(), systemID: systemID, uid: f.uid, name: f.name,
+                    description: f.description, featureType: f.featureType, geometry: f.geometry)
+            })
     }
 
     /// A PUT, or a re-POST matched by UID.

@@ -66,7 +66,8 @@ struct DatastreamRecord {
     }
 
     var formats: [String] {
-        binaryOnly ? [MediaType.sweBinary]
+        binaryOnly
+            ? [MediaType.sweBinary]
             : [MediaType.omJSON, MediaType.sweJSON, MediaType.sweCSV, "application/swe+xml", MediaType.sweBinary]
     }
 }
@@ -183,10 +184,11 @@ final class NodeStore {
     func stats() -> DevNodeStats {
         DevNodeStats(
             datastreams: datastreams.map {
-                DevNodeDatastreamStats(id: $0.id, systemID: $0.systemID, outputName: $0.outputName,
-                                       obsFormat: $0.obsFormat, schemaVersions: $0.schemaVersions,
-                                       observationCount: $0.observationCount, phenomenonTimes: Array($0.phenomenonTimes),
-                                       lastValues: $0.observations.last?.record, evictedObservations: $0.observations.evicted)
+                DevNodeDatastreamStats(
+                    id: $0.id, systemID: $0.systemID, outputName: $0.outputName,
+                    obsFormat: $0.obsFormat, schemaVersions: $0.schemaVersions,
+                    observationCount: $0.observationCount, phenomenonTimes: Array($0.phenomenonTimes),
+                    lastValues: $0.observations.last?.record, evictedObservations: $0.observations.evicted)
             },
             systemCount: systems.count, samplingFeatureCount: features.count,
             controlStreamCount: controlStreams.count, requestsByRoute: requestsByRoute, totalRequests: totalRequests,

@@ -9,36 +9,42 @@ extension RequestHandler {
             return try onCollection(get: { try listSystems() }, post: { try createSystems() })
         case .item(let id):
             route = method + " /systems/{id}"
-            return try onItem(id, get: {
-                guard let i = store.systemIndex(id) else {
-                    // osh-core's in-memory store: an id it never gave out past its newest is a
-                    // NullPointerException (InMemoryBaseFeatureStore.entryStream reads the ceiling
-                    // entry's key before checking it for null), answered 500 — what a board with a
-                    // cached id meets after the node restarted empty (here: any id the node does not hold).
-                    if config.oshInMemoryStore {
-                        throw NodeFailure(status: 500, message: "java.lang.NullPointerException: Cannot invoke "
-                                          + "\"java.util.Map$Entry.getKey()\" because \"entry\" is null")
+            return try onItem(
+                id,
+                get: {
+                    guard let i = store.systemIndex(id) else {
+                        // osh-core's in-memory store: an id it never gave out past its newest is a
+                        // NullPointerException (InMemoryBaseFeatureStore.entryStream reads the ceiling
+                        // entry's key before checking it for null), answered 500 — what a board with a
+                        // cached id meets after the node restarted empty (here: any id the node does not hold).
+                        if config.oshInMemoryStore {
+                            throw NodeFailure(
+                                status: 500,
+                                message: "java.lang.NullPointerException: Cannot invoke "
+                                    + "\"java.util.Map$Entry.getKey()\" because \"entry\" is null")
+                        }
+                        throw NodeFailure.notFound(id)
                     }
-                    throw NodeFailure.notFound(id)
-                }
-                return try systemResponse(store.systems[i])
-            }, put: {
-                guard let i = store.systemIndex(id) else { throw NodeFailure.notFound(id) }
-                let inputs = try systemInputs()
-                guard let input = inputs.first else { throw NodeFailure.noData }
-                apply(input, to: &store.systems[i])
-                return HTTPResponse(status: 204, contentType: nil)
-            }, delete: {
-                guard let i = store.systemIndex(id) else { throw NodeFailure.notFound(id) }
-                store.systems.remove(at: i)
-                for d in store.datastreams where d.systemID == id {
-                    store.ledger?.deleted(at: now, outputName: d.outputName, datastreamID: d.id)
-                }
-                store.datastreams.removeAll { $0.systemID == id }
-                store.controlStreams.removeAll { $0.systemID == id }
-                store.features.removeAll { $0.systemID == id }
-                return HTTPResponse(status: 204, contentType: nil)
-            })
+                    return try systemResponse(store.systems[i])
+                },
+                put: {
+                    guard let i = store.systemIndex(id) else { throw NodeFailure.notFound(id) }
+                    let inputs = try systemInputs()
+                    guard let input = inputs.first else { throw NodeFailure.noData }
+                    apply(input, to: &store.systems[i])
+                    return HTTPResponse(status: 204, contentType: nil)
+                },
+                delete: {
+                    guard let i = store.systemIndex(id) else { throw NodeFailure.notFound(id) }
+                    store.systems.remove(at: i)
+                    for d in store.datastreams where d.systemID == id {
+                        store.ledger?.deleted(at: now, outputName: d.outputName, datastreamID: d.id)
+                    }
+                    store.datastreams.removeAll { $0.systemID == id }
+                    store.controlStreams.removeAll { $0.systemID == id }
+                    store.features.removeAll { $0.systemID == id }
+                    return HTTPResponse(status: 204, contentType: nil)
+                })
         case .nested(let id, let name, let sub):
             route = method + " /systems/{id}/" + name
             let known = ["datastreams", "controlstreams", "samplingFeatures", "fois", "subsystems", "members", "history"]
@@ -50,13 +56,19 @@ extension RequestHandler {
                 guard sub.count == 1, method == "GET" else { throw NodeFailure.badRequest("Invalid resource URI") }
                 switch name {
                 case "datastreams":
-                    guard let d = store.datastreams.first(where: { $0.id == child && $0.systemID == id }) else { throw NodeFailure.notFound(child) }
+                    guard let d = store.datastreams.first(where: { $0.id == child && $0.systemID == id }) else {
+                        throw NodeFailure.notFound(child)
+                    }
                     return json(jsonBytes { writeDatastream(d, &$0) })
                 case "controlstreams":
-                    guard let c = store.controlStreams.first(where: { $0.id == child && $0.systemID == id }) else { throw NodeFailure.notFound(child) }
+                    guard let c = store.controlStreams.first(where: { $0.id == child && $0.systemID == id }) else {
+                        throw NodeFailure.notFound(child)
+                    }
                     return json(jsonBytes { writeControlStream(c, &$0) })
                 case "samplingFeatures", "fois":
-                    guard let f = store.features.first(where: { $0.id == child && $0.systemID == id }) else { throw NodeFailure.notFound(child) }
+                    guard let f = store.features.first(where: { $0.id == child && $0.systemID == id }) else {
+                        throw NodeFailure.notFound(child)
+                    }
                     return json(jsonBytes { writeFeature(f, &$0) })
                 default:
                     throw NodeFailure.notFound(child)
@@ -64,26 +76,31 @@ extension RequestHandler {
             }
             switch name {
             case "datastreams":
-                return try onCollection(get: {
-                    let items = store.datastreams.filter { $0.systemID == id }
-                    return json(page(items) { d, w in writeDatastream(d, &w) })
-                }, post: { try createDatastreams(systemID: id) })
+                return try onCollection(
+                    get: {
+                        let items = store.datastreams.filter { $0.systemID == id }
+                        return json(page(items) { d, w in writeDatastream(d, &w) })
+                    }, post: { try createDatastreams(systemID: id) })
             case "controlstreams":
-                return try onCollection(get: {
-                    let items = store.controlStreams.filter { $0.systemID == id }
-                    return json(page(items) { c, w in writeControlStream(c, &w) })
-                }, post: { try createControlStreams(systemID: id) })
+                return try onCollection(
+                    get: {
+                        let items = store.controlStreams.filter { $0.systemID == id }
+                        return json(page(items) { c, w in writeControlStream(c, &w) })
+                    }, post: { try createControlStreams(systemID: id) })
             case "samplingFeatures", "fois":
-                return try onCollection(get: {
-                    let items = store.features.filter { $0.systemID == id }
-                    return json(featurePage(items))
-                }, post: { try createFeatures(systemID: id) })
+                return try onCollection(
+                    get: {
+                        let items = store.features.filter { $0.systemID == id }
+                        return json(featurePage(items))
+                    }, post: { try createFeatures(systemID: id) })
             case "history":
-                return try onCollection(get: { json(featureCollection([system]) { s, w in writeSystem(s, &w) }) },
-                                        post: { throw NodeFailure.unsupported("Resource type is read-only") })
-            default: // subsystems, members: the dev node has none
-                return try onCollection(get: { json(list { _ in }) },
-                                        post: { throw NodeFailure.unsupported("Subsystems are not supported by the development node") })
+                return try onCollection(
+                    get: { json(featureCollection([system]) { s, w in writeSystem(s, &w) }) },
+                    post: { throw NodeFailure.unsupported("Resource type is read-only") })
+            default:  // subsystems, members: the dev node has none
+                return try onCollection(
+                    get: { json(list { _ in }) },
+                    post: { throw NodeFailure.unsupported("Subsystems are not supported by the development node") })
             }
         }
     }
@@ -105,15 +122,18 @@ extension RequestHandler {
 
     func createSystems() throws -> HTTPResponse {
         let inputs = try systemInputs()
-        return try upsert(inputs.count, read: { inputs[$0] }, into: \.systems, urlPrefix: "/systems/", id: \.id,
-                          matches: { $0.uid == $1.feature.uid }, update: { apply($1, to: &$0) }, make: { input in
-            let f = input.feature
-            let id = store.mint()
-            store.ledger?.system(at: now, uid: f.uid, id: id)
-            return SystemRecord(id: id, uid: f.uid, name: f.name, description: f.description,
-                                featureType: f.featureType, validFrom: now, sml: input.sml,
-                                geometry: f.geometry, versions: 1)
-        })
+        return try upsert(
+            inputs.count, read: { inputs[$0] }, into: \.systems, urlPrefix: "/systems/", id: \.id,
+            matches: { $0.uid == $1.feature.uid }, update: { apply($1, to: &$0) },
+            make: { input in
+                let f = input.feature
+                let id = store.mint()
+                store.ledger?.system(at: now, uid: f.uid, id: id)
+                return SystemRecord(
+                    id: id, uid: f.uid, name: f.name, description: f.description,
+                    featureType: f.featureType, validFrom: now, sml: input.sml,
+                    geometry: f.geometry, versions: 1)
+            })
     }
 
     func apply(_ input: SystemInput, to s: inout SystemRecord) {
@@ -139,9 +159,10 @@ extension RequestHandler {
                 } catch {
                     throw NodeFailure.badRequest("Invalid payload: Invalid JSON: " + error.message)
                 }
-                let f = GeoFeature(uid: item["uniqueId"]?.string ?? "", name: item["label"]?.string ?? "",
-                                   description: item["description"]?.string, featureType: item["definition"]?.string,
-                                   geometry: nil)
+                let f = GeoFeature(
+                    uid: item["uniqueId"]?.string ?? "", name: item["label"]?.string ?? "",
+                    description: item["description"]?.string, featureType: item["definition"]?.string,
+                    geometry: nil)
                 try validateFeature(uid: f.uid, name: f.name)
                 out.append(SystemInput(feature: f, sml: item))
             } else {
@@ -176,11 +197,13 @@ extension RequestHandler {
         }
         let props = v["properties"]
         if let pr = props, pr.object == nil, !pr.isNull {
-            throw NodeFailure.badRequest("Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(pr)) at path " + p.key("properties").text)
+            throw NodeFailure.badRequest(
+                "Invalid payload: Invalid JSON: Expected BEGIN_OBJECT but was \(gsonToken(pr)) at path " + p.key("properties").text)
         }
-        let f = GeoFeature(uid: props?["uid"]?.string ?? "", name: props?["name"]?.string ?? "",
-                           description: props?["description"]?.string, featureType: props?["featureType"]?.string,
-                           geometry: v["geometry"].flatMap { $0.isNull ? nil : $0 })
+        let f = GeoFeature(
+            uid: props?["uid"]?.string ?? "", name: props?["name"]?.string ?? "",
+            description: props?["description"]?.string, featureType: props?["featureType"]?.string,
+            geometry: v["geometry"].flatMap { $0.isNull ? nil : $0 })
         try validateFeature(uid: f.uid, name: f.name)
         return f
     }

@@ -119,9 +119,11 @@ enum TypeFirst {
         let m = try object(v, p)
         var type: String?, name: String?
         for (k, x) in m {
-            if k == "type" { type = x.string ?? "" }
-            else if k == "name" { name = x.string ?? "" }
-            else {
+            if k == "type" {
+                type = x.string ?? ""
+            } else if k == "name" {
+                name = x.string ?? ""
+            } else {
                 if type == nil {
                     throw BodyError(message: "JSON object must contain a 'type' property before the other members @ " + p.key(k).text)
                 }
@@ -155,8 +157,10 @@ enum TypeFirst {
         return m
     }
 
-    static func list(_ v: JSONValue, _ p: GsonPath,
-                     _ each: (JSONValue, GsonPath) throws(BodyError) -> Void) throws(BodyError) {
+    static func list(
+        _ v: JSONValue, _ p: GsonPath,
+        _ each: (JSONValue, GsonPath) throws(BodyError) -> Void
+    ) throws(BodyError) {
         guard case .array(let a) = v else {
             throw BodyError(message: "Expected BEGIN_ARRAY but was \(gsonToken(v)) at path " + p.text)
         }

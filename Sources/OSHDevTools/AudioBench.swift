@@ -60,8 +60,10 @@ public enum AudioBench {
     }
 
     /// Meters `seconds` of 48 kHz audio in `periodFrames` buffers with 0.1 s windows.
-    public static func runMeter(seconds: Double, format: PCMSampleFormat = .s16, channels: Int = 1,
-                                periodFrames: Int = 960) -> Result {
+    public static func runMeter(
+        seconds: Double, format: PCMSampleFormat = .s16, channels: Int = 1,
+        periodFrames: Int = 960
+    ) -> Result {
         let sig = signal(format: format, channels: channels)
         var meter = LevelMeter(window: 0.1, sampleRate: 48000)
         let periods = Int(seconds * 48000) / periodFrames
@@ -91,16 +93,19 @@ public enum AudioBench {
         }
         let cpu = cpuSeconds() - cpu0
         let wall = Double(Clock.monotonicNanoseconds() - wall0) / 1e9
-        if sink.isNaN { Log.debug("audio bench: NaN level") } // keeps the sums observable
-        return Result(path: .meter, format: format, channels: channels, periodFrames: periodFrames,
-                      audioSeconds: Double(periods * periodFrames) / 48000, cpuSeconds: cpu, wallSeconds: wall,
-                      windows: windows)
+        if sink.isNaN { Log.debug("audio bench: NaN level") }  // keeps the sums observable
+        return Result(
+            path: .meter, format: format, channels: channels, periodFrames: periodFrames,
+            audioSeconds: Double(periods * periodFrames) / 48000, cpuSeconds: cpu, wallSeconds: wall,
+            windows: windows)
     }
 
     /// Captures `seconds` of audio through libasound's `file` plugin and meters it (see the type's note).
     /// `directory` receives the synthetic WAV and its raw copy.
-    public static func runALSA(seconds: Double, format: PCMSampleFormat = .s16, channels: Int = 1,
-                               directory: String) throws -> Result {
+    public static func runALSA(
+        seconds: Double, format: PCMSampleFormat = .s16, channels: Int = 1,
+        directory: String
+    ) throws -> Result {
         let sig = signal(format: format, channels: channels)
         let wavPath = directory + "/bench-audio.wav"
         try StateFiles.write(wav(sig, format: format, channels: channels), to: wavPath)
@@ -127,9 +132,10 @@ public enum AudioBench {
         input.stop()
         let cpu = cpuSeconds() - cpu0
         let wall = Double(Clock.monotonicNanoseconds() - wall0) / 1e9
-        return Result(path: .alsa, format: format, channels: channels, periodFrames: f.periodFrames,
-                      audioSeconds: Double(capture.framesRead) / 48000, cpuSeconds: cpu, wallSeconds: wall,
-                      windows: windows)
+        return Result(
+            path: .alsa, format: format, channels: channels, periodFrames: f.periodFrames,
+            audioSeconds: Double(capture.framesRead) / 48000, cpuSeconds: cpu, wallSeconds: wall,
+            windows: windows)
     }
 
     private static func wav(_ sig: (s16: [Int16], s32: [Int32]), format: PCMSampleFormat, channels: Int) -> [UInt8] {

@@ -33,7 +33,8 @@ extension MagCalibrationRun {
         let field = IMUVector(0, 48 * cos(incl), -48 * sin(incl))
         let m = c.rotate(field)
         let off = simulatedOffset
-        return SimulatedMotion.Truth(gyro: .zero, accel: c.rotate(IMUVector(0, 0, IMUConvert.standardGravity)),
-                                     mag: IMUVector(m.x + off.x, m.y + off.y, m.z + off.z), orientation: o)
+        return SimulatedMotion.Truth(
+            gyro: .zero, accel: c.rotate(IMUVector(0, 0, IMUConvert.standardGravity)),
+            mag: IMUVector(m.x + off.x, m.y + off.y, m.z + off.z), orientation: o)
     }
 }

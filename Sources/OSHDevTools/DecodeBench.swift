@@ -50,10 +50,12 @@ public enum BarometerBench {
             let t = bmp.temperature(adcT: 519888 &+ Int32(i & 1023))
             return bmp.pressurePa(adcP: 415148 &+ Int32(i & 511), tFine: t.tFine)
         }
-        let bme = try BME280Calibration(registers: SimulatedBarometerBoard.bme280Calibration, humidity: SimulatedBarometerBoard.bme280HumidityCalibration)
+        let bme = try BME280Calibration(
+            registers: SimulatedBarometerBoard.bme280Calibration, humidity: SimulatedBarometerBoard.bme280HumidityCalibration)
         try time("BME280", "compensate") { i in
             let t = bme.tp.temperature(adcT: 529191 &+ Int32(i & 1023))
-            return bme.tp.pressurePa(adcP: 326816 &+ Int32(i & 511), tFine: t.tFine) + bme.humidityPercent(adcH: 30281 &+ Int32(i & 255), tFine: t.tFine)
+            return bme.tp.pressurePa(adcP: 326816 &+ Int32(i & 511), tFine: t.tFine)
+                + bme.humidityPercent(adcH: 30281 &+ Int32(i & 255), tFine: t.tFine)
         }
         let b3 = try BMP3Calibration(registers: SimulatedBarometerBoard.bmp3Calibration)
         try time("BMP388", "compensate") { i in

@@ -64,9 +64,10 @@ public enum Demo {
 
         let identity = try Agent.localIdentity(uid: o.uid, uidExtension: "", label: o.label)
         let credentials: CSCredentials = (o.user?.isEmpty ?? true) ? .none : .basic(username: o.user ?? "", password: o.password ?? "")
-        var config = AgentConfig(server: HTTPServer(apiRoot: apiRoot, credentials: credentials, tls: o.tls),
-                                 identity: identity, options: OutputOptions(uid: identity.uid),
-                                 stateDirectory: o.stateDirectory ?? Agent.defaultStateDirectory())
+        var config = AgentConfig(
+            server: HTTPServer(apiRoot: apiRoot, credentials: credentials, tls: o.tls),
+            identity: identity, options: OutputOptions(uid: identity.uid),
+            stateDirectory: o.stateDirectory ?? Agent.defaultStateDirectory())
         config.publisher.format = o.format
         config.trustHostClock = o.trustHostClock
         if o.record {
@@ -78,8 +79,7 @@ public enum Demo {
             if o.video { config.recordRates["camera0_H264"] = Demo.recordFPS }
         }
         if let log = o.gpsLog {
-            if access(log, R_OK) == 0 { config.gps = .replay(logPath: log) }
-            else { output("no NMEA log at \(log): gps_data is simulated") }
+            if access(log, R_OK) == 0 { config.gps = .replay(logPath: log) } else { output("no NMEA log at \(log): gps_data is simulated") }
         }
         let loop = try EventLoop()
         // The simulated board: chips on a simulated I²C bus read by the real drivers, a WAV through
@@ -91,8 +91,9 @@ public enum Demo {
         try? StateFiles.makeDirectories(config.stateDirectory)
         plan.audio = o.audio ? .simulated : nil
         if o.audio {
-            do { plan.audioWAV = try o.audioWAV ?? DemoInputs.pinkNoiseWAV(directory: config.stateDirectory) }
-            catch { output("cannot write the demo's pink noise to \(config.stateDirectory): \(error)") }
+            do { plan.audioWAV = try o.audioWAV ?? DemoInputs.pinkNoiseWAV(directory: config.stateDirectory) } catch {
+                output("cannot write the demo's pink noise to \(config.stateDirectory): \(error)")
+            }
         }
         plan.camera = o.video ? .simulated : nil
         plan.cameraFPS = o.videoFPS
@@ -116,8 +117,9 @@ public enum Demo {
         // A simulated status LED driven by the same StatusLED as a board's GPIO line.
         let ledLine = SimulatedGPIOLine()
         let led = StatusLED(line: ledLine) {
-            LEDState.derive(registered: agent.registered, nodeReachable: agent.publisher.connectivity == .online,
-                            clockSynchronized: agent.clockState.isSynchronized)
+            LEDState.derive(
+                registered: agent.registered, nodeReachable: agent.publisher.connectivity == .online,
+                clockSynchronized: agent.clockState.isSynchronized)
         }
         try led.start(on: loop)
         defer { led.stop() }
@@ -163,7 +165,10 @@ struct StatusTable {
         var logLines: [String] = []
     }
     let memory = Memory()
-    var identifying: Bool { get { memory.identifying } nonmutating set { memory.identifying = newValue } }
+    var identifying: Bool {
+        get { memory.identifying }
+        nonmutating set { memory.identifying = newValue }
+    }
 
     /// A log line to show with the table (interactive only): the newest five are kept.
     func note(_ level: Log.Level, _ message: String) {
@@ -182,32 +187,37 @@ struct StatusTable {
         case .backoff(_, let d): state = "node unreachable, retrying in \(Int(d)) s"
         case .probing: state = "probing the node"
         }
-        lines.append("\(state); clock: \(a.clockState.isSynchronized ? "trusted" : "held"); queued \(a.publisher.ring.occupied)"
-                     + (identifying ? "; LED: identify (blinking)" : ""))
+        lines.append(
+            "\(state); clock: \(a.clockState.isSynchronized ? "trusted" : "held"); queued \(a.publisher.ring.occupied)"
+                + (identifying ? "; LED: identify (blinking)" : ""))
         if a.config.commands {
             let ch = a.commandReceiver.map { "\($0.channel.state)" } ?? (a.lastCommand == nil ? "not yet" : "closed")
             lines.append("commands: channel \(ch); last: \(a.lastCommand ?? "none")")
         }
         if let r = a.recordingSummary { lines.append("recording: " + r) }
         if let u = a.uploadStatus { lines.append(u) }
-        lines.append(pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last value" + "                  last error")
+        lines.append(
+            pad("datastream", 30) + lpad("sent", 8) + lpad("bytes", 10) + lpad("rate/s", 8) + lpad("dropped", 9) + "  last value"
+                + "                  last error")
         for (i, r) in rows.enumerated() {
             let prev = i < memory.lastSent.count ? memory.lastSent[i] : 0
             let rate = dt > 0 ? Double(r.counters.sent - prev) / dt : 0
-            lines.append(pad(r.outputName, 30) + lpad(String(r.counters.sent), 8) + lpad(String(r.counters.bytes), 10)
-                         + lpad(String(Int(rate.rounded())), 8) + lpad(String(r.counters.dropped), 9)
-                         + "  " + pad(r.lastValue.isNaN ? "-" : "\(r.lastField) \(short(r.lastValue))", 26)
-                         + (r.counters.lastError.map { String($0.prefix(60)) } ?? ""))
+            lines.append(
+                pad(r.outputName, 30) + lpad(String(r.counters.sent), 8) + lpad(String(r.counters.bytes), 10)
+                    + lpad(String(Int(rate.rounded())), 8) + lpad(String(r.counters.dropped), 9)
+                    + "  " + pad(r.lastValue.isNaN ? "-" : "\(r.lastField) \(short(r.lastValue))", 26)
+                    + (r.counters.lastError.map { String($0.prefix(60)) } ?? ""))
         }
         if let v = a.videoPublisher, let spec = a.videoSpec {
             // Video has its own path: frames sent, bytes, frames/s, dropped while one was in flight.
             let prev = memory.lastVideoSent
             let rate = dt > 0 ? Double(v.counters.sent - prev) / dt : 0
             let c = v.counters
-            lines.append(pad(spec.outputName, 30) + lpad(String(c.sent), 8) + lpad(String(c.bytes), 10)
-                         + lpad(String(Int(rate.rounded())), 8) + lpad(String(c.droppedBusy + c.droppedNotReady + c.droppedRejected), 9)
-                         + "  " + pad(c.sent > 0 ? "frame \(c.bytes / max(c.sent, 1)) B" : "-", 26)
-                         + (c.lastError.map { String($0.prefix(60)) } ?? ""))
+            lines.append(
+                pad(spec.outputName, 30) + lpad(String(c.sent), 8) + lpad(String(c.bytes), 10)
+                    + lpad(String(Int(rate.rounded())), 8) + lpad(String(c.droppedBusy + c.droppedNotReady + c.droppedRejected), 9)
+                    + "  " + pad(c.sent > 0 ? "frame \(c.bytes / max(c.sent, 1)) B" : "-", 26)
+                    + (c.lastError.map { String($0.prefix(60)) } ?? ""))
             memory.lastVideoSent = c.sent
         }
         if interactive, !memory.logLines.isEmpty {
@@ -253,10 +263,12 @@ extension Agent {
     /// and their ids survive restarts (DevNodeConfig.journalPath); with `ledger`, what it accepted is
     /// appended there (DevNodeConfig.ledgerPath); with `controlStdin`, standard input steers it
     /// (DevNode.control) and the answers go to `output`.
-    public static func runDevelopmentNode(port: UInt16, users: [(String, String)], journal: String? = nil,
-                                          ledger: String? = nil, controlStdin: Bool = false,
-                                          oshInMemoryStore: Bool = false, refuseReceivers: Bool = false,
-                                          output: @escaping (String) -> Void) throws -> Never {
+    public static func runDevelopmentNode(
+        port: UInt16, users: [(String, String)], journal: String? = nil,
+        ledger: String? = nil, controlStdin: Bool = false,
+        oshInMemoryStore: Bool = false, refuseReceivers: Bool = false,
+        output: @escaping (String) -> Void
+    ) throws -> Never {
         var config = DevNodeConfig()
         config.port = port
         config.users = users
@@ -264,10 +276,12 @@ extension Agent {
         config.ledgerPath = ledger
         config.oshInMemoryStore = oshInMemoryStore
         config.refuseReceivers = refuseReceivers ? DevNodeConfig.oshSecuredReceiverRefusal : nil
-        try DevNode.runForever(config: config, onStart: { n in
-            n.journalNotes.forEach(output)
-            output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))
-        }, controlReply: controlStdin ? output : nil)
+        try DevNode.runForever(
+            config: config,
+            onStart: { n in
+                n.journalNotes.forEach(output)
+                output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))
+            }, controlReply: controlStdin ? output : nil)
     }
 }
 
@@ -296,7 +310,8 @@ final class SelfCommands {
         case 20 where agent.recording != nil:
             // Ten seconds of the full-rate recording, from 15 s ago, pulled as the node would.
             let now = Clock.realtimeSeconds()
-            parameters = #"{"uploadTimeRange":{"start":""# + ISOTime.string(epochSeconds: now - 15) + #"","stop":""#
+            parameters =
+                #"{"uploadTimeRange":{"start":""# + ISOTime.string(epochSeconds: now - 15) + #"","stop":""#
                 + ISOTime.string(epochSeconds: now - 5) + #"","outputs":""}}"#
         case 3:
             // Point the (simulated) pan-tilt unit 30° right.
@@ -309,7 +324,10 @@ final class SelfCommands {
     }
 
     private func send(_ controlStreamID: String, _ parameters: String) {
-        http.send(builder.request(.post, "/controlstreams/" + controlStreamID + "/commands", contentType: MediaType.json,
-                                  body: Array(("{\"parameters\":" + parameters + "}").utf8))) { _ in }
+        http.send(
+            builder.request(
+                .post, "/controlstreams/" + controlStreamID + "/commands", contentType: MediaType.json,
+                body: Array(("{\"parameters\":" + parameters + "}").utf8))
+        ) { _ in }
     }
 }

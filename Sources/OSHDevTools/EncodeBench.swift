@@ -69,9 +69,11 @@ public enum EncodeBench {
                 }
             }
             let elapsed = Clock.monotonicNanoseconds() - start
-            results.append(Result(case: c, observations: count,
-                                  nanosPerObservation: Double(elapsed) / Double(max(count, 1)),
-                                  bytesPerObservation: Double(bytes) / Double(max(count, 1))))
+            results.append(
+                Result(
+                    case: c, observations: count,
+                    nanosPerObservation: Double(elapsed) / Double(max(count, 1)),
+                    bytesPerObservation: Double(bytes) / Double(max(count, 1))))
         }
         return results
     }

@@ -64,7 +64,8 @@ public enum FusionBench {
         var sum = 0.0
         let start = Clock.monotonicNanoseconds()
         for i in 0..<count {
-            sum += model.field(latitude: Double(i % 170) - 85, longitude: Double(i % 360) - 180, heightKm: 0, decimalYear: 2026.5).declination
+            sum +=
+                model.field(latitude: Double(i % 170) - 85, longitude: Double(i % 360) - 180, heightKm: 0, decimalYear: 2026.5).declination
         }
         let seconds = Double(Clock.monotonicNanoseconds() - start) / 1e9
         if !sum.isFinite { Log.warning("wmm bench: non-finite result") }

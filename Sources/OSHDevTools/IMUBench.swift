@@ -46,8 +46,9 @@ public enum IMUBench {
             sink += sample.gyro.z
         }
         let ns = Double(Clock.monotonicNanoseconds() - start) / Double(max(1, count))
-        if sink.isNaN { Log.info("impossible") } // keeps the loop from being optimised away
-        return Result(chip: driver.identity.name, reads: count, nanosPerRead: ns, wireBytesPerRead: bytes,
-                      transactionsPerRead: trace.count)
+        if sink.isNaN { Log.info("impossible") }  // keeps the loop from being optimised away
+        return Result(
+            chip: driver.identity.name, reads: count, nanosPerRead: ns, wireBytesPerRead: bytes,
+            transactionsPerRead: trace.count)
     }
 }

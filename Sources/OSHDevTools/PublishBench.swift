@@ -22,27 +22,35 @@ public enum PublishBench {
     /// Compared with the run against a node, it separates our allocations from libcurl's.
     public static func runWithoutNetwork(format: ScalarFormat, count: Int, output name: String = "barometer") throws -> Result {
         final class Accepting: PublisherTransport {
-            func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
-                                  completion: @escaping (TransportOutcome) -> Void) { completion(TransportOutcome(status: 201)) }
+            func postObservations(
+                datastreamID: String, contentType: String, body: ByteBuffer,
+                completion: @escaping (TransportOutcome) -> Void
+            ) { completion(TransportOutcome(status: 201)) }
             func probe(completion: @escaping (TransportOutcome) -> Void) { completion(TransportOutcome(status: 200)) }
         }
         let spec = try spec(named: name, uid: "urn:osh:rpi:bench0000000000")
         var settings = PublisherSettings()
         settings.format = format
-        let publisher = try benchPublisher(spec, format: format, ringCapacity: 1100, transport: Accepting(),
-                                           settings: settings, now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
+        let publisher = try benchPublisher(
+            spec, format: format, ringCapacity: 1100, transport: Accepting(),
+            settings: settings, now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
         let t0 = Clock.monotonicNanoseconds()
-        record(publisher, spec, count: count, start: 1013.25, step: 0.01, time: { Double($0) * 0.1 }, after: { k in
-            if format == .omJSON && k % 50 == 49 { publisher.tick(now: 0) }
-        })
+        record(
+            publisher, spec, count: count, start: 1013.25, step: 0.01, time: { Double($0) * 0.1 },
+            after: { k in
+                if format == .omJSON && k % 50 == 49 { publisher.tick(now: 0) }
+            })
         publisher.tick(now: 0)
         let c = publisher.counters(0)
-        return Result(format: format, observations: c.sent, seconds: Double(Clock.monotonicNanoseconds() - t0) / 1e9,
-                      requests: c.requests, bodyBytes: c.bytes, backlogDrainSeconds: 0)
+        return Result(
+            format: format, observations: c.sent, seconds: Double(Clock.monotonicNanoseconds() - t0) / 1e9,
+            requests: c.requests, bodyBytes: c.bytes, backlogDrainSeconds: 0)
     }
 
-    public static func run(apiRoot: String, format: ScalarFormat, count: Int, backlog: Int = 1000,
-                           output name: String = "barometer") throws -> Result {
+    public static func run(
+        apiRoot: String, format: ScalarFormat, count: Int, backlog: Int = 1000,
+        output name: String = "barometer"
+    ) throws -> Result {
         let loop = try EventLoop()
         let server = HTTPServer(apiRoot: apiRoot)
         let http = try HTTPClient(loop: loop, server: server)
@@ -54,11 +62,13 @@ public enum PublishBench {
         var settings = PublisherSettings()
         settings.format = format
         let ring = ObservationRing(capacity: max(backlog, 1000) + 100, maxValues: spec.leaves.count, datastreams: 1)
-        let publisher = Publisher(ring: ring, encoders: [try ObservationEncoder(spec: spec, format: format)], transport: node,
-                                  settings: settings, now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
+        let publisher = Publisher(
+            ring: ring, encoders: [try ObservationEncoder(spec: spec, format: format)], transport: node,
+            settings: settings, now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
         publisher.clockOffset = Clock.realtimeSeconds() - Double(Clock.monotonicNanoseconds()) / 1e9
-        let registrar = Registrar(client: node, builder: builder, server: apiRoot, identity: identity, specs: [spec],
-                                  format: format, cached: nil, now: { Clock.realtimeSeconds() })
+        let registrar = Registrar(
+            client: node, builder: builder, server: apiRoot, identity: identity, specs: [spec],
+            format: format, cached: nil, now: { Clock.realtimeSeconds() })
         var failure: RegistrationError?
         var done = false
         registrar.register { r in
@@ -74,8 +84,9 @@ public enum PublishBench {
             values.withUnsafeMutableBufferPointer { v in
                 for k in 0..<n {
                     v[0] += 0.01
-                    publisher.record(datastream: 0, monotonicTime: Double(Clock.monotonicNanoseconds()) / 1e9 + Double(k) * 1e-6,
-                                     values: UnsafeBufferPointer(v))
+                    publisher.record(
+                        datastream: 0, monotonicTime: Double(Clock.monotonicNanoseconds()) / 1e9 + Double(k) * 1e-6,
+                        values: UnsafeBufferPointer(v))
                 }
             }
         }
@@ -103,16 +114,20 @@ public enum PublishBench {
         let t1 = Clock.monotonicNanoseconds()
         try drain()
         let drainSeconds = Double(Clock.monotonicNanoseconds() - t1) / 1e9
-        return Result(format: format, observations: steady.sent, seconds: seconds, requests: steady.requests,
-                      bodyBytes: steady.bytes, backlogDrainSeconds: drainSeconds)
+        return Result(
+            format: format, observations: steady.sent, seconds: seconds, requests: steady.requests,
+            bodyBytes: steady.bytes, backlogDrainSeconds: drainSeconds)
     }
 
     /// A publisher of one datastream ("ds") of `spec`, as the benches drive it.
-    static func benchPublisher(_ spec: OutputSpec, format: ScalarFormat, ringCapacity: Int, transport: PublisherTransport,
-                               settings: PublisherSettings, now: @escaping () -> Double) throws -> Publisher {
+    static func benchPublisher(
+        _ spec: OutputSpec, format: ScalarFormat, ringCapacity: Int, transport: PublisherTransport,
+        settings: PublisherSettings, now: @escaping () -> Double
+    ) throws -> Publisher {
         let ring = ObservationRing(capacity: ringCapacity, maxValues: spec.leaves.count, datastreams: 1)
-        let publisher = Publisher(ring: ring, encoders: [try ObservationEncoder(spec: spec, format: format)], transport: transport,
-                                  settings: settings, now: now)
+        let publisher = Publisher(
+            ring: ring, encoders: [try ObservationEncoder(spec: spec, format: format)], transport: transport,
+            settings: settings, now: now)
         publisher.clockOffset = 1_773_853_000
         publisher.setDatastreamID(0, "ds")
         return publisher
@@ -121,8 +136,10 @@ public enum PublishBench {
     /// Records `count` observations at `time(k)`, every value `start` but the first, which steps by
     /// `step`; `after(k)` follows each (the bench's tick cadence). The values are written in place:
     /// the loop itself allocates nothing.
-    static func record(_ publisher: Publisher, _ spec: OutputSpec, count: Int, start: Double, step: Double,
-                       time: (Int) -> Double, after: (Int) -> Void) {
+    static func record(
+        _ publisher: Publisher, _ spec: OutputSpec, count: Int, start: Double, step: Double,
+        time: (Int) -> Double, after: (Int) -> Void
+    ) {
         var values = [Double](repeating: start, count: spec.leaves.count - 1)
         values.withUnsafeMutableBufferPointer { v in
             for k in 0..<count {
@@ -134,7 +151,8 @@ public enum PublishBench {
     }
 
     static func spec(named name: String, uid: String) throws -> OutputSpec {
-        guard let s = OutputCatalogue.all(OutputOptions(uid: uid)).first(where: { $0.outputName == name && $0.binaryEncoding == nil }) else {
+        guard let s = OutputCatalogue.all(OutputOptions(uid: uid)).first(where: { $0.outputName == name && $0.binaryEncoding == nil })
+        else {
             throw SchemaCommandError.unknownOutput(name, known: OutputCatalogue.all(OutputOptions(uid: uid)).map(\.outputName))
         }
         return s

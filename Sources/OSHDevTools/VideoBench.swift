@@ -43,24 +43,32 @@ public enum VideoBench {
         public var bytesPerFrame: Double { Double(totalBytes) / Double(max(1, frames)) }
     }
 
-    public static let defaultCases = [Case(width: 640, height: 480, threads: 1), Case(width: 640, height: 480, threads: 0),
-                                      Case(width: 1280, height: 720, threads: 1), Case(width: 1280, height: 720, threads: 0)]
+    public static let defaultCases = [
+        Case(width: 640, height: 480, threads: 1), Case(width: 640, height: 480, threads: 0),
+        Case(width: 1280, height: 720, threads: 1), Case(width: 1280, height: 720, threads: 0),
+    ]
 
     public static func run(_ c: Case, frames: Int, fps: Double, keyFrameInterval: Int, bitrateKbps: Int) throws -> Result {
-        let enc = try X264Encoder(X264Settings(width: c.width, height: c.height, fps: fps, keyFrameInterval: keyFrameInterval,
-                                               bitrateKbps: bitrateKbps, threads: c.threads))
+        let enc = try X264Encoder(
+            X264Settings(
+                width: c.width, height: c.height, fps: fps, keyFrameInterval: keyFrameInterval,
+                bitrateKbps: bitrateKbps, threads: c.threads))
         let gen = TestPatternGenerator(width: c.width, height: c.height)
         var r = Result(benchCase: c, frames: 0, seconds: 0, totalBytes: 0, maxBytes: 0, keyFrames: 0, allSelfContained: true)
         // A few warm-up frames: x264 allocates its lookahead/thread state on the first ones.
         for i in 0..<3 {
             gen.render(frame: i)
-            try enc.encode(VideoFrame(format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride,
-                                      monotonicTime: 0, bytes: gen.buffer)) { _ in }
+            try enc.encode(
+                VideoFrame(
+                    format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride,
+                    monotonicTime: 0, bytes: gen.buffer)
+            ) { _ in }
         }
         for i in 0..<frames {
             gen.render(frame: i + 3)
-            let f = VideoFrame(format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride,
-                               monotonicTime: Double(i) / fps, bytes: gen.buffer)
+            let f = VideoFrame(
+                format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride,
+                monotonicTime: Double(i) / fps, bytes: gen.buffer)
             let t0 = Clock.monotonicNanoseconds()
             try enc.encode(f) { au in
                 r.frames += 1

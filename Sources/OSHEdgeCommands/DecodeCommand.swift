@@ -11,7 +11,9 @@ func runDecodeCommand(_ args: [String]) {
     let json = a.flag("--json")
     guard let chip = a.positional(), let calibration = a.positional(), let raw = a.positional() else {
         var text = "usage: osh-edge decode CHIP CALIBRATION_HEX RAW_HEX [--json]\n"
-        for l in BarometerDecode.layouts { text += "  \(l.chip.padding(8)) calibration: \(l.calibration)\n  \(String(repeating: " ", count: 8)) data burst:  \(l.burst)\n" }
+        for l in BarometerDecode.layouts {
+            text += "  \(l.chip.padding(8)) calibration: \(l.calibration)\n  \(String(repeating: " ", count: 8)) data burst:  \(l.burst)\n"
+        }
         fail(text)
     }
     a.finish()

@@ -17,7 +17,9 @@ func runFuseCommand(_ args: [String]) {
         o.settings.algorithm = alg
     }
     if let g = a.value("--gain") {
-        guard let v = Double(g), v.isFinite, v >= 0 else { fail("--gain must be a non-negative number (Madgwick β or Mahony Kp), not '\(g)'") }
+        guard let v = Double(g), v.isFinite, v >= 0 else {
+            fail("--gain must be a non-negative number (Madgwick β or Mahony Kp), not '\(g)'")
+        }
         if o.settings.algorithm == .madgwick { o.settings.beta = v } else { o.settings.kp = v }
     }
     if let k = a.value("--ki") {

@@ -38,7 +38,8 @@ func runLevelsCommand(_ argv: [String]) {
             var line = fixed(r.time, 3).leftPadding(8) + fixed(r.rmsdB, 2).leftPadding(9) + fixed(r.peakdB, 2).leftPadding(9)
             if terminal {
                 let filled = max(0, min(30, Int(((r.rmsdB + 60) / 2).rounded())))
-                line += "   " + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
+                line +=
+                    "   " + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled)
                     + (r.peakdB >= -0.001 ? " CLIP" : "")
             }
             print(line)
@@ -50,7 +51,9 @@ func runLevelsCommand(_ argv: [String]) {
     do {
         if isFile {
             var rows = 0
-            let h = try AudioLevels.meterFile(source, window: window) { rows += 1; printRow($0) }
+            let h = try AudioLevels.meterFile(source, window: window) {
+                rows += 1; printRow($0)
+            }
             if rows == 0 {
                 printError("osh-edge: \(source) holds \(h.frames) frames, less than one \(window) s window at \(h.sampleRate) Hz")
             }
@@ -61,4 +64,3 @@ func runLevelsCommand(_ argv: [String]) {
         fail("\(error)", code: 1)
     }
 }
-

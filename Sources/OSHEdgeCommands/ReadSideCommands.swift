@@ -151,7 +151,9 @@ func runCommandCommand(_ a: inout Arguments) {
     guard let wait = Double(waitText ?? "12"), wait >= 0 else {
         fail("--wait takes seconds (how long to wait for the command's outcome), e.g. --wait 30")
     }
-    guard let cs = a.positional() else { fail("command needs a CONTROLSTREAM id and the parameters, e.g. osh-edge command ID '{\"rpan\":3.0}'") }
+    guard let cs = a.positional() else {
+        fail("command needs a CONTROLSTREAM id and the parameters, e.g. osh-edge command ID '{\"rpan\":3.0}'")
+    }
     guard let body = a.positional() else { fail("command needs the parameters as JSON, e.g. '{\"rpan\":3.0}'") }
     a.finish()
     do {

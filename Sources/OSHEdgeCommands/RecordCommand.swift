@@ -62,8 +62,11 @@ private func serviceRecordingLine(_ status: ServiceStatus?) -> (state: String, d
     default:
         what = "writing"
     }
-    return (state, dropped, "service PID \(s.pid.map(String.init) ?? "?"): \(what); \(dropped) record(s) not kept since it started "
-                + "(bound, clock, full card or errors)")
+    return (
+        state, dropped,
+        "service PID \(s.pid.map(String.init) ?? "?"): \(what); \(dropped) record(s) not kept since it started "
+            + "(bound, clock, full card or errors)"
+    )
 }
 
 private func recordStatus(_ a: inout Arguments) {
@@ -119,10 +122,12 @@ private func recordStatus(_ a: inout Arguments) {
     print("recording \(dir): \(outputs.count) output(s), \(mib(total))\(bound)")
     if let sv = service { print("  " + sv.text) }
     for o in outputs {
-        let range = o.first.flatMap { f in o.last.map { ISOTime.string(epochSeconds: f) + " … " + ISOTime.string(epochSeconds: $0) } }
+        let range =
+            o.first.flatMap { f in o.last.map { ISOTime.string(epochSeconds: f) + " … " + ISOTime.string(epochSeconds: $0) } }
             ?? "nothing recorded"
-        print("  \(o.name)\(o.isVideo ? " (video)" : ""): \(range), \(o.records) records, \(o.segments.count) segment(s), "
-              + mib(o.bytes) + (o.damaged > 0 ? ", \(o.damaged) damaged stretch(es) (skipped when read)" : ""))
+        print(
+            "  \(o.name)\(o.isVideo ? " (video)" : ""): \(range), \(o.records) records, \(o.segments.count) segment(s), "
+                + mib(o.bytes) + (o.damaged > 0 ? ", \(o.damaged) damaged stretch(es) (skipped when read)" : ""))
     }
 }
 
@@ -134,8 +139,9 @@ private func recordExport(_ a: inout Arguments) {
     let file = a.rest.firstIndex(of: "-").map { a.rest.remove(at: $0) } ?? a.positional()
     a.finish()
     guard let fromArg, let toArg, let name, let file else {
-        fail("record export needs --from TIME --to TIME --output NAME FILE (times ISO-8601 with a zone, "
-             + "e.g. 2026-12-02T03:15:00Z; `\(programName) record status` lists the outputs and their ranges)")
+        fail(
+            "record export needs --from TIME --to TIME --output NAME FILE (times ISO-8601 with a zone, "
+                + "e.g. 2026-12-02T03:15:00Z; `\(programName) record status` lists the outputs and their ranges)")
     }
     guard let from = ISOTime.parse(fromArg), let to = ISOTime.parse(toArg) else {
         fail("--from and --to must be ISO-8601 times with a zone, e.g. 2026-12-02T03:15:00Z or 2026-12-02T04:15:00+01:00")
@@ -147,9 +153,14 @@ private func recordExport(_ a: inout Arguments) {
         fail("\(error)", code: 1)
     }
     guard window.total > 0 else {
-        let recorded = window.recordedRange.map { "recorded: " + ISOTime.string(epochSeconds: $0.first) + " … " + ISOTime.string(epochSeconds: $0.last) }
+        let recorded =
+            window.recordedRange.map {
+                "recorded: " + ISOTime.string(epochSeconds: $0.first) + " … " + ISOTime.string(epochSeconds: $0.last)
+            }
             ?? "nothing is recorded of it yet"
-        fail("nothing of \(name) between \(ISOTime.string(epochSeconds: from)) and \(ISOTime.string(epochSeconds: to)); \(recorded)", code: 1)
+        fail(
+            "nothing of \(name) between \(ISOTime.string(epochSeconds: from)) and \(ISOTime.string(epochSeconds: to)); \(recorded)", code: 1
+        )
     }
     let toStdout = file == "-"
     let out: FileDescriptor
@@ -202,13 +213,15 @@ private func recordExport(_ a: inout Arguments) {
     if !toStdout { out.close() }
     var note = ""
     if window.startsBeforeRecording, let r = window.recordedRange {
-        note = " (the window starts before what is recorded, \(ISOTime.string(epochSeconds: r.first)): dropped by the bound or not recorded)"
+        note =
+            " (the window starts before what is recorded, \(ISOTime.string(epochSeconds: r.first)): dropped by the bound or not recorded)"
     }
     if window.damaged > 0 { note += "; \(window.damaged) damaged stretch(es) skipped" }
     // The summary goes to standard error when the data goes to standard output.
     let say: (String) -> Void = toStdout ? { printError($0) } : { print($0) }
-    say("\(toStdout ? "standard output" : file): \(window.done) \(window.isVideo ? "access units (Annex-B H.264)" : "records (CSV)") of \(name), "
-          + "\(ISOTime.string(epochSeconds: first ?? from)) … \(ISOTime.string(epochSeconds: last))\(note)")
+    say(
+        "\(toStdout ? "standard output" : file): \(window.done) \(window.isVideo ? "access units (Annex-B H.264)" : "records (CSV)") of \(name), "
+            + "\(ISOTime.string(epochSeconds: first ?? from)) … \(ISOTime.string(epochSeconds: last))\(note)")
 }
 
 /// The CSV header's value names: the output's leaves after the time as the catalogue knows them,

@@ -61,16 +61,20 @@ func runSpoolCommand(_ a: inout Arguments) {
         print(out.string)
         return
     }
-    print("spool \(dir): \(inspection.entries.count) observations waiting (\(inspection.pendingBytes) bytes in "
-          + "\(inspection.segments.count) segment file(s))")
+    print(
+        "spool \(dir): \(inspection.entries.count) observations waiting (\(inspection.pendingBytes) bytes in "
+            + "\(inspection.segments.count) segment file(s))")
     if !inspection.damage.isEmpty {
-        print("  damaged stretches (skipped when sent): "
-              + inspection.damage.map { "segment \($0.segment) @\($0.offset) (\($0.length) bytes)" }.joined(separator: ", "))
+        print(
+            "  damaged stretches (skipped when sent): "
+                + inspection.damage.map { "segment \($0.segment) @\($0.offset) (\($0.length) bytes)" }.joined(separator: ", "))
     }
     for (name, n) in perOutput(inspection, names) { print("  \(name): \(n)") }
     if what == "dump" {
         for e in inspection.entries {
-            let time = e.heldBoot == nil ? ISOTime.string(epochSeconds: e.time)
+            let time =
+                e.heldBoot == nil
+                ? ISOTime.string(epochSeconds: e.time)
                 : "held for the clock (monotonic \(e.time) s, \(e.heldBoot == BootID.tag ? "this boot" : "an earlier boot: will be dropped"))"
             print("\(names.name(e.key))\t\(time)\t" + e.values.map { "\($0)" }.joined(separator: ","))
         }

@@ -42,11 +42,15 @@ public struct BoardIdentity: Sendable, Equatable {
 
     /// The fixed application id for the machine-id derivation (random, generated once for osh-edge;
     /// changing it changes every such board's UID).
-    public static let applicationID: [UInt8] = [0x40, 0x6c, 0x02, 0xde, 0xba, 0xb3, 0x57, 0x43,
-                                                0x27, 0x50, 0x55, 0x1f, 0x08, 0xbe, 0xaa, 0xe7]
+    public static let applicationID: [UInt8] = [
+        0x40, 0x6c, 0x02, 0xde, 0xba, 0xb3, 0x57, 0x43,
+        0x27, 0x50, 0x55, 0x1f, 0x08, 0xbe, 0xaa, 0xe7,
+    ]
 
-    static let deviceTreeSerialPaths = ["proc/device-tree/serial-number",
-                                        "sys/firmware/devicetree/base/serial-number"]
+    static let deviceTreeSerialPaths = [
+        "proc/device-tree/serial-number",
+        "sys/firmware/devicetree/base/serial-number",
+    ]
     static let deviceTreeModelPaths = ["proc/device-tree/model", "sys/firmware/devicetree/base/model"]
 
     /// Reads everything under `root` ("/" on the board). `useUname` (default: only when root is "/")

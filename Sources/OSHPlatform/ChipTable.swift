@@ -30,7 +30,7 @@ public enum ChipTable {
         ICM42688Driver.chip,
         ICM20948Driver.chip,
         LSM6DSOXDriver.chip,
-        LSM9DS1Driver.chip, // at the LSM6DSOX's addresses, same ID register (0x68, not 0x6C, tells them apart); before the BNO055
+        LSM9DS1Driver.chip,  // at the LSM6DSOX's addresses, same ID register (0x68, not 0x6C, tells them apart); before the BNO055
         BNO055Driver.chip,
     ]
 
@@ -48,6 +48,7 @@ public enum ChipTable {
     ]
 
     /// The names the configuration accepts, by class.
-    public static let known = KnownChips(barometers: barometers.map(\.identity), imus: imus.map(\.identity),
-                                         magnetometers: magnetometers, hygrometers: hygrometers.map(\.identity))
+    public static let known = KnownChips(
+        barometers: barometers.map(\.identity), imus: imus.map(\.identity),
+        magnetometers: magnetometers, hygrometers: hygrometers.map(\.identity))
 }

@@ -33,7 +33,8 @@ public enum ClockSync {
 public enum BootID {
     /// The first 16 hex digits of the kernel's boot_id; a random tag when it cannot be read (then
     /// held records do not outlive this process, which is the safe side).
-    public static let tag: UInt64 = parse(StateFiles.readText("/proc/sys/kernel/random/boot_id") ?? "")
+    public static let tag: UInt64 =
+        parse(StateFiles.readText("/proc/sys/kernel/random/boot_id") ?? "")
         ?? UInt64.random(in: 1...UInt64.max)
 
     /// The tag of a boot_id text (`8-4-4-4-12` hex); nil when it is not one.

@@ -12,9 +12,12 @@ extension AgentSettings {
 
     /// `parse` with the board profile `[system] profile` names read from disk: every command that
     /// reads a configuration reads it as `run` does.
-    public static func parseFile(bytes: [UInt8], path: String,
-                                 fileProblem: ((String) -> String?)? = nil) throws(ConfigErrors) -> AgentSettings {
-        try parse(bytes: bytes, path: path, chips: ChipTable.known, fileProblem: fileProblem, profileDirectory: profileDirectory,
-                  readProfile: { try StateFiles.read($0, limit: ConfigParser.maxFileSize) })
+    public static func parseFile(
+        bytes: [UInt8], path: String,
+        fileProblem: ((String) -> String?)? = nil
+    ) throws(ConfigErrors) -> AgentSettings {
+        try parse(
+            bytes: bytes, path: path, chips: ChipTable.known, fileProblem: fileProblem, profileDirectory: profileDirectory,
+            readProfile: { try StateFiles.read($0, limit: ConfigParser.maxFileSize) })
     }
 }

@@ -28,9 +28,11 @@ public enum DeviceCheck {
             // Names and numbers are /dev/gpiochipN; a label can only be checked by libgpiod,
             // so here it is enough that some chip exists.
             let digits = !path.isEmpty && path.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-            if digits { path = "/dev/gpiochip" + path }
-            else if path.hasPrefix("gpiochip") { path = "/dev/" + path }
-            else if !path.hasPrefix("/") {
+            if digits {
+                path = "/dev/gpiochip" + path
+            } else if path.hasPrefix("gpiochip") {
+                path = "/dev/" + path
+            } else if !path.hasPrefix("/") {
                 return GPIOChips.present(devDirectory: devDirectory).isEmpty
                     ? "\(r.key) = \"\(r.path)\": this machine has no GPIO chips (/dev/gpiochip*); the status LED stays off"
                     : nil
@@ -51,7 +53,8 @@ public enum DeviceCheck {
 
     /// What to do about a serial port that is not there (`nmea`, as the agent says it).
     public static func missingSerialHint(_ path: String) -> String {
-        let usb = path.hasPrefix("/dev/ttyUSB") || path.hasPrefix("/dev/ttyACM") || path.hasPrefix("/dev/serial/by-")
+        let usb =
+            path.hasPrefix("/dev/ttyUSB") || path.hasPrefix("/dev/ttyACM") || path.hasPrefix("/dev/serial/by-")
             || path.hasPrefix("/dev/gps")
         return missingHint(DeviceRequirement(path: path, kind: usb ? .usbSerial : .boardSerial, key: "", required: false))
     }

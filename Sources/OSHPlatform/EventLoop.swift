@@ -118,8 +118,10 @@ public final class EventLoop {
 
     /// Watches `fd` for `events`. The loop does not close `fd` unless `ownsFD`.
     @discardableResult
-    public func add(fd: Int32, events: Events, ownsFD: Bool = false,
-                    handler: @escaping (Events) -> Void) throws -> Registration {
+    public func add(
+        fd: Int32, events: Events, ownsFD: Bool = false,
+        handler: @escaping (Events) -> Void
+    ) throws -> Registration {
         let id = nextID
         nextID += 1
         guard osh_epoll_ctl(epfd, EPOLL_CTL_ADD, fd, events.rawValue, id) == 0 else {
@@ -233,8 +235,10 @@ public final class EventLoop {
     /// carries what the samplers read at that instant). `notBefore`: the first tick is the first
     /// grid instant at or after it (a flush interval's worth of data before the first flush).
     @discardableResult
-    public func addAlignedTimer(every interval: UInt64, runsLast: Bool = false, notBefore: UInt64 = 0,
-                                handler: @escaping (UInt64) -> Void) throws -> Timer {
+    public func addAlignedTimer(
+        every interval: UInt64, runsLast: Bool = false, notBefore: UInt64 = 0,
+        handler: @escaping (UInt64) -> Void
+    ) throws -> Timer {
         let e = TimerEntry(id: nextID, handler: handler)
         nextID += 1
         e.last = runsLast
@@ -481,8 +485,10 @@ public final class EventLoop {
     /// The one place a turn starts: refuses to nest (a handler turning the loop would serve the
     /// outer turn's events again, from the same arrays) and reports a timerfd failure.
     private func enterTurn() throws {
-        precondition(!isRunning, "EventLoop turned from inside one of its own handlers (runOnce/run/advance while serving "
-                     + "an event); the loop is not re-entrant: schedule the rest (a timer, a completion) instead of waiting here")
+        precondition(
+            !isRunning,
+            "EventLoop turned from inside one of its own handlers (runOnce/run/advance while serving "
+                + "an event); the loop is not re-entrant: schedule the rest (a timer, a completion) instead of waiting here")
         if let e = pendingError {
             pendingError = nil
             throw e

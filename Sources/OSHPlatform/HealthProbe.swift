@@ -15,8 +15,8 @@ public struct HealthProbe {
     }
 
     public struct Reading: Sendable, Equatable {
-        public var cpuTemperature = Double.nan   // °C
-        public var throttleFlags = 0             // firmware get_throttled bitmask
+        public var cpuTemperature = Double.nan  // °C
+        public var throttleFlags = 0  // firmware get_throttled bitmask
         public var loadAverage = Double.nan
         public var memoryAvailableMB = Double.nan
         public var diskFreePercent = Double.nan

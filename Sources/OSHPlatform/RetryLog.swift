@@ -31,7 +31,9 @@ public struct RetryLog {
     /// "; retrying in 1 s"); later ones only when their key was not logged in this outage yet.
     /// Returns the policy's verdict (its `delay` is the next wait for callers that use its backoff).
     @discardableResult
-    public mutating func failed(_ level: Log.Level, _ reason: String, key: String? = nil, firstSuffix: String = "") -> ReconnectPolicy.Verdict {
+    public mutating func failed(
+        _ level: Log.Level, _ reason: String, key: String? = nil, firstSuffix: String = ""
+    ) -> ReconnectPolicy.Verdict {
         let v = policy.failed(key: key ?? reason)
         switch v.log {
         case .firstFailure: Log.write(level, reason + firstSuffix)

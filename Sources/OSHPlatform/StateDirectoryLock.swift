@@ -27,7 +27,8 @@ public final class StateDirectoryLock {
 
         public var description: String {
             let who = pid.map { "another osh-edge (PID \($0)\(isService ? ", the osh-edge service" : ""))" } ?? "another osh-edge"
-            let fix = isService
+            let fix =
+                isService
                 ? "stop the service first (sudo systemctl stop osh-edge) or give this one another [paths] state_directory"
                 : "stop it first" + (pid.map { " (kill \($0))" } ?? "") + " or give this one another [paths] state_directory"
             return "\(who) is already running on the state directory \(directory): two agents there would register as "

@@ -48,8 +48,9 @@ public final class DemoSimulation: SimulationProvider {
     /// The hardware asks only for buses this provider made.
     private func simulatedBus(_ bus: I2CBus) throws -> SimulatedI2CBus {
         guard let b = bus as? SimulatedI2CBus else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: nil,
-                           operation: "attaching a simulated chip to bus \(bus.number), which is not a simulated bus")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: nil,
+                operation: "attaching a simulated chip to bus \(bus.number), which is not a simulated bus")
         }
         return b
     }

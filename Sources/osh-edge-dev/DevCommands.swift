@@ -40,8 +40,9 @@ func runFusionBench(_ a: inout Arguments) {
     if quiet { return }
     print("algorithm  input      updates/s   ns/update")
     for r in results {
-        print(r.algorithm.rawValue.padding(11) + (r.magnetometer ? "MARG" : "IMU-only").padding(9)
-              + String(Int(r.updatesPerSecond)).leftPadding(11) + format1(r.nanosPerUpdate).leftPadding(12))
+        print(
+            r.algorithm.rawValue.padding(11) + (r.magnetometer ? "MARG" : "IMU-only").padding(9)
+                + String(Int(r.updatesPerSecond)).leftPadding(11) + format1(r.nanosPerUpdate).leftPadding(12))
     }
     let wmm = FusionBench.runWMM(count: max(count / 100, 1000))
     print("WMM2025 evaluations/s: \(Int(wmm)); updates per case: \(count)")
@@ -74,14 +75,16 @@ func benchAudio(_ a: inout Arguments) {
     defer { rmdir(dir) }
     do {
         for p in paths {
-            let r = p == .meter
+            let r =
+                p == .meter
                 ? AudioBench.runMeter(seconds: seconds ?? 3600, format: format, channels: channels)
                 : try AudioBench.runALSA(seconds: seconds ?? 600, format: format, channels: channels, directory: dir)
             if quiet { continue }
-            print("audio \(p.rawValue) \(format.rawValue) \(channels) ch, period \(r.periodFrames): "
-                  + "\(fixed(r.audioSeconds, 0)) s of 48 kHz audio in \(fixed(r.cpuSeconds * 1000, 1)) ms CPU "
-                  + "= \(fixed(r.cpuMicrosPerAudioSecond, 1)) µs CPU per audio second (\(fixed(r.coreShare * 100, 4)) % of a core), "
-                  + "\(fixed(r.framesPerCPUSecond / 1e6, 1)) M frames/CPU-s; \(r.windows) windows")
+            print(
+                "audio \(p.rawValue) \(format.rawValue) \(channels) ch, period \(r.periodFrames): "
+                    + "\(fixed(r.audioSeconds, 0)) s of 48 kHz audio in \(fixed(r.cpuSeconds * 1000, 1)) ms CPU "
+                    + "= \(fixed(r.cpuMicrosPerAudioSecond, 1)) µs CPU per audio second (\(fixed(r.coreShare * 100, 4)) % of a core), "
+                    + "\(fixed(r.framesPerCPUSecond / 1e6, 1)) M frames/CPU-s; \(r.windows) windows")
         }
     } catch {
         fail("\(error)", code: 1)
@@ -108,8 +111,9 @@ func benchSpool(_ a: inout Arguments) {
         do {
             let r = try SpoolBench.run(directory: dir, count: count, sync: mode)
             if !quiet {
-                print("spool_fsync=\(mode.rawValue): \(r.observations) obs spooled at \(Int(r.spooledPerSecond)) obs/s, "
-                      + "drained at \(Int(r.drainedPerSecond)) obs/s; \(format1(r.bytesPerObservation)) B/obs on disk")
+                print(
+                    "spool_fsync=\(mode.rawValue): \(r.observations) obs spooled at \(Int(r.spooledPerSecond)) obs/s, "
+                        + "drained at \(Int(r.drainedPerSecond)) obs/s; \(format1(r.bytesPerObservation)) B/obs on disk")
             }
         } catch {
             fail("\(error)", code: 1)
@@ -148,7 +152,9 @@ func bench(_ a: inout Arguments) {
         for r in results {
             let name = r.case.output.padding(32)
             let fmt = r.case.format.rawValue.padding(9)
-            print("\(name)\(fmt)\(String(r.case.batch).leftPadding(6))\(format1(r.nanosPerObservation).leftPadding(10))\(format1(r.bytesPerObservation).leftPadding(11))")
+            print(
+                "\(name)\(fmt)\(String(r.case.batch).leftPadding(6))\(format1(r.nanosPerObservation).leftPadding(10))\(format1(r.bytesPerObservation).leftPadding(11))"
+            )
         }
         print("observations per case: \(count); peak RSS: \(Agent.peakRSSKiB()) KiB")
     } catch {
@@ -169,12 +175,15 @@ func benchPublish(_ a: inout Arguments) {
     Log.muted = true
     do {
         for f in formats {
-            let r = url == "none" ? try PublishBench.runWithoutNetwork(format: f, count: count, output: output)
+            let r =
+                url == "none"
+                ? try PublishBench.runWithoutNetwork(format: f, count: count, output: output)
                 : try PublishBench.run(apiRoot: url, format: f, count: count, backlog: backlog, output: output)
             if quiet { continue }
-            print("\(output) \(f.rawValue): \(r.observations) obs in \(format1(r.seconds)) s = \(Int(r.observationsPerSecond)) obs/s; "
-                  + "\(r.requests) requests; body \(format1(Double(r.bodyBytes) / Double(max(r.observations, 1)))) B/obs; "
-                  + "\(backlog)-obs backlog drained in \(Int(r.backlogDrainSeconds * 1000)) ms")
+            print(
+                "\(output) \(f.rawValue): \(r.observations) obs in \(format1(r.seconds)) s = \(Int(r.observationsPerSecond)) obs/s; "
+                    + "\(r.requests) requests; body \(format1(Double(r.bodyBytes) / Double(max(r.observations, 1)))) B/obs; "
+                    + "\(backlog)-obs backlog drained in \(Int(r.backlogDrainSeconds * 1000)) ms")
         }
         if !quiet { print("peak RSS: \(Agent.peakRSSKiB()) KiB") }
     } catch {
@@ -232,9 +241,13 @@ func node(_ a: inout Arguments) {
     a.finish()
     do {
         // Flushed (fflush(nil): every stream): the node never exits normally and its stdout is often a pipe.
-        try Agent.runDevelopmentNode(port: port, users: users, journal: journal, ledger: ledger,
-                                     controlStdin: control, oshInMemoryStore: inMemory,
-                                     refuseReceivers: refuse) { print($0); fflush(nil) }
+        try Agent.runDevelopmentNode(
+            port: port, users: users, journal: journal, ledger: ledger,
+            controlStdin: control, oshInMemoryStore: inMemory,
+            refuseReceivers: refuse
+        ) {
+            print($0); fflush(nil)
+        }
     } catch {
         fail("\(error)", code: 1)
     }

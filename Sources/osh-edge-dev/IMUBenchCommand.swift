@@ -16,9 +16,10 @@ func runIMUBenchCommand(_ a: inout Arguments) {
         do {
             let r = try IMUBench.run(chip: chip, count: count)
             if quiet { continue }
-            print(r.chip.padding(10) + format1(r.nanosPerRead).leftPadding(9) + String(r.wireBytesPerRead).leftPadding(12)
-                  + String(r.transactionsPerRead).leftPadding(11) + format1(r.wireMicroseconds(atHz: 100_000)).leftPadding(15)
-                  + format1(r.wireMicroseconds(atHz: 400_000)).leftPadding(7) + format1(r.nanosPerRead * 100 / 1e7).leftPadding(10))
+            print(
+                r.chip.padding(10) + format1(r.nanosPerRead).leftPadding(9) + String(r.wireBytesPerRead).leftPadding(12)
+                    + String(r.transactionsPerRead).leftPadding(11) + format1(r.wireMicroseconds(atHz: 100_000)).leftPadding(15)
+                    + format1(r.wireMicroseconds(atHz: 400_000)).leftPadding(7) + format1(r.nanosPerRead * 100 / 1e7).leftPadding(10))
         } catch {
             fail("\(chip): \(error)", code: 1)
         }

@@ -31,20 +31,27 @@ func benchVideo(_ a: inout Arguments) {
     }
     a.finish()
     Log.muted = true
-    print("libx264 ultrafast/zerolatency baseline, keyint \(keyint), \(bitrate) kbit/s at \(format1(fps)) fps; \(frames) frames per case; \(VideoBench.onlineCPUs()) CPUs")
+    print(
+        "libx264 ultrafast/zerolatency baseline, keyint \(keyint), \(bitrate) kbit/s at \(format1(fps)) fps; \(frames) frames per case; \(VideoBench.onlineCPUs()) CPUs"
+    )
     print("size        threads   frames/s   ms/frame  bytes/frame  max bytes  SPS+PPS+IDR")
     do {
         for c in cases {
             let r = try VideoBench.run(c, frames: frames, fps: fps, keyFrameInterval: keyint, bitrateKbps: bitrate)
             let threads = c.threads == 0 ? "auto" : String(c.threads)
-            print("\("\(c.width)x\(c.height)".padding(12))\(threads.padding(7))\(format1(r.framesPerSecond).leftPadding(11))" +
-                  "\(String(format2(1000 / max(r.framesPerSecond, 1e-9))).leftPadding(11))\(format1(r.bytesPerFrame).leftPadding(13))" +
-                  "\(String(r.maxBytes).leftPadding(11))  \(r.allSelfContained ? "every key frame (\(r.keyFrames))" : "MISSING")")
+            print(
+                "\("\(c.width)x\(c.height)".padding(12))\(threads.padding(7))\(format1(r.framesPerSecond).leftPadding(11))"
+                    + "\(String(format2(1000 / max(r.framesPerSecond, 1e-9))).leftPadding(11))\(format1(r.bytesPerFrame).leftPadding(13))"
+                    + "\(String(r.maxBytes).leftPadding(11))  \(r.allSelfContained ? "every key frame (\(r.keyFrames))" : "MISSING")")
         }
         for (w, h) in [(640, 480), (1280, 720)] {
-            print("YUYV→I420 conversion \(w)x\(h): \(format2(VideoBench.yuyvConversionMilliseconds(width: w, height: h, frames: 50))) ms/frame")
+            print(
+                "YUYV→I420 conversion \(w)x\(h): \(format2(VideoBench.yuyvConversionMilliseconds(width: w, height: h, frames: 50))) ms/frame"
+            )
         }
-        print("user-side copies per frame (by construction): I420 source → libx264 → publisher = 1 (the POST body); YUYV/NV12 camera → libx264 = 2 (conversion pass + body); camera → V4L2 M2M = 1 with DMABUF import, 2 without; H.264 camera = 1")
+        print(
+            "user-side copies per frame (by construction): I420 source → libx264 → publisher = 1 (the POST body); YUYV/NV12 camera → libx264 = 2 (conversion pass + body); camera → V4L2 M2M = 1 with DMABUF import, 2 without; H.264 camera = 1"
+        )
         print("peak RSS: \(Agent.peakRSSKiB()) KiB")
     } catch {
         fail("\(error)", code: 1)

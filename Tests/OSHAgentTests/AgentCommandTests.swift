@@ -26,12 +26,15 @@ final class AgentCommandTests: XCTestCase {
         c.rates = ["barometer": 2]
         c.trustHostClock = true
         c.commands = true
-        c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
+        c.commandOptions = CommandReceiver.Options(
+            ackWindow: 0.3, repostMargin: 0.2,
+            websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
         let loop = try EventLoop()
         let agent = try AgentRuntime(config: c, loop: loop)
         var identified: Double?
-        agent.onIdentify = { s in identified = s; return "blinking for \(Int(s)) s" }
+        agent.onIdentify = { s in
+            identified = s; return "blinking for \(Int(s)) s"
+        }
         try agent.start()
         func run(_ timeout: Double, until: () -> Bool) throws -> Bool {
             try loop.run(for: timeout, until: until)
@@ -42,34 +45,45 @@ final class AgentCommandTests: XCTestCase {
         let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
         let builder = CSRequestBuilder(credentials: .none)
         func post(_ parameters: String) {
-            http.send(builder.request(.post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
-                                      body: Array(("{\"parameters\":" + parameters + "}").utf8))) { _ in }
+            http.send(
+                builder.request(
+                    .post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
+                    body: Array(("{\"parameters\":" + parameters + "}").utf8))
+            ) { _ in }
         }
         post(#"{"setRate":{"outputName":"barometer","rate":20}}"#)
-        XCTAssertTrue(try run(10) { (node.commands(controlStreamID: csID).first?.reports.count ?? 0) >= 3
-                                    && node.commands(controlStreamID: csID).first?.currentStatus == "COMPLETED" },
-                      "\(node.commands(controlStreamID: csID))")
+        XCTAssertTrue(
+            try run(10) {
+                (node.commands(controlStreamID: csID).first?.reports.count ?? 0) >= 3
+                    && node.commands(controlStreamID: csID).first?.currentStatus == "COMPLETED"
+            },
+            "\(node.commands(controlStreamID: csID))")
         let b = try XCTUnwrap(agent.index(of: "barometer"))
         XCTAssertEqual(agent.rate(b), 20)
 
         // One at a time, so the node's list is in this order.
-        for (k, p) in [#"{"setRate":{"outputName":"sonar","rate":5}}"#, #"{"identify":{"duration":7}}"#,
-                       #"{"enableOutput":{"outputName":"barometer","enabled":false}}"#,
-                       DeviceControl.parametersJSON(.uploadTimeRange(start: 1_780_000_000, stop: 1_780_000_060, outputs: []))].enumerated() {
+        for (k, p) in [
+            #"{"setRate":{"outputName":"sonar","rate":5}}"#, #"{"identify":{"duration":7}}"#,
+            #"{"enableOutput":{"outputName":"barometer","enabled":false}}"#,
+            DeviceControl.parametersJSON(.uploadTimeRange(start: 1_780_000_000, stop: 1_780_000_060, outputs: [])),
+        ].enumerated() {
             post(p)
-            XCTAssertTrue(try run(10) {
-                let c = node.commands(controlStreamID: csID)
-                return c.count == k + 2 && (c.last?.currentStatus == "COMPLETED" || c.last?.currentStatus == "REJECTED")
-            })
+            XCTAssertTrue(
+                try run(10) {
+                    let c = node.commands(controlStreamID: csID)
+                    return c.count == k + 2 && (c.last?.currentStatus == "COMPLETED" || c.last?.currentStatus == "REJECTED")
+                })
         }
         // The node marks a command PENDING when its 5 s window (0.3 s here) ends; the receiver's
         // re-post after it is what the node ends up holding.
         let expected = ["COMPLETED", "REJECTED", "COMPLETED", "COMPLETED", "REJECTED"]
-        XCTAssertTrue(try run(5) { node.commands(controlStreamID: csID).map { $0.currentStatus ?? "" } == expected },
-                      "\(node.commands(controlStreamID: csID).map(\.currentStatus))")
+        XCTAssertTrue(
+            try run(5) { node.commands(controlStreamID: csID).map { $0.currentStatus ?? "" } == expected },
+            "\(node.commands(controlStreamID: csID).map(\.currentStatus))")
         XCTAssertEqual(identified, 7)
-        XCTAssertEqual(node.commands(controlStreamID: csID).last?.current?.message,
-                       "recording is off: set [record] enabled = true to record on the board")
+        XCTAssertEqual(
+            node.commands(controlStreamID: csID).last?.current?.message,
+            "recording is off: set [record] enabled = true to record on the board")
         XCTAssertFalse(agent.isEnabled(b))
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
     }
@@ -90,9 +104,11 @@ final class AgentCommandTests: XCTestCase {
         c.commands = true
         c.publisher.backoffInitial = 0.2
         c.publisher.backoffMax = 0.4
-        c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0,
-                                                                                      stableAfter: 0.3))
+        c.commandOptions = CommandReceiver.Options(
+            ackWindow: 0.3, repostMargin: 0.2,
+            websocket: WebSocketClient.Options(
+                backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0,
+                stableAfter: 0.3))
         let loop = try EventLoop()
         let agent = try AgentRuntime(config: c, loop: loop)
         let capture = LogCapture()

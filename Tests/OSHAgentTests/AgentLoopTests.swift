@@ -26,10 +26,13 @@ final class AgentLoopTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: stateDir)
     }
 
-    private func config(_ apiRoot: String? = nil, outputs: [String]? = ["barometer", "gps_data", "quat_orientation_data"],
-                        rates: [String: Double] = [:]) -> AgentConfig {
-        var c = AgentConfig(server: HTTPServer(apiRoot: apiRoot ?? node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
+    private func config(
+        _ apiRoot: String? = nil, outputs: [String]? = ["barometer", "gps_data", "quat_orientation_data"],
+        rates: [String: Double] = [:]
+    ) -> AgentConfig {
+        var c = AgentConfig(
+            server: HTTPServer(apiRoot: apiRoot ?? node.apiRoot), identity: identity,
+            options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
         c.outputs = outputs
         c.rates = rates
         c.trustHostClock = true
@@ -111,7 +114,7 @@ final class AgentLoopTests: XCTestCase {
         try a.start()
         XCTAssertTrue(try run(loop, timeout: 10) { a.registered && a.rows.allSatisfy { $0.counters.sent > 0 } })
         node.mode = .refuseConnections
-        try run(loop, timeout: 2) { false }                 // 2 s of production with the node down
+        try run(loop, timeout: 2) { false }  // 2 s of production with the node down
         XCTAssertNotEqual(a.publisher.connectivity, .online)
         XCTAssertGreaterThan(a.publisher.ring.occupied, 10, "the backlog is kept")
         node.mode = .normal
@@ -364,8 +367,12 @@ final class AgentLoopTests: XCTestCase {
         XCTAssertEqual(capture.count("node unreachable"), 0, "\(capture.lines)")
         XCTAssertEqual(capture.count("node reachable again"), 0, "\(capture.lines)")
         // The status follows every step.
-        XCTAssertEqual(Array(statuses.prefix(3)), ["node unreachable, retrying in 0.05 s", "node unreachable, retrying in 0.1 s",
-                                                   "node unreachable, retrying in 0.1 s"])
+        XCTAssertEqual(
+            Array(statuses.prefix(3)),
+            [
+                "node unreachable, retrying in 0.05 s", "node unreachable, retrying in 0.1 s",
+                "node unreachable, retrying in 0.1 s",
+            ])
         XCTAssertTrue(statuses.contains("registration refused (HTTP 503), retrying in 0.1 s"), "\(statuses)")
     }
 

@@ -25,7 +25,7 @@ final class AgentPTZTests: XCTestCase {
         let loop = try EventLoop()
         var plan = HardwarePlan()
         plan.ptz = .simulated
-        plan.devices.ptz.maxSpeed = 0 // one step: the test checks positions, not slewing
+        plan.devices.ptz.maxSpeed = 0  // one step: the test checks positions, not slewing
         let hardware = Hardware(loop: loop, plan: plan)
         hardware.open()
         XCTAssertEqual(hardware.notes, [])
@@ -35,8 +35,9 @@ final class AgentPTZTests: XCTestCase {
         c.commands = true
         c.extraSpecs = hardware.extraSpecs
         c.externalOutputs = [PTZSchema.outputName]
-        c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
+        c.commandOptions = CommandReceiver.Options(
+            ackWindow: 0.3, repostMargin: 0.2,
+            websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
         let agent = try AgentRuntime(config: c, loop: loop)
         agent.extraControls = hardware.extraControls(systemLabel: c.identity.label)
         try agent.start()
@@ -52,8 +53,11 @@ final class AgentPTZTests: XCTestCase {
         let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
         let builder = CSRequestBuilder(credentials: .none)
         func post(_ parameters: String) {
-            http.send(builder.request(.post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
-                                      body: Array(("{\"parameters\":" + parameters + "}").utf8))) { _ in }
+            http.send(
+                builder.request(
+                    .post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
+                    body: Array(("{\"parameters\":" + parameters + "}").utf8))
+            ) { _ in }
         }
         post(#"{"rpan":3.0}"#)
         XCTAssertTrue(try run(5) { node.commands(controlStreamID: csID).first?.currentStatus == "COMPLETED" })
@@ -65,7 +69,8 @@ final class AgentPTZTests: XCTestCase {
         XCTAssertTrue(try run(3) { (node.stats.datastream(outputName: PTZSchema.outputName)?.observationCount ?? 0) >= 2 }, "\(ds)")
 
         post(#"{"rpan":150.0}"#)
-        XCTAssertTrue(try run(5) { node.commands(controlStreamID: csID).count == 2 && node.commands(controlStreamID: csID)[1].currentStatus != nil })
+        XCTAssertTrue(
+            try run(5) { node.commands(controlStreamID: csID).count == 2 && node.commands(controlStreamID: csID)[1].currentStatus != nil })
         XCTAssertTrue(try run(2) { hardware.ptzController?.pan == 90 }, "clamped at the pan limit")
         XCTAssertTrue(agent.lastCommand?.contains("limit") == true, agent.lastCommand ?? "")
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))

@@ -21,8 +21,10 @@ final class ScriptedAudioCapture: AudioCapture {
 
     func push(_ samples: [Int16], channels: Int = 1, rate: Int, at ns: UInt64) {
         samples.withUnsafeBufferPointer {
-            onChunk?(AudioChunk(samples: .s16($0), channels: channels, frames: samples.count / channels,
-                                sampleRate: rate, readAtNanos: ns))
+            onChunk?(
+                AudioChunk(
+                    samples: .s16($0), channels: channels, frames: samples.count / channels,
+                    sampleRate: rate, readAtNanos: ns))
         }
     }
 }
@@ -101,7 +103,7 @@ final class AudioInputTests: XCTestCase {
         // Real-time pacing: three 100 ms windows take about 300 ms (loose bound: shared CI machines).
         let elapsed = Double(Clock.monotonicNanoseconds()) / 1e9 - started
         XCTAssertGreaterThan(elapsed, 0.25)
-        XCTAssertEqual(input.format?.sampleRate, nil) // stopped
+        XCTAssertEqual(input.format?.sampleRate, nil)  // stopped
         XCTAssertEqual(loop.sourceCount, 0)
     }
 
@@ -144,7 +146,8 @@ final class AudioInputTests: XCTestCase {
         let input = AudioInput(capture: cap, device: "hw:1,0", window: 0.1)
         let f = format(rate: 48000, period: 960)
         let gone = "ALSA device 'hw:1,0' was disconnected"
-        let missing = "ALSA snd_pcm_open 'hw:1,0': No such device; is it plugged in? list capture devices with `arecord -L` or `osh-edge probe`"
+        let missing =
+            "ALSA snd_pcm_open 'hw:1,0': No such device; is it plugged in? list capture devices with `arecord -L` or `osh-edge probe`"
         var states: [String] = []
         let capture = LogCapture()
         defer { capture.stop() }
@@ -167,14 +170,16 @@ final class AudioInputTests: XCTestCase {
         input.stop()
         capture.stop()
 
-        XCTAssertEqual(capture.lines, [
-            "audio: hw:1,0: \(f); 4800-frame windows (0.1 s)",
-            "audio: \(gone); levels pause, retrying in 0.5 s",
-            "audio: \(missing)",
-            "audio: hw:1,0: back, \(f); levels resume",
-            "audio: \(gone); levels pause, retrying in 0.5 s",
-            "audio: hw:1,0: back, \(f); levels resume",
-        ])
+        XCTAssertEqual(
+            capture.lines,
+            [
+                "audio: hw:1,0: \(f); 4800-frame windows (0.1 s)",
+                "audio: \(gone); levels pause, retrying in 0.5 s",
+                "audio: \(missing)",
+                "audio: hw:1,0: back, \(f); levels resume",
+                "audio: \(gone); levels pause, retrying in 0.5 s",
+                "audio: hw:1,0: back, \(f); levels resume",
+            ])
         XCTAssertEqual(states, ["\(gone); retrying in 0.5 s"] + [1.0, 2, 4, 8, 10, 10].map { "\(missing); retrying in \($0) s" })
     }
 

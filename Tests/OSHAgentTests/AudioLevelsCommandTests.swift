@@ -69,6 +69,6 @@ final class AudioLevelsCommandTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let alsa = try AudioBench.runALSA(seconds: 1, directory: dir)
-        XCTAssertTrue((10...11).contains(alsa.windows), "\(alsa.windows)") // the last tick may read a few periods more
+        XCTAssertTrue((10...11).contains(alsa.windows), "\(alsa.windows)")  // the last tick may read a few periods more
     }
 }

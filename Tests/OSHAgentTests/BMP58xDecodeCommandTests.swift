@@ -32,8 +32,10 @@ final class BMP58xDecodeCommandTests: XCTestCase {
 
         let json = try runOSHEdge(["decode", "BMP585", "-", "000019 40F362", "--json"])
         XCTAssertEqual(json.status, 0, json.err)
-        XCTAssertEqual(json.out, "{\"chip\":\"BMP585\",\"raw\":{\"TEMP_DATA\":1638400,\"PRESS_DATA\":6484800},"
-                       + "\"temperatureC\":25.0,\"pressureHPa\":1013.25,\"pressurePa\":101325.0}\n")
+        XCTAssertEqual(
+            json.out,
+            "{\"chip\":\"BMP585\",\"raw\":{\"TEMP_DATA\":1638400,\"PRESS_DATA\":6484800},"
+                + "\"temperatureC\":25.0,\"pressureHPa\":1013.25,\"pressurePa\":101325.0}\n")
 
         let short = try runOSHEdge(["decode", "BMP581", "-", "00 00 19"])
         XCTAssertEqual(short.status, 1)

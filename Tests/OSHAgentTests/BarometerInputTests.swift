@@ -21,8 +21,10 @@ final class BarometerInputTests: XCTestCase {
         try SimulatedBarometerBoard.attach(to: bus, chip: "BMP280", address: 0x77) { (hPa, 20) }
         var got: [(t: Double, p: Double, alt: Double)] = []
         var states: [SensorPoller.State] = []
-        let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "auto", rateHz: 50),
-                                       backoff: Backoff(initial: 0.05, maximum: 0.1)) { t, s in got.append((t, s.pressure, s.relativeAltitude)) }
+        let input = try BarometerInput(
+            loop: loop, bus: bus, settings: BarometerSettings(chip: "auto", rateHz: 50),
+            backoff: Backoff(initial: 0.05, maximum: 0.1)
+        ) { t, s in got.append((t, s.pressure, s.relativeAltitude)) }
         input.poller.onStateChange = { states.append($0) }
         XCTAssertEqual(input.driver.identity.name, "BMP280")
         XCTAssertEqual(input.driver.address, 0x77)
@@ -31,7 +33,7 @@ final class BarometerInputTests: XCTestCase {
         XCTAssertGreaterThan(got.count, 2)
         XCTAssertEqual(got[0].alt, 0, "the first good sample is the reference")
         XCTAssertEqual(got[0].p, 1000, accuracy: 0.01)
-        hPa = 999 // ≈ 8.4 m up
+        hPa = 999  // ≈ 8.4 m up
         try run(loop) { (got.last?.alt ?? 0) > 1 }
         XCTAssertEqual(got.last?.alt ?? 0, 8.42, accuracy: 0.1)
         XCTAssertTrue(got.map(\.t) == got.map(\.t).sorted())
@@ -60,8 +62,10 @@ final class BarometerInputTests: XCTestCase {
         let bus = SimulatedI2CBus(recordsTrace: false)
         try SimulatedBarometerBoard.attach(to: bus, chip: "BMP280", address: 0x76) { (1000, 20) }
         var count = 0
-        let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "BMP280", rateHz: 100),
-                                       backoff: Backoff(initial: 0.02, maximum: 0.05)) { _, _ in count += 1 }
+        let input = try BarometerInput(
+            loop: loop, bus: bus, settings: BarometerSettings(chip: "BMP280", rateHz: 100),
+            backoff: Backoff(initial: 0.02, maximum: 0.05)
+        ) { _, _ in count += 1 }
         try input.start()
         try run(loop) { count > 2 }
         try bus.writeRegister(0x76, 0xE0, 0xB6)
@@ -90,8 +94,10 @@ final class BarometerInputTests: XCTestCase {
         let capture = LogCapture()
         defer { capture.stop() }
         var count = 0
-        let input = try BarometerInput(loop: loop, bus: bus, settings: BarometerSettings(chip: "BME280", rateHz: 50),
-                                       backoff: Backoff(initial: 0.05, maximum: 0.1)) { _, _ in count += 1 }
+        let input = try BarometerInput(
+            loop: loop, bus: bus, settings: BarometerSettings(chip: "BME280", rateHz: 50),
+            backoff: Backoff(initial: 0.05, maximum: 0.1)
+        ) { _, _ in count += 1 }
         XCTAssertNotNil(input.absentAtStart)
         try input.start()
         try run(loop, timeout: 0.5) { false }
@@ -123,8 +129,12 @@ final class BarometerInputTests: XCTestCase {
         chip.fixedRaw = BMx280Raw(adcT: 519_888, adcP: 40_000)
         try run(loop) { input.implausible > 2 }
         XCTAssertGreaterThan(input.implausible, 2)
-        let high = try XCTUnwrap(input.driver.calibrationBytes.isEmpty ? nil : BarometerDecode.decode(
-            chip: "BMP280", calibration: input.driver.calibrationBytes, burst: input.driver.lastBurst).pressureHPa)
+        let high = try XCTUnwrap(
+            input.driver.calibrationBytes.isEmpty
+                ? nil
+                : BarometerDecode.decode(
+                    chip: "BMP280", calibration: input.driver.calibrationBytes, burst: input.driver.lastBurst
+                ).pressureHPa)
         XCTAssertGreaterThan(high, 1300)
         let said = capture.lines.filter { $0.contains("which no barometer on Earth reads") }
         XCTAssertEqual(said.count, 1, "\(capture.lines)")

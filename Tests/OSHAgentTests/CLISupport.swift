@@ -3,12 +3,14 @@ import Foundation
 /// Runs the `osh-edge` (or `binary`: osh-edge-dev) SwiftPM built beside the test bundle (the test target depends on both),
 /// with `stdin` as its input and `env` added to the environment. Standard error goes to a file
 /// so a chatty child cannot stall on a full pipe while we read its standard output.
-func runOSHEdge(_ args: [String], stdin: String? = nil, env: [String: String] = [:],
-                binary: String = "osh-edge") throws -> (status: Int32, out: String, err: String) {
+func runOSHEdge(
+    _ args: [String], stdin: String? = nil, env: [String: String] = [:],
+    binary: String = "osh-edge"
+) throws -> (status: Int32, out: String, err: String) {
     let exe = builtBinary(binary)
     guard FileManager.default.isExecutableFile(atPath: exe.path) else {
         struct MissingBinary: Error { let path: String }
-        throw MissingBinary(path: exe.path) // a build problem: the test target depends on both executables
+        throw MissingBinary(path: exe.path)  // a build problem: the test target depends on both executables
     }
     let p = Process()
     p.executableURL = exe

@@ -28,7 +28,7 @@ final class CalibrateMagTests: XCTestCase {
         let session = MagCalibrationSession()
         var sample = IMUSample()
         var steps = 0
-        while !session.isCovered && steps < 12_000 {   // ≤ 120 s simulated at 100 Hz
+        while !session.isCovered && steps < 12_000 {  // ≤ 120 s simulated at 100 Hz
             t += 0.01
             steps += 1
             _ = try imu.read(into: &sample)

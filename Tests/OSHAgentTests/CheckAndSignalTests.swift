@@ -15,8 +15,10 @@ final class CheckAndSignalTests: XCTestCase {
     func testCheckSaysTheClockHoldsObservationsAndForHowLong() throws {
         var settings = AgentSettings(server: ServerSettings(name: "main", url: "http://127.0.0.1:8181/sensorhub/api"))
         let now = Clock.realtimeSeconds()
-        let held = try XCTUnwrap(ServiceStatus.parse("counters pid=\(getpid()) written=\(now) registered=1 link=online clock=held held_seconds=75\n",
-                                                     path: "/run/osh-edge/counters"))
+        let held = try XCTUnwrap(
+            ServiceStatus.parse(
+                "counters pid=\(getpid()) written=\(now) registered=1 link=online clock=held held_seconds=75\n",
+                path: "/run/osh-edge/counters"))
         let line = Check.clockLine(settings, service: held, now: now)
         XCTAssertFalse(line.ok)
         XCTAssertTrue(line.text.hasPrefix("holding: clock not synchronised for 75 s"), line.text)
@@ -39,8 +41,9 @@ final class CheckAndSignalTests: XCTestCase {
         let noCreds = try Check.run(server: HTTPServer(apiRoot: node.apiRoot), identity: identity, outputs: outputs)
         XCTAssertEqual(noCreds.map(\.ok), [false])
         XCTAssertTrue(noCreds[0].text.contains("wants credentials"), noCreds[0].text)
-        let wrong = try Check.run(server: HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "sensor", password: "x")),
-                                  identity: identity, outputs: outputs)
+        let wrong = try Check.run(
+            server: HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "sensor", password: "x")),
+            identity: identity, outputs: outputs)
         XCTAssertTrue(wrong[0].text.contains("refused the credentials"), wrong[0].text)
         let good = HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "sensor", password: "pwd"))
         let before = try Check.run(server: good, identity: identity, outputs: outputs)
@@ -48,8 +51,9 @@ final class CheckAndSignalTests: XCTestCase {
         XCTAssertTrue(before[1].text.contains("not registered"))
         // Register, then check again.
         let loop = try EventLoop()
-        var c = AgentConfig(server: good, identity: identity, options: OutputOptions(uid: identity.uid),
-                            stateDirectory: NSTemporaryDirectory() + "osh-check-\(UUID().uuidString)")
+        var c = AgentConfig(
+            server: good, identity: identity, options: OutputOptions(uid: identity.uid),
+            stateDirectory: NSTemporaryDirectory() + "osh-check-\(UUID().uuidString)")
         c.outputs = ["barometer"]
         c.trustHostClock = true
         let a = try AgentRuntime(config: c, loop: loop)
@@ -59,15 +63,19 @@ final class CheckAndSignalTests: XCTestCase {
         try a.stop(flushUntil: EventLoop.deadline(after: 1))
         let after = try Check.run(server: good, identity: identity, outputs: outputs)
         XCTAssertEqual(after.map(\.ok), [true, true, true], after.map(\.text).joined(separator: "\n"))
-        XCTAssertTrue(after[2].text.hasPrefix("all 1 configured datastreams are there (the node holds 1 datastream for this board)"),
-                      after[2].text)
+        XCTAssertTrue(
+            after[2].text.hasPrefix("all 1 configured datastreams are there (the node holds 1 datastream for this board)"),
+            after[2].text)
         // The board's own datastreams are counted, not a default set: a configuration naming
         // another output says what is missing and what the node holds beyond it; no configuration
         // (`check --node URL` alone) lists what the node holds and fails nothing.
-        let other = try Check.run(server: good, identity: identity,
-                                  outputs: [OutputCatalogue.gps(OutputOptions(uid: identity.uid))])
-        XCTAssertEqual(other[2].text, "0 of the 1 configured datastreams are there; missing: gps_data (osh-edge creates them "
-                       + "when it registers) (the node holds 1 datastream for this board; not in this configuration: barometer)")
+        let other = try Check.run(
+            server: good, identity: identity,
+            outputs: [OutputCatalogue.gps(OutputOptions(uid: identity.uid))])
+        XCTAssertEqual(
+            other[2].text,
+            "0 of the 1 configured datastreams are there; missing: gps_data (osh-edge creates them "
+                + "when it registers) (the node holds 1 datastream for this board; not in this configuration: barometer)")
         let unjudged = try Check.run(server: good, identity: identity, outputs: nil)
         XCTAssertEqual(unjudged.map(\.ok), [true, true, true])
         XCTAssertEqual(unjudged[2].text, "the node holds 1 datastream for this board: barometer")
@@ -93,14 +101,16 @@ final class CheckAndSignalTests: XCTestCase {
         // Wait for registration (the id cache appears), then take the node away.
         let until = Date().addingTimeInterval(10)
         func cacheFile() -> String? {
-            (try? FileManager.default.contentsOfDirectory(atPath: state))?.first { $0.hasPrefix("ids-") && !$0.contains(".tmp") }.map { state + "/" + $0 }
+            (try? FileManager.default.contentsOfDirectory(atPath: state))?.first { $0.hasPrefix("ids-") && !$0.contains(".tmp") }.map {
+                state + "/" + $0
+            }
         }
         while cacheFile() == nil, Date() < until { usleep(50_000) }
         let path = try XCTUnwrap(cacheFile(), "the agent registered and saved its ids")
         node.mode = .refuseConnections
         usleep(1_500_000)
         let t0 = Date()
-        p.terminate() // SIGTERM
+        p.terminate()  // SIGTERM
         p.waitUntilExit()
         let took = Date().timeIntervalSince(t0)
         XCTAssertLessThan(took, 5, "exits within the flush deadline")
@@ -130,41 +140,48 @@ final class TLSAgentTests: XCTestCase {
         let refused = try Check.run(server: HTTPServer(apiRoot: https), identity: identity, outputs: [])
         XCTAssertFalse(refused[0].ok)
         XCTAssertTrue(refused[0].text.contains("TLS"), refused[0].text)
-        let key = try XCTUnwrap(refused.last?.text.split(separator: " ").first { $0.hasPrefix("sha256//") }
-            .map { String($0.dropFirst("sha256//".count)) }, "the node's key is reported for pinning")
+        let key = try XCTUnwrap(
+            refused.last?.text.split(separator: " ").first { $0.hasPrefix("sha256//") }
+                .map { String($0.dropFirst("sha256//".count)) }, "the node's key is reported for pinning")
         // Once, and the value to copy without the prefix (it used to say sha256//sha256//…).
         XCTAssertFalse(refused.last?.text.contains("sha256//sha256//") ?? true, refused.last?.text ?? "")
-        XCTAssertTrue(refused.last?.text.contains("(--pin-sha256 \(key), or pin_sha256 = \"\(key)\" in [server.NAME])") ?? false,
-                      refused.last?.text ?? "")
+        XCTAssertTrue(
+            refused.last?.text.contains("(--pin-sha256 \(key), or pin_sha256 = \"\(key)\" in [server.NAME])") ?? false,
+            refused.last?.text ?? "")
         // The wrong scheme either way gets its own diagnosis, not a certificate or proxy story.
-        let plainToTLS = try Check.run(server: HTTPServer(apiRoot: https.replacingOccurrences(of: "https://", with: "http://")),
-                                       identity: identity, outputs: [])
+        let plainToTLS = try Check.run(
+            server: HTTPServer(apiRoot: https.replacingOccurrences(of: "https://", with: "http://")),
+            identity: identity, outputs: [])
         XCTAssertTrue(plainToTLS[0].text.contains("if that port serves HTTPS, use https:// in the URL"), plainToTLS[0].text)
         let plainNode = DevNode(config: DevNodeConfig())
         _ = try plainNode.start()
         defer { plainNode.stop() }
-        let tlsToPlain = try Check.run(server: HTTPServer(apiRoot: plainNode.apiRoot.replacingOccurrences(of: "http://", with: "https://")),
-                                       identity: identity, outputs: [])
+        let tlsToPlain = try Check.run(
+            server: HTTPServer(apiRoot: plainNode.apiRoot.replacingOccurrences(of: "http://", with: "https://")),
+            identity: identity, outputs: [])
         // A plain-HTTP server answers a ClientHello ("wrong version number") or just closes
         // (SSL_ERROR_SYSCALL); libmicrohttpd does either. Both say to use http://.
         XCTAssertTrue(tlsToPlain[0].text.contains("use http:// in the URL"), tlsToPlain[0].text)
         XCTAssertFalse(tlsToPlain[0].text.contains("trust that certificate"), tlsToPlain[0].text)
 
         // Trusting that certificate for that host works…
-        let trusted = try Check.run(server: HTTPServer(apiRoot: https, tls: .trustCertificate(pemPath: tls.certPath)),
-                                    identity: identity, outputs: [])
+        let trusted = try Check.run(
+            server: HTTPServer(apiRoot: https, tls: .trustCertificate(pemPath: tls.certPath)),
+            identity: identity, outputs: [])
         XCTAssertTrue(trusted[0].ok, trusted[0].text)
         // …but not for a name the certificate does not carry.
         let otherHost = https.replacingOccurrences(of: "127.0.0.1", with: "localhost")
-        let wrongHost = try Check.run(server: HTTPServer(apiRoot: otherHost, tls: .trustCertificate(pemPath: tls.certPath)),
-                                      identity: identity, outputs: [])
+        let wrongHost = try Check.run(
+            server: HTTPServer(apiRoot: otherHost, tls: .trustCertificate(pemPath: tls.certPath)),
+            identity: identity, outputs: [])
         XCTAssertFalse(wrongHost[0].ok)
 
         // Pinning the reported key works; a different pin is refused.
         let pinned = try Check.run(server: HTTPServer(apiRoot: https, tls: .pinnedKey(sha256Base64: key)), identity: identity, outputs: [])
         XCTAssertTrue(pinned[0].ok, pinned[0].text)
-        let wrongPin = try Check.run(server: HTTPServer(apiRoot: https, tls: .pinnedKey(sha256Base64: String(repeating: "A", count: 43) + "=")),
-                                     identity: identity, outputs: [])
+        let wrongPin = try Check.run(
+            server: HTTPServer(apiRoot: https, tls: .pinnedKey(sha256Base64: String(repeating: "A", count: 43) + "=")),
+            identity: identity, outputs: [])
         XCTAssertFalse(wrongPin[0].ok)
     }
 }

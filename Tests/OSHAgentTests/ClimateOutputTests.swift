@@ -29,7 +29,8 @@ final class ClimateOutputTests: XCTestCase {
         var c = agentConfig(node, serial: "10000000c11a7e01", label: "Climate Pi", stateDirectory: dir)
         c.options = hardware.options(c.options)
         let found = Set(hardware.feeds)
-        c.outputs = OutputCatalogue.all(c.options).filter { found.contains($0.kind) && outputs.contains($0.kind.settingsKey) }.map(\.outputName)
+        c.outputs = OutputCatalogue.all(c.options).filter { found.contains($0.kind) && outputs.contains($0.kind.settingsKey) }.map(
+            \.outputName)
         for o in c.outputs ?? [] { c.rates[o] = 5 }
         // As the daemon does: outputs a device feeds are not also sampled from the simulation's values.
         c.externalOutputs = Set(hardware.catalogueNames(c.options))
@@ -63,7 +64,7 @@ final class ClimateOutputTests: XCTestCase {
         // The demo's weather: 21.5 ± 0.5 °C; the simulated BME280 reports 45 %RH. Through the
         // chip's ADC codes and the datasheet compensation, so within its resolution.
         for v in t { XCTAssertEqual(v, 21.5, accuracy: 0.6) }
-        for v in h { XCTAssertEqual(v, 45, accuracy: 0.5) } // the simulated ADC code, inverted from 45 %RH
+        for v in h { XCTAssertEqual(v, 45, accuracy: 0.5) }  // the simulated ADC code, inverted from 45 %RH
     }
 
     func testABMP280GivesTemperatureButNoHumidity() throws {
@@ -107,7 +108,9 @@ final class HygrometerOutputTests: XCTestCase {
         let agent = try AgentRuntime(config: c, loop: loop)
         try agent.start()
         try hardware.start(feeding: agent)
-        _ = try loop.run(for: 10) { ["temperature", "humidity"].allSatisfy { (node.stats.datastream(outputName: $0)?.observationCount ?? 0) >= 3 } }
+        _ = try loop.run(for: 10) {
+            ["temperature", "humidity"].allSatisfy { (node.stats.datastream(outputName: $0)?.observationCount ?? 0) >= 3 }
+        }
         hardware.stop()
         try agent.stop(flushUntil: EventLoop.deadline(after: 1))
         let h = try XCTUnwrap(node.stats.datastream(outputName: "humidity"))
@@ -126,8 +129,9 @@ final class HygrometerOutputTests: XCTestCase {
         XCTAssertEqual(r.chips.first?.address, 0x44)
         let (config, _) = Probe.suggestConfig(buses: [r], audio: [], video: [])
         XCTAssertTrue(config.contains("[hygrometer]\nchip = \"SHT4x\"\naddress = \"0x44\""), config)
-        let s = try AgentSettings.parse(bytes: Array(("[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + config).utf8),
-                                        path: "probe.conf", chips: ChipTable.known)
+        let s = try AgentSettings.parse(
+            bytes: Array(("[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + config).utf8),
+            path: "probe.conf", chips: ChipTable.known)
         XCTAssertEqual(s.devices.hygrometer.chip, "SHT4X")
         XCTAssertEqual(s.outputs["temperature"]?.enabled, true)
         XCTAssertEqual(s.outputs["humidity"]?.enabled, true)

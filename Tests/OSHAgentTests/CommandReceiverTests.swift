@@ -38,7 +38,8 @@ final class CommandReceiverTests: XCTestCase {
 
     /// System + device_control control stream; returns the control stream id.
     private func register() throws -> String {
-        let sys = SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:cmdtest", label: "Cmd Pi", serial: "cmdtest", validFrom: 1.7e9, components: []))
+        let sys = SystemBody.bytes(
+            SystemDescription(uid: "urn:osh:rpi:cmdtest", label: "Cmd Pi", serial: "cmdtest", validFrom: 1.7e9, components: []))
         let s = try call(builder.createSystem(body: sys))
         XCTAssertEqual(s.status, 201)
         let sysID = try XCTUnwrap(CSResponse.resourceID(fromLocation: s.location))
@@ -54,15 +55,19 @@ final class CommandReceiverTests: XCTestCase {
     }
 
     private func receiver(_ csID: String, handled: @escaping (DeviceControlCommand) -> CommandOutcome) throws -> CommandReceiver {
-        let opts = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                           websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
-        return try CommandReceiver.deviceControl(loop: loop, http: http, builder: builder, controlStreamID: csID,
-                                                 outputNames: outputs, options: opts) { c, _ in handled(c) }
+        let opts = CommandReceiver.Options(
+            ackWindow: 0.3, repostMargin: 0.2,
+            websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
+        return try CommandReceiver.deviceControl(
+            loop: loop, http: http, builder: builder, controlStreamID: csID,
+            outputNames: outputs, options: opts
+        ) { c, _ in handled(c) }
     }
 
     private func operatorPost(_ csID: String, _ parameters: String) -> CSRequest {
-        builder.request(.post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
-                        body: Array(("{\"parameters\":" + parameters + "}").utf8))
+        builder.request(
+            .post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
+            body: Array(("{\"parameters\":" + parameters + "}").utf8))
     }
 
     func testSetRateRoundTripEndsCompletedOnTheNodeAndInvalidOnesAreRejected() throws {
@@ -80,10 +85,11 @@ final class CommandReceiverTests: XCTestCase {
         // The node answers the operator with PENDING when its window runs out (HTTP statuses never correlate).
         XCTAssertEqual(try JSONValue.parse(ok.body)["statusCode"]?.string, "PENDING")
         XCTAssertEqual(seen, [.setRate(outputName: "barometer", hz: 2)])
-        XCTAssertTrue(try run {
-            let c = node.commands(controlStreamID: csID)
-            return c.count == 1 && c[0].reports.count >= 3 && c[0].currentStatus == "COMPLETED"
-        }, "\(node.commands(controlStreamID: csID))")
+        XCTAssertTrue(
+            try run {
+                let c = node.commands(controlStreamID: csID)
+                return c.count == 1 && c[0].reports.count >= 3 && c[0].currentStatus == "COMPLETED"
+            }, "\(node.commands(controlStreamID: csID))")
         let first = node.commands(controlStreamID: csID)[0]
         XCTAssertEqual(first.reports.map(\.statusCode), ["COMPLETED", "PENDING", "COMPLETED"])
         XCTAssertEqual(first.sender, "pi")
@@ -94,10 +100,11 @@ final class CommandReceiverTests: XCTestCase {
         _ = try call(operatorPost(csID, "{\"setRate\":{\"outputName\":\"nope\",\"rate\":1}}"))
         // Out of range.
         _ = try call(operatorPost(csID, "{\"setRate\":{\"outputName\":\"gps_data\",\"rate\":500}}"))
-        XCTAssertTrue(try run {
-            let c = node.commands(controlStreamID: csID)
-            return c.count == 3 && c[1].reports.count >= 3 && c[2].reports.count >= 3
-        })
+        XCTAssertTrue(
+            try run {
+                let c = node.commands(controlStreamID: csID)
+                return c.count == 3 && c[1].reports.count >= 3 && c[2].reports.count >= 3
+            })
         let cmds = node.commands(controlStreamID: csID)
         XCTAssertEqual(cmds[1].currentStatus, "REJECTED")
         XCTAssertEqual(cmds[1].current?.message, "setRate.outputName: 'nope' is not one of barometer, gps_data")
@@ -139,10 +146,11 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertTrue(try run { node.hasCommandReceiver(controlStreamID: csID) })
         _ = try call(operatorPost(csID, DeviceControl.parametersJSON(.identify(seconds: 5))))
         _ = try call(operatorPost(csID, DeviceControl.parametersJSON(.enableOutput(outputName: "gps_data", enabled: false))))
-        XCTAssertTrue(try run {
-            let c = node.commands(controlStreamID: csID)
-            return c.count == 2 && c.allSatisfy { $0.reports.count >= 3 }
-        })
+        XCTAssertTrue(
+            try run {
+                let c = node.commands(controlStreamID: csID)
+                return c.count == 2 && c.allSatisfy { $0.reports.count >= 3 }
+            })
         let c = node.commands(controlStreamID: csID)
         XCTAssertEqual(c[0].currentStatus, "COMPLETED")
         XCTAssertEqual(c[0].current?.message, "blinking for 5 s")
@@ -153,10 +161,13 @@ final class CommandReceiverTests: XCTestCase {
     func testAcceptedThenCompletedLaterIsWhatTheNodeHolds() throws {
         let csID = try register()
         var accepted: [String] = []
-        let receiver = try CommandReceiver(loop: loop, http: http, builder: builder, controlStreamID: csID,
-                                schema: DeviceControl.schema(outputNames: outputs),
-                                options: CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                                                 websocket: WebSocketClient.Options(pingInterval: 0))) { cmd in
+        let receiver = try CommandReceiver(
+            loop: loop, http: http, builder: builder, controlStreamID: csID,
+            schema: DeviceControl.schema(outputNames: outputs),
+            options: CommandReceiver.Options(
+                ackWindow: 0.3, repostMargin: 0.2,
+                websocket: WebSocketClient.Options(pingInterval: 0))
+        ) { cmd in
             accepted.append(cmd.id)
             return .accepted("blinking")
         }
@@ -204,8 +215,9 @@ final class CommandReceiverTests: XCTestCase {
         var seen: [(DeviceControlCommand, String)] = []
         let r = try CommandReceiver.deviceControl(
             loop: loop, http: http, builder: builder, controlStreamID: csID, outputNames: outputs,
-            options: CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                             websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
+            options: CommandReceiver.Options(
+                ackWindow: 0.3, repostMargin: 0.2,
+                websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
         ) { c, received in
             seen.append((c, received.id))
             return .accepted("uploading")
@@ -220,10 +232,13 @@ final class CommandReceiverTests: XCTestCase {
 
         let backwards = #"{"uploadTimeRange":{"start":"2026-06-01T10:00:00Z","stop":"2026-06-01T09:00:00Z","outputs":""}}"#
         XCTAssertEqual(try call(operatorPost(csID, backwards)).status, 200)
-        XCTAssertTrue(try run { node.commands(controlStreamID: csID).count == 2 && node.commands(controlStreamID: csID)[1].reports.count >= 3 })
+        XCTAssertTrue(
+            try run { node.commands(controlStreamID: csID).count == 2 && node.commands(controlStreamID: csID)[1].reports.count >= 3 })
         XCTAssertEqual(node.commands(controlStreamID: csID)[1].currentStatus, "REJECTED")
-        XCTAssertEqual(node.commands(controlStreamID: csID)[1].current?.message,
-                       "uploadTimeRange.stop 2026-06-01T09:00:00.000Z is not after start 2026-06-01T10:00:00.000Z: give a window with stop later than start")
+        XCTAssertEqual(
+            node.commands(controlStreamID: csID)[1].current?.message,
+            "uploadTimeRange.stop 2026-06-01T09:00:00.000Z is not after start 2026-06-01T10:00:00.000Z: give a window with stop later than start"
+        )
         XCTAssertEqual(seen.count, 1)
         // The node itself refuses a time that is not ISO 8601.
         let numeric = try call(operatorPost(csID, #"{"uploadTimeRange":{"start":1780000000,"stop":"2026-06-01T09:00:00Z","outputs":""}}"#))
@@ -259,15 +274,17 @@ final class CommandReceiverTests: XCTestCase {
     func testWrongCredentialsAndUnknownStreamAreClear() throws {
         let csID = try register()
         let server = HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "pi", password: "wrong"))
-        let bad = try WebSocketClient(loop: loop, server: server,
-                                      request: CSRequestBuilder(credentials: server.credentials).commandChannel(controlStreamID: csID),
-                                      options: WebSocketClient.Options(backoff: Backoff(initial: 5, maximum: 5)))
+        let bad = try WebSocketClient(
+            loop: loop, server: server,
+            request: CSRequestBuilder(credentials: server.credentials).commandChannel(controlStreamID: csID),
+            options: WebSocketClient.Options(backoff: Backoff(initial: 5, maximum: 5)))
         bad.start()
         XCTAssertTrue(try run { bad.lastError != nil })
         XCTAssertEqual(bad.lastError, .unauthorized(401))
         bad.stop()
-        let gone = try WebSocketClient(loop: loop, server: http.server, request: builder.commandChannel(controlStreamID: "zzzz"),
-                                       options: WebSocketClient.Options(backoff: Backoff(initial: 5, maximum: 5)))
+        let gone = try WebSocketClient(
+            loop: loop, server: http.server, request: builder.commandChannel(controlStreamID: "zzzz"),
+            options: WebSocketClient.Options(backoff: Backoff(initial: 5, maximum: 5)))
         gone.start()
         XCTAssertTrue(try run { gone.lastError != nil })
         guard case .notFound? = gone.lastError else { return XCTFail("\(String(describing: gone.lastError))") }
@@ -317,11 +334,13 @@ final class CommandReceiverTests: XCTestCase {
         XCTAssertTrue(nobody.hasPrefix("command on control stream \(csID): the node kept no command (HTTP 202 after "), nobody)
         XCTAssertTrue(nobody.contains("no receiver acknowledged it in its window"), nobody)
         // The node's message as quoted from Jetty's page (its MESSAGE cell), not the page's text.
-        XCTAssertTrue(nobody.contains("(\"Command accepted but request timed out before command was acknowledged by receiving system\")"), nobody)
+        XCTAssertTrue(
+            nobody.contains("(\"Command accepted but request timed out before command was acknowledged by receiving system\")"), nobody)
         XCTAssertTrue(nobody.contains("commands: listening on control stream \(csID)"), nobody)
         // Where the ids come from: the system's control streams and the commands each offers.
-        let listed = try runOSHEdge(["controlstreams", "urn:osh:rpi:cmdtest", "--node", node.apiRoot, "--user", "pi"],
-                                    env: ["OSH_EDGE_PASSWORD": "secret"])
+        let listed = try runOSHEdge(
+            ["controlstreams", "urn:osh:rpi:cmdtest", "--node", node.apiRoot, "--user", "pi"],
+            env: ["OSH_EDGE_PASSWORD": "secret"])
         XCTAssertEqual(listed.status, 0, listed.err)
         XCTAssertTrue(listed.out.contains(csID), listed.out)
         XCTAssertTrue(listed.out.contains("device_control"), listed.out)

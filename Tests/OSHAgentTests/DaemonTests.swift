@@ -30,30 +30,32 @@ final class DaemonTests: XCTestCase {
 
     private func writeConfig(_ outputs: String, server: String = "") throws -> String {
         let text = """
-        [server.dev]
-        url = "\(node.apiRoot)"\(server.isEmpty ? "" : "\n" + server)
+            [server.dev]
+            url = "\(node.apiRoot)"\(server.isEmpty ? "" : "\n" + server)
 
-        [system]
-        uid = "urn:osh:rpi:10000000d43a0001"
+            [system]
+            uid = "urn:osh:rpi:10000000d43a0001"
 
-        [time]
-        require_sync = false
+            [time]
+            require_sync = false
 
-        [paths]
-        state_directory = "\(dir)/state"
+            [paths]
+            state_directory = "\(dir)/state"
 
-        \(outputs)
-        """
+            \(outputs)
+            """
         let path = dir + "/osh-edge.conf"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
     /// `binary`: osh-edge-dev, or osh-edge-sim (what the soak runs); both link the simulation.
-    private func start(_ config: String, binary: String = "osh-edge-dev",
-                       environment: [String: String] = [:]) throws -> (Process, Pipe) {
+    private func start(
+        _ config: String, binary: String = "osh-edge-dev",
+        environment: [String: String] = [:]
+    ) throws -> (Process, Pipe) {
         let p = Process()
-        p.executableURL = builtBinary(binary) // source = "simulated" needs the simulation linked
+        p.executableURL = builtBinary(binary)  // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
         if !environment.isEmpty { p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         let err = Pipe()
@@ -86,26 +88,28 @@ final class DaemonTests: XCTestCase {
     }
 
     func testRunsReloadsOnSIGHUPAndStopsOnSIGTERM() throws {
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """)
         let (p, err) = try start(config)
         XCTAssertTrue(wait(15) { self.count("barometer") >= 5 }, "barometer flows")
         XCTAssertEqual(count("gps_data"), 0)
-        _ = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
+        _ = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
 
-        [outputs.gps_data]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """)
+            [outputs.gps_data]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """)
         kill(p.processIdentifier, SIGHUP)
         XCTAssertTrue(wait(15) { self.count("gps_data") >= 5 }, "the reloaded config added gps_data")
         // A broken file on SIGHUP is refused; the agent keeps running with what it has.
@@ -125,18 +129,20 @@ final class DaemonTests: XCTestCase {
     /// touched: it keeps publishing. (It used to be stopped first, leaving nothing running.)
     func testAReloadThatCannotStartKeepsTheRunningAgentPublishing() throws {
         let barometer = """
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """
         let config = try writeConfig(barometer)
         let (p, err) = try start(config)
         XCTAssertTrue(wait(15) { self.count("barometer") >= 3 }, "barometer flows")
-        _ = try writeConfig(barometer, server: """
-        tls = "trust-certificate"
-        certificate = "\(dir)/missing-node.pem"
-        """)
+        _ = try writeConfig(
+            barometer,
+            server: """
+                tls = "trust-certificate"
+                certificate = "\(dir)/missing-node.pem"
+                """)
         kill(p.processIdentifier, SIGHUP)
         usleep(500_000)
         XCTAssertTrue(barometerKeepsFlowing(), "still publishing after a reload that could not start")
@@ -148,16 +154,17 @@ final class DaemonTests: XCTestCase {
     /// SIGTERM flushes what the ring holds before exiting, within the 5 s it is given: with a
     /// 10 s flush interval nothing has gone out when the signal comes.
     func testSIGTERMFlushesWhatTheRingHoldsWithinFiveSeconds() throws {
-        let config = try writeConfig("""
-        [publisher]
-        flush_interval = 10
-        batch_max = 500
+        let config = try writeConfig(
+            """
+            [publisher]
+            flush_interval = 10
+            batch_max = 500
 
-        [outputs.barometer]
-        enabled = true
-        rate = 20
-        source = "simulated"
-        """)
+            [outputs.barometer]
+            enabled = true
+            rate = 20
+            source = "simulated"
+            """)
         let (p, err) = try start(config)
         XCTAssertTrue(wait(15) { self.node.stats.datastream(outputName: "barometer") != nil }, "registered")
         usleep(1_500_000)
@@ -174,34 +181,39 @@ final class DaemonTests: XCTestCase {
     /// observation produced is accounted for: sent (as the node counts it), dropped by reason or pending.
     func testTheCountersFileIsCumulativeAcrossAReloadAndBalancesAtTheEnd() throws {
         let countersPath = dir + "/run/counters"
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        rate = 10
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            rate = 10
+            source = "simulated"
+            """)
         // writeConfig writes its own [paths]: the key goes there.
         var text = try String(contentsOfFile: config, encoding: .utf8)
-        text = text.replacingOccurrences(of: "state_directory = \"\(dir)/state\"",
-                                         with: "state_directory = \"\(dir)/state\"\ncounters_file = \"\(countersPath)\"")
+        text = text.replacingOccurrences(
+            of: "state_directory = \"\(dir)/state\"",
+            with: "state_directory = \"\(dir)/state\"\ncounters_file = \"\(countersPath)\"")
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         let (p, err) = try start(config)
         var before = 0
-        XCTAssertTrue(wait(20) {
-            before = self.counters(countersPath, pid: p.processIdentifier)["barometer"]?["produced"] ?? 0
-            return before >= 20
-        }, "the file counts barometer observations")
+        XCTAssertTrue(
+            wait(20) {
+                before = self.counters(countersPath, pid: p.processIdentifier)["barometer"]?["produced"] ?? 0
+                return before >= 20
+            }, "the file counts barometer observations")
         XCTAssertNotNil(counters(countersPath, pid: p.processIdentifier)["device_health"], "every datastream has a line")
         try (text + "\n[outputs.gps_data]\nenabled = true\nrate = 5\nsource = \"simulated\"\n")
             .write(toFile: config, atomically: true, encoding: .utf8)
         kill(p.processIdentifier, SIGHUP)
         var afterReload: [String: [String: Int]] = [:]
-        XCTAssertTrue(wait(15) {
-            afterReload = self.counters(countersPath, pid: p.processIdentifier)
-            return afterReload["gps_data"] != nil
-        }, "the reloaded runtime's outputs appear")
-        XCTAssertGreaterThanOrEqual(afterReload["barometer"]?["produced"] ?? 0, before,
-                                    "cumulative: the finished runtime's counters were carried over the reload")
+        XCTAssertTrue(
+            wait(15) {
+                afterReload = self.counters(countersPath, pid: p.processIdentifier)
+                return afterReload["gps_data"] != nil
+            }, "the reloaded runtime's outputs appear")
+        XCTAssertGreaterThanOrEqual(
+            afterReload["barometer"]?["produced"] ?? 0, before,
+            "cumulative: the finished runtime's counters were carried over the reload")
         XCTAssertTrue(barometerKeepsFlowing())
         let log = terminate(p, err)
         let final = counters(countersPath, pid: p.processIdentifier)
@@ -218,12 +230,13 @@ final class DaemonTests: XCTestCase {
 
     /// Unset, the counters file goes to systemd's RuntimeDirectory when the unit has one.
     func testTheCountersFileDefaultsToTheRuntimeDirectory() throws {
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """)
         let (p, err) = try start(config, environment: ["RUNTIME_DIRECTORY": dir])
         XCTAssertTrue(wait(15) { self.counters(self.dir + "/counters", pid: p.processIdentifier)["barometer"] != nil })
         _ = terminate(p, err)
@@ -264,12 +277,13 @@ final class DaemonTests: XCTestCase {
     }
 
     func testABadConfigIsRefusedBeforeAnythingStarts() throws {
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        [imu]
-        chip = "MPU9999"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            [imu]
+            chip = "MPU9999"
+            """)
         let (p, err) = try start(config)
         // A refused config exits at once; never let a test hang on an agent that started anyway.
         if !wait(10, { !p.isRunning }) { p.terminate() }
@@ -283,20 +297,23 @@ final class DaemonTests: XCTestCase {
     /// A refused config with a sound `[led]` tries to show the error on the LED before exiting
     /// (this machine has no GPIO chip, so it says why it cannot; on a Pi it blinks 9 s).
     func testARefusedConfigTriesTheConfigErrorLED() throws {
-        let config = try writeConfig("""
-        [publisher]
-        format = "xml"
-        [led]
-        chip = "gpiochip9"
-        line = 17
-        """)
+        let config = try writeConfig(
+            """
+            [publisher]
+            format = "xml"
+            [led]
+            chip = "gpiochip9"
+            line = 17
+            """)
         let (p, err) = try start(config)
         if !wait(20, { !p.isRunning }) { p.terminate() }
         p.waitUntilExit()
         XCTAssertEqual(p.terminationStatus, 2)
         let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(log.contains("format = \"xml\""), log)
-        XCTAssertTrue(log.contains("the status LED cannot show the configuration error") || FileManager.default.fileExists(atPath: "/dev/gpiochip9"), log)
+        XCTAssertTrue(
+            log.contains("the status LED cannot show the configuration error") || FileManager.default.fileExists(atPath: "/dev/gpiochip9"),
+            log)
     }
 
     /// A board UART the config names that does not exist is refused before anything starts.
@@ -304,16 +321,17 @@ final class DaemonTests: XCTestCase {
     /// the whole agent with exit 2 and systemd restarted it every 5 s: now gps_data waits for it,
     /// saying how to enable it, and every other output streams.
     func testAMissingBoardUARTLeavesOnlyGPSWaiting() throws {
-        let config = try writeConfig("""
-        [outputs.gps_data]
-        enabled = true
-        [gps]
-        device = "/dev/ttyAMA9"
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.gps_data]
+            enabled = true
+            [gps]
+            device = "/dev/ttyAMA9"
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """)
         let (p, err) = try start(config)
         XCTAssertTrue(wait(15) { self.count("barometer") >= 5 }, "the barometer streams")
         XCTAssertTrue(p.isRunning)
@@ -328,11 +346,11 @@ final class DaemonTests: XCTestCase {
     /// journal each line carries its UTC time and level word instead of a `<N>` prefix.
     func testDebugLoggingShowsEachRequestAndLinesCarryTheirTime() throws {
         let outputs = """
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """
         let quiet = try writeConfig(outputs)
         let (p, err) = try start(quiet)
         XCTAssertTrue(wait(15) { self.count("barometer") >= 3 })
@@ -340,28 +358,33 @@ final class DaemonTests: XCTestCase {
         XCTAssertFalse(plain.contains("HTTP POST"), plain)
         XCTAssertFalse(plain.contains("<5>"), "no syslog prefix outside the journal\n" + plain)
         let first = plain.split(separator: "\n").first.map(String.init) ?? ""
-        XCTAssertTrue(first.range(of: #"^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (notice|info|warning): "#,
-                                  options: .regularExpression) != nil, first)
+        XCTAssertTrue(
+            first.range(
+                of: #"^20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (notice|info|warning): "#,
+                options: .regularExpression) != nil, first)
 
         let loud = try writeConfig(outputs + "\n[log]\nlevel = \"debug\"\n")
         let (q, qerr) = try start(loud)
         XCTAssertTrue(wait(15) { self.count("barometer") >= 6 })
         let debug = terminate(q, qerr)
-        XCTAssertTrue(debug.contains(" debug: HTTP GET /systems/"), debug) // the cached system, checked
-        XCTAssertTrue(debug.range(of: #"debug: HTTP POST /datastreams/[^ ]+/observations → 201, sent \d+ B, received \d+ B in \d+ ms"#,
-                                  options: .regularExpression) != nil, debug)
+        XCTAssertTrue(debug.contains(" debug: HTTP GET /systems/"), debug)  // the cached system, checked
+        XCTAssertTrue(
+            debug.range(
+                of: #"debug: HTTP POST /datastreams/[^ ]+/observations → 201, sent \d+ B, received \d+ B in \d+ ms"#,
+                options: .regularExpression) != nil, debug)
     }
 
     /// `osh-edge status`: what the running service is doing, from its counters file; once it is
     /// gone, that it is not running (exit 3) and what it last counted.
     func testStatusReadsTheRunningServiceAndSaysWhenItIsGone() throws {
         let counters = dir + "/counters"
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """)
         var text = try String(contentsOfFile: config, encoding: .utf8)
         text = text.replacingOccurrences(of: "[paths]\n", with: "[paths]\ncounters_file = \"\(counters)\"\n")
         try text.write(toFile: config, atomically: true, encoding: .utf8)
@@ -391,20 +414,22 @@ final class DaemonTests: XCTestCase {
     /// while the service runs) is refused, naming the PID that holds it; a kill -9 leaves no stale
     /// lock behind.
     func testASecondAgentOnTheSameStateDirectoryIsRefused() throws {
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
+            """)
         let (first, firstErr) = try start(config)
         XCTAssertTrue(wait(15) { self.count("barometer") >= 3 })
         let (second, secondErr) = try start(config)
         second.waitUntilExit()
         XCTAssertEqual(second.terminationStatus, 1)
         let said = String(decoding: secondErr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        XCTAssertTrue(said.contains("another osh-edge (PID \(first.processIdentifier)) is already running on the state directory \(dir)/state"),
-                      said)
+        XCTAssertTrue(
+            said.contains("another osh-edge (PID \(first.processIdentifier)) is already running on the state directory \(dir)/state"),
+            said)
         XCTAssertTrue(said.contains("stop it first (kill \(first.processIdentifier))"), said)
         XCTAssertEqual(node.stats.systemCount, 1)
         kill(first.processIdentifier, SIGKILL)
@@ -419,14 +444,15 @@ final class DaemonTests: XCTestCase {
     /// A configured barometer on a board without I²C (this machine): the agent runs with what it
     /// has, says how to enable the bus, and does not register the barometer.
     func testAMissingBusLeavesItsOutputsOutAndSaysWhy() throws {
-        let config = try writeConfig("""
-        [i2c]
-        bus = 240
-        [outputs.barometer]
-        enabled = true
-        [outputs.device_health]
-        rate = 5
-        """)
+        let config = try writeConfig(
+            """
+            [i2c]
+            bus = 240
+            [outputs.barometer]
+            enabled = true
+            [outputs.device_health]
+            rate = 5
+            """)
         let (p, err) = try start(config)
         XCTAssertTrue(wait(10) { self.count("device_health") > 0 }, "the rest runs")
         p.terminate()
@@ -442,32 +468,35 @@ final class DaemonTests: XCTestCase {
     /// agent logs it and their outputs pause; the lines removed, the chips answer and the outputs resume.
     func testAChipFailedFromTheFaultFilePausesItsOutputsUntilTheLineGoes() throws {
         let faults = dir + "/faults"
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        rate = 5
-        source = "simulated"
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            rate = 5
+            source = "simulated"
 
-        [outputs.quat_orientation_data]
-        enabled = true
-        rate = 10
-        source = "simulated"
-        """)
+            [outputs.quat_orientation_data]
+            enabled = true
+            rate = 10
+            source = "simulated"
+            """)
         let (p, err) = try start(config, binary: "osh-edge-sim", environment: ["OSH_EDGE_SIM_FAULTS": faults])
         XCTAssertTrue(wait(15) { self.count("barometer") >= 3 && self.count("quat_orientation_data") >= 3 }, "both flow")
         try "# the soak\ni2c fail 0x76\ni2c fail 0x68\n".write(toFile: faults, atomically: true, encoding: .utf8)
         // Seen within a second, down after three failed polls, the last batch flushed: then the
         // counts stand still (checked over 2 s, for up to 12 s on a loaded machine).
         var paused = (count("barometer"), count("quat_orientation_data"))
-        XCTAssertTrue(wait(12) {
-            usleep(2_000_000)
-            let now = (self.count("barometer"), self.count("quat_orientation_data"))
-            defer { paused = now }
-            return now == paused
-        }, "the barometer and the IMU's outputs pause")
+        XCTAssertTrue(
+            wait(12) {
+                usleep(2_000_000)
+                let now = (self.count("barometer"), self.count("quat_orientation_data"))
+                defer { paused = now }
+                return now == paused
+            }, "the barometer and the IMU's outputs pause")
         try FileManager.default.removeItem(atPath: faults)
-        XCTAssertTrue(wait(20) { self.count("barometer") > paused.0 + 3 && self.count("quat_orientation_data") > paused.1 + 3 },
-                      "both resume once the lines are gone")
+        XCTAssertTrue(
+            wait(20) { self.count("barometer") > paused.0 + 3 && self.count("quat_orientation_data") > paused.1 + 3 },
+            "both resume once the lines are gone")
         let log = terminate(p, err)
         XCTAssertTrue(log.contains("chips failing from \(faults): 0x68, 0x76"), log)
         for chip in ["barometer BMP280", "MPU9250 at 0x68"] {
@@ -483,13 +512,14 @@ final class DaemonTests: XCTestCase {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
         let wav = root + "/Tests/OSHCoreTests/Fixtures/audio/pinknoise_vol-20dB.wav"
         let audio = """
-        [outputs.audio_level]
-        enabled = true
-        source = "simulated"
-        """
+            [outputs.audio_level]
+            enabled = true
+            source = "simulated"
+            """
         let config = try writeConfig(audio + "\n[audio]\ndevice = \"\(wav)\"\n")
-        XCTAssertEqual(try Daemon.load(configPath: config, secretsPath: dir + "/no-secrets", forRunning: false).plan.audioWAV, wav,
-                       "config check accepts it")
+        XCTAssertEqual(
+            try Daemon.load(configPath: config, secretsPath: dir + "/no-secrets", forRunning: false).plan.audioWAV, wav,
+            "config check accepts it")
         let (p, err) = try start(config, binary: "osh-edge-sim")
         // 0.1 s windows: ten levels a second once the file plays.
         XCTAssertTrue(wait(15) { self.count("audio_level") >= 10 }, "audio_level flows from the WAV")
@@ -509,32 +539,38 @@ final class DaemonTests: XCTestCase {
     }
 
     func testGPSConfigChoosesTheReceiver() throws {
-        let serial = try writeConfig("""
-        [gps]
-        device = "/dev/ttyACM0"
-        baud = 115200
+        let serial = try writeConfig(
+            """
+            [gps]
+            device = "/dev/ttyACM0"
+            baud = 115200
 
-        [outputs.gps_data]
-        enabled = true
-        """)
-        XCTAssertEqual(try Daemon.load(configPath: serial, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/ttyACM0", baud: 115200))
-        let gpsd = try writeConfig("""
-        [gps]
-        gpsd = "127.0.0.1:2947"
+            [outputs.gps_data]
+            enabled = true
+            """)
+        XCTAssertEqual(
+            try Daemon.load(configPath: serial, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/ttyACM0", baud: 115200))
+        let gpsd = try writeConfig(
+            """
+            [gps]
+            gpsd = "127.0.0.1:2947"
 
-        [outputs.gps_data]
-        enabled = true
-        """)
+            [outputs.gps_data]
+            enabled = true
+            """)
         XCTAssertEqual(try Daemon.load(configPath: gpsd, secretsPath: dir + "/no-secrets").config.gps, .gpsd(host: "127.0.0.1", port: 2947))
-        let auto = try writeConfig("""
-        [outputs.gps_data]
-        enabled = true
-        """)
-        XCTAssertEqual(try Daemon.load(configPath: auto, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/serial0", baud: nil))
-        let bad = try writeConfig("""
-        [gps]
-        baud = 12345
-        """)
+        let auto = try writeConfig(
+            """
+            [outputs.gps_data]
+            enabled = true
+            """)
+        XCTAssertEqual(
+            try Daemon.load(configPath: auto, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/serial0", baud: nil))
+        let bad = try writeConfig(
+            """
+            [gps]
+            baud = 12345
+            """)
         XCTAssertThrowsError(try Daemon.load(configPath: bad, secretsPath: nil)) { e in
             XCTAssertTrue("\(e)".contains("osh-edge.conf:14: baud in [gps] must be 0 (automatic) or one of"), "\(e)")
         }
@@ -544,39 +580,46 @@ final class DaemonTests: XCTestCase {
     /// outputs named for the chip); no [record.NAME] records every enabled output at its live rate.
     func testRecordRatesAreKeyedByTheDatastreamName() throws {
         let outputs = """
-        [outputs.accelerometer]
-        enabled = true
-        rate = 20
+            [outputs.accelerometer]
+            enabled = true
+            rate = 20
 
-        [outputs.barometer]
-        enabled = true
+            [outputs.barometer]
+            enabled = true
 
-        [outputs.camera0_H264]
-        enabled = true
-        rate = 2
-        """
-        let some = try Daemon.load(configPath: try writeConfig(outputs + """
+            [outputs.camera0_H264]
+            enabled = true
+            rate = 2
+            """
+        let some = try Daemon.load(
+            configPath: try writeConfig(
+                outputs + """
 
-        [record]
-        enabled = true
-        max_hours = 2
+                    [record]
+                    enabled = true
+                    max_hours = 2
 
-        [record.accelerometer]
-        rate = 400
+                    [record.accelerometer]
+                    rate = 400
 
-        [record.camera0_H264]
-        rate = 25
-        """), secretsPath: dir + "/no-secrets", forRunning: false).config
+                    [record.camera0_H264]
+                    rate = 25
+                    """), secretsPath: dir + "/no-secrets", forRunning: false
+        ).config
         XCTAssertEqual(some.recordRates, ["MPU9250_Accelerometer_data": 400, "camera0_H264": 25])
         XCTAssertEqual(some.record.maxHours, 2)
         XCTAssertEqual(some.record.rates, ["accelerometer": 400, "camera0_H264": 25])
 
-        let all = try Daemon.load(configPath: try writeConfig(outputs + "\n[record]\nenabled = true\n"),
-                                  secretsPath: dir + "/no-secrets", forRunning: false).config
+        let all = try Daemon.load(
+            configPath: try writeConfig(outputs + "\n[record]\nenabled = true\n"),
+            secretsPath: dir + "/no-secrets", forRunning: false
+        ).config
         XCTAssertEqual(all.recordRates, ["MPU9250_Accelerometer_data": 20, "barometer": 1, "camera0_H264": 2, "device_health": 1.0 / 60])
 
-        let off = try Daemon.load(configPath: try writeConfig(outputs + "\n[record.barometer]\nrate = 10\n"),
-                                  secretsPath: dir + "/no-secrets", forRunning: false).config
+        let off = try Daemon.load(
+            configPath: try writeConfig(outputs + "\n[record.barometer]\nrate = 10\n"),
+            secretsPath: dir + "/no-secrets", forRunning: false
+        ).config
         XCTAssertEqual(off.recordRates, [:])
         XCTAssertFalse(off.record.enabled)
     }
@@ -598,7 +641,7 @@ final class DaemonTests: XCTestCase {
         var tv = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let p = Process()
-        p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
+        p.executableURL = builtBinary("osh-edge-dev")  // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
         var env = ProcessInfo.processInfo.environment
         env["NOTIFY_SOCKET"] = sockPath
@@ -630,11 +673,12 @@ final class DaemonTests: XCTestCase {
     /// STATUS, STATUS=streaming once registered, WATCHDOG=1 from the loop at half the watchdog
     /// period, STOPPING=1 on SIGTERM — over a real notify socket.
     func testSystemdNotifyReadyStatusWatchdogStopping() throws {
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            source = "simulated"
+            """)
         let (messages, status) = try notifyMessages(config, seconds: 2.5)
         // READY=1 carries the state at the loop's first turn: still registering, or (on a node that
         // answers quickly) already streaming.
@@ -655,11 +699,12 @@ final class DaemonTests: XCTestCase {
     /// killed it, again and again: READY=1 came only after the first registration. It is ready
     /// when it runs; the node's absence is what STATUS says.
     func testANodeThatIsDownAtStartDoesNotKeepTheServiceActivating() throws {
-        let config = try writeConfig("""
-        [outputs.barometer]
-        enabled = true
-        source = "simulated"
-        """)
+        let config = try writeConfig(
+            """
+            [outputs.barometer]
+            enabled = true
+            source = "simulated"
+            """)
         node.stop()
         let (messages, status) = try notifyMessages(config, seconds: 3)
         XCTAssertTrue(messages.contains { $0.hasPrefix("READY=1\nSTATUS=running: registering with ") }, "\(messages)")
@@ -749,6 +794,7 @@ final class ConfiguredOutputsTests: XCTestCase {
 
         let check = try runOSHEdge(["check", "--config", path, "--secrets", secrets])
         XCTAssertEqual(check.status, 0, check.out + check.err)
-        XCTAssertTrue(check.out.contains("ok    all 2 configured datastreams are there (the node holds 2 datastreams for this board)"), check.out)
+        XCTAssertTrue(
+            check.out.contains("ok    all 2 configured datastreams are there (the node holds 2 datastreams for this board)"), check.out)
     }
 }

@@ -25,7 +25,8 @@ final class DecodeCommandTests: XCTestCase {
     }
 
     func testWrongLengthsSayWhatIsNeeded() {
-        XCTAssertThrowsError(try BarometerDecode.decode(chip: "BME280", calibrationHex: datasheetCalibration, rawHex: datasheetBurst)) { e in
+        XCTAssertThrowsError(try BarometerDecode.decode(chip: "BME280", calibrationHex: datasheetCalibration, rawHex: datasheetBurst)) {
+            e in
             XCTAssertTrue("\(e)".contains("33 bytes: 0x88–0xA1 (26) then 0xE1–0xE7 (7); got 24"), "\(e)")
         }
         XCTAssertThrowsError(try BarometerDecode.decode(chip: "MS5611", calibrationHex: "", rawHex: "")) { e in
@@ -54,7 +55,10 @@ final class DecodeCommandTests: XCTestCase {
         XCTAssertEqual(obj["pressurePa"] as? Double ?? 0, 100653.2581448147, accuracy: 1e-9)
 
         let lps = try run(["decode", "LPS22HB", "-", "00 54 3F C4 09", "--json"])
-        XCTAssertEqual(lps.out, "{\"chip\":\"LPS22HB\",\"raw\":{\"PRESS_OUT\":4150272,\"TEMP_OUT\":2500},\"temperatureC\":25.0,\"pressureHPa\":1013.25,\"pressurePa\":101325.0}\n")
+        XCTAssertEqual(
+            lps.out,
+            "{\"chip\":\"LPS22HB\",\"raw\":{\"PRESS_OUT\":4150272,\"TEMP_OUT\":2500},\"temperatureC\":25.0,\"pressureHPa\":1013.25,\"pressurePa\":101325.0}\n"
+        )
 
         let bad = try run(["decode", "BMP280", "zz", datasheetBurst])
         XCTAssertEqual(bad.status, 1)

@@ -23,8 +23,10 @@ final class DemoTests: XCTestCase {
         var text = ""
         let rows = try Demo.run(o) { text += $0 + "\n" }
         let sent = Dictionary(uniqueKeysWithValues: rows.map { ($0.outputName, $0.counters.sent) })
-        for name in ["quat_orientation_data", "euler_orientation_data", "MPU9250_Accelerometer_data", "MPU9250_Gyroscope_data",
-                     "AK8963_Magnetometer_data", "barometer", "gps_data", "audio_level"] {
+        for name in [
+            "quat_orientation_data", "euler_orientation_data", "MPU9250_Accelerometer_data", "MPU9250_Gyroscope_data",
+            "AK8963_Magnetometer_data", "barometer", "gps_data", "audio_level",
+        ] {
             XCTAssertGreaterThan(sent[name] ?? 0, 3, "\(name) sent\n\(text.suffix(2000))")
         }
         XCTAssertTrue(text.contains("camera0_H264"), text.suffix(2000).description)

@@ -29,18 +29,20 @@ final class DeployTests: XCTestCase {
     }
 
     private var scripts: [String] {
-        ["deploy/install.sh", "deploy/deploy.sh", "deploy/build-deb.sh",
-         "toolchain/make-sdk.sh", "toolchain/cross-build.sh", "toolchain/lib-chroot.sh", "toolchain/swift60-check.sh",
-         "toolchain/ci-aarch64.sh",
-         "fuzz/run-config.sh",
-         "board/virtual-pi/vpi", "board/virtual-pi/image/lib.sh", "board/virtual-pi/image/build-base.sh",
-         "board/virtual-pi/image/assemble.sh", "board/virtual-pi/modules/build-modules.sh",
-         "board/virtual-pi/modules/selftest.sh", "board/virtual-pi/guest/vpi-board.sh",
-         "board/virtual-pi/guest/vpi-scenario.sh", "board/virtual-pi/guest/vpi-led.sh",
-         "board/virtual-pi/i2c/i2c-load.sh", "board/virtual-pi/i2c/i2c-steps.sh",
-         "board/image/firstboot/osh-edge-firstboot", "board/image/build-image.sh", "board/image/root-base.sh",
-         "board/virtual-pi/guest/image/image-start.sh", "board/virtual-pi/guest/image/image-observe.sh"]
-            .map { repo + "/" + $0 }
+        [
+            "deploy/install.sh", "deploy/deploy.sh", "deploy/build-deb.sh",
+            "toolchain/make-sdk.sh", "toolchain/cross-build.sh", "toolchain/lib-chroot.sh", "toolchain/swift60-check.sh",
+            "toolchain/ci-aarch64.sh",
+            "fuzz/run-config.sh",
+            "board/virtual-pi/vpi", "board/virtual-pi/image/lib.sh", "board/virtual-pi/image/build-base.sh",
+            "board/virtual-pi/image/assemble.sh", "board/virtual-pi/modules/build-modules.sh",
+            "board/virtual-pi/modules/selftest.sh", "board/virtual-pi/guest/vpi-board.sh",
+            "board/virtual-pi/guest/vpi-scenario.sh", "board/virtual-pi/guest/vpi-led.sh",
+            "board/virtual-pi/i2c/i2c-load.sh", "board/virtual-pi/i2c/i2c-steps.sh",
+            "board/image/firstboot/osh-edge-firstboot", "board/image/build-image.sh", "board/image/root-base.sh",
+            "board/virtual-pi/guest/image/image-start.sh", "board/virtual-pi/guest/image/image-observe.sh",
+        ]
+        .map { repo + "/" + $0 }
     }
 
     private func mode(_ path: String) -> Int {
@@ -57,9 +59,11 @@ final class DeployTests: XCTestCase {
         }
         // The virtual Pi's host side and register planner (Python 3, standard library only).
         if which("python3") {
-            let py = ["board/virtual-pi/host/vpi_host.py", "board/virtual-pi/host/checks.py",
-                      "board/virtual-pi/host/image_test.py",
-                      "board/virtual-pi/i2c/registers.py"].map { repo + "/" + $0 }
+            let py = [
+                "board/virtual-pi/host/vpi_host.py", "board/virtual-pi/host/checks.py",
+                "board/virtual-pi/host/image_test.py",
+                "board/virtual-pi/i2c/registers.py",
+            ].map { repo + "/" + $0 }
             let c = try run(["python3", "-c", "import ast, sys\nfor f in sys.argv[1:]: ast.parse(open(f).read(), f)"] + py)
             XCTAssertEqual(c.status, 0, c.out)
         }
@@ -86,12 +90,14 @@ final class DeployTests: XCTestCase {
         let r = try run(["sh", b + "/install.sh", "--dry-run"], env: ["DESTDIR": root])
         XCTAssertEqual(r.status, 0, r.out)
         XCTAssertFalse(FileManager.default.fileExists(atPath: root), "a dry run creates nothing:\n\(r.out)")
-        for step in ["+ install -m 0755 \(b)/osh-edge \(root)/usr/bin/osh-edge",
-                     "+ install -m 0640 \(b)/osh-edge.conf.example \(root)/etc/osh-edge/osh-edge.conf",
-                     "+ install -m 0600 /dev/null \(root)/etc/osh-edge/secrets",
-                     "~ skipped in DESTDIR: useradd --system --user-group",
-                     "~ skipped in DESTDIR: systemctl enable osh-edge.service",
-                     "(dry run: nothing changed)"] {
+        for step in [
+            "+ install -m 0755 \(b)/osh-edge \(root)/usr/bin/osh-edge",
+            "+ install -m 0640 \(b)/osh-edge.conf.example \(root)/etc/osh-edge/osh-edge.conf",
+            "+ install -m 0600 /dev/null \(root)/etc/osh-edge/secrets",
+            "~ skipped in DESTDIR: useradd --system --user-group",
+            "~ skipped in DESTDIR: systemctl enable osh-edge.service",
+            "(dry run: nothing changed)",
+        ] {
             XCTAssertTrue(r.out.contains(step), "missing \(step) in\n\(r.out)")
         }
         // Without DESTDIR, a dry run lists the live-system steps (and still runs none of them).
@@ -112,8 +118,9 @@ final class DeployTests: XCTestCase {
         XCTAssertEqual(mode(root + "/etc/osh-edge"), 0o750)
         XCTAssertEqual(mode(root + "/etc/osh-edge/osh-edge.conf"), 0o640)
         XCTAssertEqual(mode(root + "/etc/osh-edge/secrets"), 0o600)
-        XCTAssertEqual(try String(contentsOfFile: root + "/etc/osh-edge/osh-edge.conf", encoding: .utf8),
-                       try String(contentsOfFile: repo + "/deploy/osh-edge.conf.example", encoding: .utf8))
+        XCTAssertEqual(
+            try String(contentsOfFile: root + "/etc/osh-edge/osh-edge.conf", encoding: .utf8),
+            try String(contentsOfFile: repo + "/deploy/osh-edge.conf.example", encoding: .utf8))
 
         // An edited config and secrets survive a second run; loosened secrets are re-tightened.
         try "# edited\n".write(toFile: root + "/etc/osh-edge/osh-edge.conf", atomically: false, encoding: .utf8)
@@ -173,8 +180,10 @@ final class DeployTests: XCTestCase {
     private func checkPostinstEnablesWithoutSystemd(_ postinst: String) throws {
         let bin = dir + "/postinst-bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
-        for tool in ["getent", "addgroup", "adduser", "chown", "chmod", "install", "udevadm", "systemctl",
-                     "deb-systemd-helper", "osh-edge"] {
+        for tool in [
+            "getent", "addgroup", "adduser", "chown", "chmod", "install", "udevadm", "systemctl",
+            "deb-systemd-helper", "osh-edge",
+        ] {
             try "#!/bin/sh\necho \"\(tool) $*\" >> \(dir)/postinst-calls\nexit 0\n"
                 .write(toFile: bin + "/" + tool, atomically: false, encoding: .utf8)
             chmod(bin + "/" + tool, 0o755)
@@ -193,15 +202,18 @@ final class DeployTests: XCTestCase {
     /// metadata and tree; lintian when installed. Never installed here.
     func testDebianPackageLayout() throws {
         guard which("dpkg-deb"), which("readelf") else { throw XCTSkip("dpkg-deb/readelf missing") }
-        let r = try run(["bash", repo + "/deploy/build-deb.sh", "amd64", "/bin/true", "--out", dir],
-                        env: ["OSH_DEB_MAINTAINER": "Test Builder <builder@example.org>"])
+        let r = try run(
+            ["bash", repo + "/deploy/build-deb.sh", "amd64", "/bin/true", "--out", dir],
+            env: ["OSH_DEB_MAINTAINER": "Test Builder <builder@example.org>"])
         XCTAssertEqual(r.status, 0, r.out)
         let deb = r.out.split(separator: "\n").last.map(String.init) ?? ""
         XCTAssertTrue(deb.hasSuffix("_amd64.deb") && deb.contains("/osh-edge_"), deb)
 
         let info = try run(["dpkg-deb", "--info", deb]).out
-        for field in ["Package: osh-edge", "Architecture: amd64", "Depends: libc6 (>= 2.", "adduser",
-                      "conffiles", "md5sums", "postinst", "prerm", "postrm"] {
+        for field in [
+            "Package: osh-edge", "Architecture: amd64", "Depends: libc6 (>= 2.", "adduser",
+            "conffiles", "md5sums", "postinst", "prerm", "postrm",
+        ] {
             XCTAssertTrue(info.contains(field), "\(field) missing:\n\(info)")
         }
         XCTAssertEqual(try run(["dpkg-deb", "-I", deb, "conffiles"]).out, "/etc/osh-edge/osh-edge.conf\n")
@@ -211,9 +223,11 @@ final class DeployTests: XCTestCase {
         try checkPostinstEnablesWithoutSystemd(postinst)
 
         let contents = try run(["dpkg-deb", "--contents", deb]).out
-        for entry in ["-rwxr-xr-x root/root", "./usr/bin/osh-edge", "./lib/systemd/system/osh-edge.service",
-                      "./etc/osh-edge/osh-edge.conf", "./lib/udev/rules.d/99-osh-edge.rules",
-                      "./usr/share/doc/osh-edge/copyright", "./usr/share/man/man1/osh-edge.1.gz"] {
+        for entry in [
+            "-rwxr-xr-x root/root", "./usr/bin/osh-edge", "./lib/systemd/system/osh-edge.service",
+            "./etc/osh-edge/osh-edge.conf", "./lib/udev/rules.d/99-osh-edge.rules",
+            "./usr/share/doc/osh-edge/copyright", "./usr/share/man/man1/osh-edge.1.gz",
+        ] {
             XCTAssertTrue(contents.contains(entry), "\(entry) missing:\n\(contents)")
         }
         // A binary of the wrong architecture is refused.
@@ -278,8 +292,10 @@ final class DeployTests: XCTestCase {
         try fake("gzip", "exit 3\n")
         let failed = try run(build, env: env)
         XCTAssertEqual(failed.status, 3, failed.out)
-        XCTAssertTrue(failed.out.contains("build-deb.sh: error: line ") && failed.out.contains("`gzip -9n < ") && failed.out.contains("failed (exit 3)"),
-                      failed.out)
+        XCTAssertTrue(
+            failed.out.contains("build-deb.sh: error: line ") && failed.out.contains("`gzip -9n < ")
+                && failed.out.contains("failed (exit 3)"),
+            failed.out)
     }
 
     func testUdevRulesAreWellFormed() throws {

@@ -102,12 +102,14 @@ final class DevNodeProcessTests: XCTestCase {
         first.process.waitUntilExit()
 
         let restarted = try startNode()
-        XCTAssertEqual(restarted.line(), "development node listening at http://127.0.0.1:\(port)/sensorhub/api",
-                       "SO_REUSEADDR: the port is free again at once")
+        XCTAssertEqual(
+            restarted.line(), "development node listening at http://127.0.0.1:\(port)/sensorhub/api",
+            "SO_REUSEADDR: the port is free again at once")
         XCTAssertEqual(restarted.send("stats"), "stats systems=0 datastreams=0 observations=0")
         let starts = try String(contentsOfFile: ledger, encoding: .utf8).split(separator: "\n")
         XCTAssertEqual(starts.map { $0.split(separator: " ").first }, ["node-start", "node-start"])
-        XCTAssertEqual(starts.map { $0.split(separator: " ").last.map(String.init) },
-                       [first.process, restarted.process].map { "pid=\($0.processIdentifier)" })
+        XCTAssertEqual(
+            starts.map { $0.split(separator: " ").last.map(String.init) },
+            [first.process, restarted.process].map { "pid=\($0.processIdentifier)" })
     }
 }

@@ -15,8 +15,10 @@ final class FieldMathCLITests: XCTestCase {
         let r = try run(["declination", "80", "0", "0", "2027.5"])
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertEqual(r.err, "")
-        for (label, value) in [("D  declination", "2.59"), ("I  inclination", "83.24"), ("H  horizontal", "6507.5"),
-                               ("X  north", "6500.8"), ("Y  east", "294.5"), ("Z  vertical", "54869.4"), ("F  total", "55253.9")] {
+        for (label, value) in [
+            ("D  declination", "2.59"), ("I  inclination", "83.24"), ("H  horizontal", "6507.5"),
+            ("X  north", "6500.8"), ("Y  east", "294.5"), ("Z  vertical", "54869.4"), ("F  total", "55253.9"),
+        ] {
             let line = r.out.split(separator: "\n").first { $0.hasPrefix(label) }
             XCTAssertNotNil(line, label)
             XCTAssertTrue(line?.split(separator: " ").contains(Substring(value)) ?? false, "\(label): \(line ?? "")")

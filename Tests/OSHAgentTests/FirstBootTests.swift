@@ -6,7 +6,8 @@ import XCTest
 /// osh-edge for `config check` and stand-ins that record their arguments for systemctl,
 /// hostname and the LED. Nothing outside the temporary directory is touched.
 final class FirstBootTests: XCTestCase {
-    private let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    private let script =
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path + "/board/image/firstboot/osh-edge-firstboot"
     private var dir = ""
     private var root: String { dir + "/root" }
@@ -30,11 +31,13 @@ final class FirstBootTests: XCTestCase {
     }
 
     private func runScript(grow: String = "true", sethostname: Bool = true) throws -> (status: Int32, out: String) {
-        try runTool(["bash", script], env: [
-            "ROOT": root, "BOOT": boot, "OSH_EDGE": builtBinary("osh-edge").path,
-            "SYSTEMCTL": dir + "/bin/systemctl", "SETHOSTNAME": sethostname ? dir + "/bin/sethostname" : "",
-            "LED": dir + "/bin/led", "GROW": grow
-        ])
+        try runTool(
+            ["bash", script],
+            env: [
+                "ROOT": root, "BOOT": boot, "OSH_EDGE": builtBinary("osh-edge").path,
+                "SYSTEMCTL": dir + "/bin/systemctl", "SETHOSTNAME": sethostname ? dir + "/bin/sethostname" : "",
+                "LED": dir + "/bin/led", "GROW": grow,
+            ])
     }
 
     private func put(_ name: String, _ text: String) throws {
@@ -95,8 +98,9 @@ final class FirstBootTests: XCTestCase {
         let r = try runScript()
         XCTAssertEqual(r.status, 0, r.out)
         XCTAssertFalse(exists(boot + "/ssh"))
-        XCTAssertTrue(read(dir + "/systemctl.log").hasPrefix("enable ssh.service\nstart --no-block ssh.service\n"),
-                      read(dir + "/systemctl.log"))
+        XCTAssertTrue(
+            read(dir + "/systemctl.log").hasPrefix("enable ssh.service\nstart --no-block ssh.service\n"),
+            read(dir + "/systemctl.log"))
     }
 
     func testHostnameGoesToEtcHostnameAndHostsWithoutARunningSystem() throws {
@@ -135,8 +139,9 @@ final class FirstBootTests: XCTestCase {
         // The .deb's untouched example counts as no configuration.
         let example = root + "/usr/share/doc/osh-edge/examples/osh-edge.conf.example"
         try FileManager.default.createDirectory(atPath: root + "/etc/osh-edge", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: (example as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (example as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true)
         try goodConfig.write(toFile: example, atomically: false, encoding: .utf8)
         try goodConfig.write(toFile: root + "/etc/osh-edge/osh-edge.conf", atomically: false, encoding: .utf8)
         try FileManager.default.removeItem(atPath: boot + "/osh-edge-error.txt")

@@ -28,8 +28,9 @@ final class GPSAgentTests: XCTestCase {
     }
 
     private func config(_ gps: GPSInputConfig) -> AgentConfig {
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
+        var c = AgentConfig(
+            server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+            options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
         c.outputs = ["gps_data"]
         c.gps = gps
         return c
@@ -100,7 +101,7 @@ final class GPSAgentTests: XCTestCase {
         let feeder = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: 200_000_000) { _ in
             guard master >= 0 else { return }
             k += 1
-            let t = String(format: "12%02d%02d.00", k / 60 % 60, k % 60) // a new receiver cycle each time
+            let t = String(format: "12%02d%02d.00", k / 60 % 60, k % 60)  // a new receiver cycle each time
             let text = self.sentence("GPGGA,\(t),4807.038,N,01131.000,E,1,08,0.9,545.4,M,47.0,M,,")
             _ = text.withCString { write(master, $0, strlen($0)) }
         }
@@ -175,7 +176,8 @@ final class GPSAgentTests: XCTestCase {
             let t = f.string(from: now)
             f.dateFormat = "ddMMyy"
             let d = f.string(from: now)
-            let text = self.sentence("GPGGA,\(t),4807.038,N,01131.000,E,1,08,0.9,545.4,M,47.0,M,,")
+            let text =
+                self.sentence("GPGGA,\(t),4807.038,N,01131.000,E,1,08,0.9,545.4,M,47.0,M,,")
                 + self.sentence("GPRMC,\(t),A,4807.038,N,01131.000,E,0.0,0.0,\(d),,,A")
             _ = text.withCString { write(master, $0, strlen($0)) }
             written += 1

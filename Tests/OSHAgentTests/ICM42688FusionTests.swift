@@ -69,8 +69,9 @@ final class ICM42688FusionTests: XCTestCase {
         XCTAssertEqual(AndroidOrientation(Quaternion(w: q.w, x: q.x, y: q.y, z: q.z)).heading, 150, accuracy: 0.5)
         for pacing in [IMUSettings.Pacing.timer, .fifo] {
             let e = try run(pacing)
-            print("ICM-42688-P + LIS3MDL, \(pacing): \(e.samples) samples, \(e.magnetometerReadings) magnetometer readings; "
-                  + "worst heading \(e.heading)°, pitch \(e.pitch)°, roll \(e.roll)°")
+            print(
+                "ICM-42688-P + LIS3MDL, \(pacing): \(e.samples) samples, \(e.magnetometerReadings) magnetometer readings; "
+                    + "worst heading \(e.heading)°, pitch \(e.pitch)°, roll \(e.roll)°")
             XCTAssertEqual(Double(e.samples), 2000, accuracy: 100, "\(pacing): every 100 Hz sample reaches the filter")
             XCTAssertGreaterThan(e.magnetometerReadings, pacing == .fifo ? 150 : 1000, "\(pacing)")
             // FusionTests' tolerance for the MARG filter: 1° once converged.

@@ -38,8 +38,9 @@ final class IMUFifoInputTests: XCTestCase {
         func feed(_ s: IMUSample) {
             let dt = lastT.map { s.t - $0 } ?? 0.01
             lastT = s.t
-            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
-                          mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            filter.update(
+                gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
             samples += 1
             if s.t > seconds - 10 {
                 let q = motion.orientation(at: s.t)
@@ -71,22 +72,25 @@ final class IMUFifoInputTests: XCTestCase {
             }
         }
         let transactions = bus.transactionCount.values.reduce(0, +) - before
-        return Run(transactionsPerSecond: Double(transactions) / seconds, wakeupsPerSecond: Double(wakeups) / seconds,
-                   samplesPerSecond: Double(samples) / seconds, worstErrorDeg: worst)
+        return Run(
+            transactionsPerSecond: Double(transactions) / seconds, wakeupsPerSecond: Double(wakeups) / seconds,
+            samplesPerSecond: Double(samples) / seconds, worstErrorDeg: worst)
     }
 
     func testFIFOCutsTransactionsAndWakeupsAndFusesAsWell() throws {
         for chip in ["MPU9250", "MPU6500", "ICM20948", "LSM6DSOX", "ICM42688P"] {
             let polled = try run(chip, fifo: false)
             let burst = try run(chip, fifo: true)
-            print("IMU \(chip): registers \(polled.transactionsPerSecond) transactions/s, \(polled.wakeupsPerSecond) wakeups/s, "
-                  + "\(polled.samplesPerSecond) samples/s, worst fusion error \(polled.worstErrorDeg)° | FIFO "
-                  + "\(burst.transactionsPerSecond) transactions/s, \(burst.wakeupsPerSecond) wakeups/s, "
-                  + "\(burst.samplesPerSecond) samples/s, worst fusion error \(burst.worstErrorDeg)°")
+            print(
+                "IMU \(chip): registers \(polled.transactionsPerSecond) transactions/s, \(polled.wakeupsPerSecond) wakeups/s, "
+                    + "\(polled.samplesPerSecond) samples/s, worst fusion error \(polled.worstErrorDeg)° | FIFO "
+                    + "\(burst.transactionsPerSecond) transactions/s, \(burst.wakeupsPerSecond) wakeups/s, "
+                    + "\(burst.samplesPerSecond) samples/s, worst fusion error \(burst.worstErrorDeg)°")
             XCTAssertGreaterThanOrEqual(polled.transactionsPerSecond / burst.transactionsPerSecond, 5, "\(chip): ≥ 5× fewer transactions")
             XCTAssertGreaterThanOrEqual(polled.wakeupsPerSecond / burst.wakeupsPerSecond, 5, chip)
-            XCTAssertEqual(burst.samplesPerSecond, polled.samplesPerSecond, accuracy: 0.05 * polled.samplesPerSecond,
-                           "\(chip): every sample still reaches the filter")
+            XCTAssertEqual(
+                burst.samplesPerSecond, polled.samplesPerSecond, accuracy: 0.05 * polled.samplesPerSecond,
+                "\(chip): every sample still reaches the filter")
             // FusionTests' tolerance for the MARG filter (1° once converged).
             XCTAssertLessThan(polled.worstErrorDeg, 1, chip)
             XCTAssertLessThan(burst.worstErrorDeg, 1, chip)
@@ -98,8 +102,10 @@ final class IMUFifoInputTests: XCTestCase {
         let bus = SimulatedI2CBus(recordsTrace: false)
         _ = try SimulatedIMUBoard.attach(to: bus, chip: "BNO055", motion: SimulatedMotion())
         var got = 0
-        let input = try IMUInput(loop: loop, bus: bus, settings: IMUSettings(chip: "BNO055", rateHz: 50, pacing: .fifo),
-                                 sleep: noSleep) { _ in got += 1 }
+        let input = try IMUInput(
+            loop: loop, bus: bus, settings: IMUSettings(chip: "BNO055", rateHz: 50, pacing: .fifo),
+            sleep: noSleep
+        ) { _ in got += 1 }
         XCTAssertNil(input.fifo)
         XCTAssertEqual(input.pollInterval, 0.02, accuracy: 1e-12, "one register read per sample, as timer pacing")
         try input.start()
@@ -128,8 +134,9 @@ final class IMUFifoInputTests: XCTestCase {
         let gaps = zip(times, times.dropFirst()).map { $1 - $0 }.sorted()
         XCTAssertEqual(gaps[gaps.count / 2], 0.01, accuracy: 1e-6, "samples 1/rate apart")
         // The first burst comes at the next 100 ms of the loop's grid: it may find no whole frame yet.
-        XCTAssertTrue((input.poller.polls...(input.poller.polls + 1)).contains(newMag),
-                      "one magnetometer reading per burst with samples (+ the first sample): \(newMag) for \(input.poller.polls)")
+        XCTAssertTrue(
+            (input.poller.polls...(input.poller.polls + 1)).contains(newMag),
+            "one magnetometer reading per burst with samples (+ the first sample): \(newMag) for \(input.poller.polls)")
         XCTAssertEqual(input.fifoOverflows, 0)
     }
 
@@ -138,8 +145,10 @@ final class IMUFifoInputTests: XCTestCase {
         let bus = SimulatedI2CBus(recordsTrace: false)
         _ = try SimulatedIMUBoard.attach(to: bus, chip: "MPU6500", motion: SimulatedMotion())
         var got = 0
-        let input = try IMUInput(loop: loop, bus: bus, settings: IMUSettings(chip: "MPU6500", pacing: .fifo, burstInterval: 0.05),
-                                 sleep: noSleep) { _ in got += 1 }
+        let input = try IMUInput(
+            loop: loop, bus: bus, settings: IMUSettings(chip: "MPU6500", pacing: .fifo, burstInterval: 0.05),
+            sleep: noSleep
+        ) { _ in got += 1 }
         try input.start()
         try loop.run(until: EventLoop.deadline(after: 0.2))
         // The loop stalls longer than the 512-byte FIFO lasts (42 frames, 0.42 s), twice.
@@ -181,21 +190,25 @@ final class IMUFifoInputTests: XCTestCase {
         XCTAssertEqual(try interval(chip: "MPU9250", magnetometerInterval: nil), 0.25, accuracy: 1e-12)
         XCTAssertEqual(try interval(chip: "MPU9250", magnetometerInterval: 1), 0.25, accuracy: 1e-12)
         XCTAssertEqual(try interval(chip: "MPU6500", magnetometerInterval: 0.1), 0.25, accuracy: 1e-12, "no magnetometer on the chip")
-        let on = try AgentSettings.parse(bytes: Array("""
-            [server.main]
-            url = "http://127.0.0.1:1/sensorhub/api"
-            [outputs.magnetometer]
-            enabled = true
-            [outputs.quat_orientation_data]
-            enabled = true
-            """.utf8), path: "mag.conf", chips: ChipTable.known)
+        let on = try AgentSettings.parse(
+            bytes: Array(
+                """
+                [server.main]
+                url = "http://127.0.0.1:1/sensorhub/api"
+                [outputs.magnetometer]
+                enabled = true
+                [outputs.quat_orientation_data]
+                enabled = true
+                """.utf8), path: "mag.conf", chips: ChipTable.known)
         XCTAssertEqual(Daemon.plan(on).magnetometerRate, 10, "the magnetometer output's default rate")
-        let off = try AgentSettings.parse(bytes: Array("""
-            [server.main]
-            url = "http://127.0.0.1:1/sensorhub/api"
-            [outputs.quat_orientation_data]
-            enabled = true
-            """.utf8), path: "nomag.conf", chips: ChipTable.known)
+        let off = try AgentSettings.parse(
+            bytes: Array(
+                """
+                [server.main]
+                url = "http://127.0.0.1:1/sensorhub/api"
+                [outputs.quat_orientation_data]
+                enabled = true
+                """.utf8), path: "nomag.conf", chips: ChipTable.known)
         XCTAssertEqual(Daemon.plan(off).magnetometerRate, 0)
     }
 }

@@ -16,8 +16,10 @@ final class IMUInputTests: XCTestCase {
         let board = try SimulatedIMUBoard.attach(to: bus, chip: "MPU9250", motion: SimulatedMotion())
         var got: [IMUSample] = []
         got.reserveCapacity(1000)
-        let input = try IMUInput(loop: loop, bus: bus, settings: IMUSettings(), backoff: Backoff(initial: 0.05, maximum: 0.1),
-                                 sleep: noSleep) { got.append($0) }
+        let input = try IMUInput(
+            loop: loop, bus: bus, settings: IMUSettings(), backoff: Backoff(initial: 0.05, maximum: 0.1),
+            sleep: noSleep
+        ) { got.append($0) }
         XCTAssertEqual(input.chipName, "MPU9250")
         XCTAssertEqual(input.magnetometerName, "AK8963")
         var states: [SensorPoller.State] = []
@@ -80,7 +82,9 @@ final class IMUInputTests: XCTestCase {
         let bus = SimulatedI2CBus(recordsTrace: false)
         _ = try SimulatedIMUBoard.attach(to: bus, chip: "LSM6DSOX", motion: SimulatedMotion())
         var count = 0
-        let input = try IMUInput(loop: loop, bus: bus, settings: IMUSettings(rateHz: 50, pacing: .dataReady), sleep: noSleep) { _ in count += 1 }
+        let input = try IMUInput(loop: loop, bus: bus, settings: IMUSettings(rateHz: 50, pacing: .dataReady), sleep: noSleep) { _ in
+            count += 1
+        }
         try input.start()
         try loop.run(until: EventLoop.deadline(after: 0.3))
         input.stop()

@@ -48,7 +48,7 @@ final class LEDStatusTests: XCTestCase {
         r.state = .streaming
         r.run(ms: 100)
         let t0 = r.t
-        for _ in 0..<8 { r.led.activity(); r.run(ms: 250) }   // a batch every 250 ms for 2 s
+        for _ in 0..<8 { r.led.activity(); r.run(ms: 250) }  // a batch every 250 ms for 2 s
         XCTAssertEqual(r.edges(since: t0), ["0:0", "100:1", "1000:0", "1100:1"])
     }
 
@@ -72,8 +72,9 @@ final class LEDStatusTests: XCTestCase {
         let t0 = r.t
         r.led.identify(seconds: 0.3)
         r.run(ms: 500)
-        XCTAssertEqual(r.edges(since: t0), ["50:0", "100:1", "150:0", "200:1", "250:0", "300:1"],
-                       "rapid blinking for 0.3 s, then back to solid")
+        XCTAssertEqual(
+            r.edges(since: t0), ["50:0", "100:1", "150:0", "200:1", "250:0", "300:1"],
+            "rapid blinking for 0.3 s, then back to solid")
         XCTAssertFalse(r.led.isIdentifying)
     }
 
@@ -118,7 +119,11 @@ final class LEDStatusTests: XCTestCase {
         let loop = try EventLoop(time: .virtual())
         let line = SimulatedGPIOLine(now: { loop.now })
         var asked: [UInt64] = []
-        let led = StatusLED(line: line, now: { loop.now }, state: { asked.append(loop.now); return .streaming })
+        let led = StatusLED(
+            line: line, now: { loop.now },
+            state: {
+                asked.append(loop.now); return .streaming
+            })
         try led.start(on: loop)
         try loop.addAlignedTimer(every: 250 * ms, runsLast: true) { _ in led.activity() }
         let t0 = loop.now

@@ -32,13 +32,16 @@ final class LSM9DS1FusionTests: XCTestCase {
     /// `seconds` of the demo's motion (10 °/s turn, pitch and roll swinging). `mirrorMagX` flips
     /// the magnetometer's X again before the filter: what a driver that forgot the die's mirror
     /// would hand over.
-    private func run(pacing: IMUSettings.Pacing, mounting: AxisMap = .identity, mirrorMagX: Bool = false,
-                     seconds: Double = 20) throws -> Run {
+    private func run(
+        pacing: IMUSettings.Pacing, mounting: AxisMap = .identity, mirrorMagX: Bool = false,
+        seconds: Double = 20
+    ) throws -> Run {
         let loop = try EventLoop(time: .virtual())
         let motion = SimulatedMotion()
         let bus = SimulatedI2CBus(recordsTrace: false)
-        _ = try SimulatedIMUBoard.attach(to: bus, chip: "LSM9DS1", truth: { motion.truth(at: $0) }, mounting: mounting,
-                                         clock: { Double(loop.now) / 1e9 })
+        _ = try SimulatedIMUBoard.attach(
+            to: bus, chip: "LSM9DS1", truth: { motion.truth(at: $0) }, mounting: mounting,
+            clock: { Double(loop.now) / 1e9 })
         var filter = OrientationFilter(settings: FusionSettings())
         var lastT: Double?
         var worst = 0.0
@@ -51,8 +54,9 @@ final class LSM9DS1FusionTests: XCTestCase {
             lastT = s.t
             var m = s.mag
             if mirrorMagX, let v = m { m = IMUVector(-v.x, v.y, v.z) }
-            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
-                          mag: s.magIsNew ? m.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            filter.update(
+                gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                mag: s.magIsNew ? m.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
             samples += 1
             if s.t > end - 10 {
                 let q = motion.orientation(at: s.t)
@@ -63,8 +67,9 @@ final class LSM9DS1FusionTests: XCTestCase {
         try loop.advance(by: seconds)
         input.stop()
         let q = motion.orientation(at: lastT ?? 0)
-        return Run(input: input, samples: samples, worstDeg: worst, filter: filter.android,
-                   truth: AndroidOrientation(Quaternion(w: q.w, x: q.x, y: q.y, z: q.z)), usedMagnetometer: filter.lastUsedMagnetometer)
+        return Run(
+            input: input, samples: samples, worstDeg: worst, filter: filter.android,
+            truth: AndroidOrientation(Quaternion(w: q.w, x: q.x, y: q.y, z: q.z)), usedMagnetometer: filter.lastUsedMagnetometer)
     }
 
     func testFusionFollowsTheTruthInBothPacings() throws {
@@ -106,8 +111,9 @@ final class LSM9DS1FusionTests: XCTestCase {
         _ = try SimulatedIMUBoard.attach(to: bus, chip: "LSM9DS1", motion: SimulatedMotion(), clock: { Double(loop.now) / 1e9 })
         let input = try IMUInput(loop: loop, bus: bus, settings: IMUSettings(pacing: .fifo), sleep: noSleep) { _ in }
         // As Hardware.options names them once the IMU is found …
-        let found = OutputOptions(uid: "u", imuChip: input.chipName,
-                                  magnetometerChip: input.magnetometerName ?? ChipTable.known.builtInMagnetometer(input.chipName) ?? input.chipName)
+        let found = OutputOptions(
+            uid: "u", imuChip: input.chipName,
+            magnetometerChip: input.magnetometerName ?? ChipTable.known.builtInMagnetometer(input.chipName) ?? input.chipName)
         XCTAssertEqual(OutputCatalogue.magnetometer(found).outputName, "LSM9DS1_Magnetometer_data")
         XCTAssertEqual(OutputCatalogue.accelerometer(found).outputName, "LSM9DS1_Accelerometer_data")
         // … and as the daemon names them from the config before (chip named, magnetometer auto).

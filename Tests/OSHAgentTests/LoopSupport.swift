@@ -37,8 +37,9 @@ func scratchPath(_ prefix: String) -> String { NSTemporaryDirectory() + prefix +
 /// An agent's configuration for a test Pi (`serial`, `label`) publishing to `node`.
 func agentConfig(_ node: DevNode, serial: String, label: String, stateDirectory: String) -> AgentConfig {
     let identity = SystemIdentity(uid: "urn:osh:rpi:" + serial, label: label, serial: serial)
-    return AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                       options: OutputOptions(uid: identity.uid), stateDirectory: stateDirectory)
+    return AgentConfig(
+        server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+        options: OutputOptions(uid: identity.uid), stateDirectory: stateDirectory)
 }
 
 /// A self-signed certificate for 127.0.0.1 and its key, made by openssl in `dir` (created here):
@@ -47,8 +48,10 @@ func selfSignedCertificate(in dir: String, subject: String) throws -> (cert: Str
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    p.arguments = ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
-                   "-days", "2", "-subj", subject, "-addext", "subjectAltName=IP:127.0.0.1"]
+    p.arguments = [
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
+        "-days", "2", "-subj", subject, "-addext", "subjectAltName=IP:127.0.0.1",
+    ]
     p.standardOutput = FileHandle.nullDevice
     p.standardError = FileHandle.nullDevice
     try p.run()

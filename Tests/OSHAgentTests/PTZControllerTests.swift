@@ -7,8 +7,9 @@ import OSHSimulation
 
 /// The pan-tilt controller end to end on the simulated PCA9685.
 final class PTZControllerTests: XCTestCase {
-    let cal = PTZCalibration(pan: ServoAxisCalibration(channel: 0, lowerLimit: -80, upperLimit: 80),
-                             tilt: ServoAxisCalibration(channel: 1, minDegrees: -45, maxDegrees: 90, lowerLimit: -30, upperLimit: 60))
+    let cal = PTZCalibration(
+        pan: ServoAxisCalibration(channel: 0, lowerLimit: -80, upperLimit: 80),
+        tilt: ServoAxisCalibration(channel: 1, minDegrees: -45, maxDegrees: 90, lowerLimit: -30, upperLimit: 60))
 
     func rig(_ c: PTZCalibration? = nil) throws -> (SimulatedPCA9685, PTZController) {
         let bus = SimulatedI2CBus()
@@ -33,7 +34,7 @@ final class PTZControllerTests: XCTestCase {
         let resolution = PCA9685Math.microsPerCount(prescale: 121)
         XCTAssertEqual(after - before, 3 * cal.pan.microsPerDegree, accuracy: resolution)
         XCTAssertEqual(chip.channel(0).off, PCA9685Math.counts(pulseMicros: cal.pan.pulseMicros(degrees: 3), prescale: 121))
-        XCTAssertEqual(Int(chip.channel(0).off) - Int(countsBefore), 7) // 33.3 µs at 4.88 µs per count
+        XCTAssertEqual(Int(chip.channel(0).off) - Int(countsBefore), 7)  // 33.3 µs at 4.88 µs per count
         XCTAssertEqual(ptz.position, PTZPositionSample(pan: 3, tilt: 0))
         XCTAssertEqual(ptz.position, PTZPositionSample(pan: 3, tilt: 0))
         XCTAssertEqual(reported.last?.0, 3)
@@ -48,8 +49,9 @@ final class PTZControllerTests: XCTestCase {
         XCTAssertTrue(o.message.contains("pan 120° is beyond the limit; moved to 80°"), o.message)
         XCTAssertTrue(o.message.contains("tilt -50° is beyond the limit; moved to -30°"), o.message)
         XCTAssertEqual(ptz.position, PTZPositionSample(pan: 80, tilt: -30))
-        XCTAssertEqual(try XCTUnwrap(chip.pulseMicros(channel: 0)), cal.pan.pulseMicros(degrees: 80),
-                       accuracy: PCA9685Math.microsPerCount(prescale: 121) / 2 + 1e-9)
+        XCTAssertEqual(
+            try XCTUnwrap(chip.pulseMicros(channel: 0)), cal.pan.pulseMicros(degrees: 80),
+            accuracy: PCA9685Math.microsPerCount(prescale: 121) / 2 + 1e-9)
         // Relative moves from the limit stay there.
         XCTAssertTrue(ptz.apply(.relative(pan: 5, tilt: 0)).message.contains("moved to 80°"))
         // Bad commands are rejected with the reason; nothing moves.
@@ -97,12 +99,18 @@ final class PTZControllerTests: XCTestCase {
         let sys = "{\"type\":\"Feature\",\"properties\":{\"uid\":\"urn:osh:rpi:ptz-test-0001\",\"name\":\"PTZ Pi\"}}"
         let s = try r.exchange(r.builder.request(.post, "/systems", contentType: MediaType.geoJSON, body: Array(sys.utf8)), what: "system")
         let id = try XCTUnwrap(CSResponse.resourceID(fromLocation: s.location))
-        let cs = try r.exchange(r.builder.createControlStream(systemID: id, body: PTZSchema.controlStreamBody(cal, systemLabel: "PTZ Pi")),
-                                what: "control stream")
+        let cs = try r.exchange(
+            r.builder.createControlStream(systemID: id, body: PTZSchema.controlStreamBody(cal, systemLabel: "PTZ Pi")),
+            what: "control stream")
         XCTAssertEqual(cs.status, 201, String(decoding: cs.body, as: UTF8.self))
         for f in [ScalarFormat.omJSON, .sweJSON] {
-            let ds = try r.exchange(r.builder.createDatastream(systemID: id, body: Array(DatastreamBody.string(
-                PTZSchema.positionOutput(cal), systemLabel: "PTZ Pi", scalarFormat: f).utf8)), what: "datastream")
+            let ds = try r.exchange(
+                r.builder.createDatastream(
+                    systemID: id,
+                    body: Array(
+                        DatastreamBody.string(
+                            PTZSchema.positionOutput(cal), systemLabel: "PTZ Pi", scalarFormat: f
+                        ).utf8)), what: "datastream")
             XCTAssertEqual(ds.status, 201, String(decoding: ds.body, as: UTF8.self))
         }
     }

@@ -23,12 +23,18 @@ final class ProbeTests: XCTestCase {
         return (bus, mpu)
     }
 
-    private func sources(_ bus: SimulatedI2CBus, video: SimulatedV4L2 = SimulatedV4L2(),
-                         audio: [AudioDeviceInfo] = []) -> ProbeSources {
-        ProbeSources(adapters: { [bus.number] }, openBus: { n in
-            guard n == bus.number else { throw I2CError(.adapterMissing, bus: n, address: nil, errno: ENOENT, operation: "opening /dev/i2c-\(n)") }
-            return bus
-        }, audioDevices: { audio }, video: video)
+    private func sources(
+        _ bus: SimulatedI2CBus, video: SimulatedV4L2 = SimulatedV4L2(),
+        audio: [AudioDeviceInfo] = []
+    ) -> ProbeSources {
+        ProbeSources(
+            adapters: { [bus.number] },
+            openBus: { n in
+                guard n == bus.number else {
+                    throw I2CError(.adapterMissing, bus: n, address: nil, errno: ENOENT, operation: "opening /dev/i2c-\(n)")
+                }
+                return bus
+            }, audioDevices: { audio }, video: video)
     }
 
     static let server = "[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n\n"
@@ -67,12 +73,19 @@ final class ProbeTests: XCTestCase {
     func testReportAndConfigSectionsParse() throws {
         let (bus, _) = try board()
         let video = SimulatedV4L2()
-        video.add("/dev/video0", .camera(card: "HD Webcam", formats: [.mjpeg, .yuyv],
-                                         sizes: [V4L2FrameSize(width: 320, height: 240), V4L2FrameSize(width: 640, height: 480),
-                                                 V4L2FrameSize(width: 1280, height: 720)]))
+        video.add(
+            "/dev/video0",
+            .camera(
+                card: "HD Webcam", formats: [.mjpeg, .yuyv],
+                sizes: [
+                    V4L2FrameSize(width: 320, height: 240), V4L2FrameSize(width: 640, height: 480),
+                    V4L2FrameSize(width: 1280, height: 720),
+                ]))
         video.add("/dev/video11", .encoder)
-        let audio = [AudioDeviceInfo(name: "default", description: "Default ALSA device"),
-                     AudioDeviceInfo(name: "plughw:CARD=Device,DEV=0", description: "USB Audio Device")]
+        let audio = [
+            AudioDeviceInfo(name: "default", description: "Default ALSA device"),
+            AudioDeviceInfo(name: "plughw:CARD=Device,DEV=0", description: "USB Audio Device"),
+        ]
         let report = Probe.run(bus: nil, dump: false, sources: sources(bus, video: video, audio: audio))
         XCTAssertNil(report.i2cHint)
         XCTAssertEqual(report.buses.count, 1)
@@ -90,15 +103,19 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual(s.devices.camera.device, "/dev/video0")
         XCTAssertEqual(s.devices.camera.width, 640)
         XCTAssertEqual(s.devices.camera.encoder, .hardware)
-        for o in ["barometer", "temperature", "quat_orientation_data", "euler_orientation_data", "magnetometer", "audio_level", "camera0_H264"] {
+        for o in [
+            "barometer", "temperature", "quat_orientation_data", "euler_orientation_data", "magnetometer", "audio_level", "camera0_H264",
+        ] {
             XCTAssertEqual(s.outputs[o]?.enabled, true, o)
         }
         XCTAssertEqual(s.outputs["humidity"]?.enabled, false, "a BMP280 measures no humidity")
 
         let table = report.table
         if ProcessInfo.processInfo.environment["PROBE_PRINT"] != nil { print(table); print(report.json) }
-        for needle in ["/dev/i2c-1", "0x76  BMP280", "0x68  MPU9250", "0x0C  AK8963", "0x77  unknown chip", "plughw:CARD=Device,DEV=0",
-                       "/dev/video0  camera", "MJPG", "640x480", "/dev/video11  h264-encoder", "[barometer]", "calibrate mag"] {
+        for needle in [
+            "/dev/i2c-1", "0x76  BMP280", "0x68  MPU9250", "0x0C  AK8963", "0x77  unknown chip", "plughw:CARD=Device,DEV=0",
+            "/dev/video0  camera", "MJPG", "640x480", "/dev/video11  h264-encoder", "[barometer]", "calibrate mag",
+        ] {
             XCTAssertTrue(table.contains(needle), "missing \(needle) in\n\(table)")
         }
         let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
@@ -115,10 +132,12 @@ final class ProbeTests: XCTestCase {
         video.add("/dev/video1", .vicodecEncoder)
         let report = Probe.run(bus: nil, dump: false, sources: sources(bus, video: video))
         XCTAssertEqual(report.video.map(\.role), [.camera, .m2mCodec])
-        XCTAssertTrue(report.table.contains("/dev/video1  m2m-codec  vicodec (vicodec)\n    not usable: encodes FWHT, not H.264"), report.table)
+        XCTAssertTrue(
+            report.table.contains("/dev/video1  m2m-codec  vicodec (vicodec)\n    not usable: encodes FWHT, not H.264"), report.table)
         XCTAssertTrue(report.configSections.contains("encoder = \"x264\""), report.configSections)
-        XCTAssertEqual(report.configNotes.filter { $0.contains("no usable H.264 encoder") },
-                       ["no usable H.264 encoder (/dev/video1 (vicodec) encodes FWHT, not H.264); the camera uses libx264"])
+        XCTAssertEqual(
+            report.configNotes.filter { $0.contains("no usable H.264 encoder") },
+            ["no usable H.264 encoder (/dev/video1 (vicodec) encodes FWHT, not H.264); the camera uses libx264"])
         let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
         let v = try XCTUnwrap(obj["video"] as? [[String: Any]])
         XCTAssertEqual(v[1]["role"] as? String, "m2m-codec")
@@ -167,7 +186,8 @@ final class ProbeTests: XCTestCase {
         try fm.createSymbolicLink(atPath: dev + "/serial0", withDestinationPath: "ttyAMA0")
         try fm.createSymbolicLink(atPath: dev + "/serial/by-id/usb-u-blox_GNSS-if00", withDestinationPath: "../../ttyACM0")
         let ports = SerialPortList.ports(dev: dev)
-        XCTAssertEqual(ports.map(\.path), [dev + "/serial0", dev + "/ttyACM0", dev + "/ttyAMA0", dev + "/serial/by-id/usb-u-blox_GNSS-if00"])
+        XCTAssertEqual(
+            ports.map(\.path), [dev + "/serial0", dev + "/ttyACM0", dev + "/ttyAMA0", dev + "/serial/by-id/usb-u-blox_GNSS-if00"])
         XCTAssertEqual(ports[0].device, dev + "/ttyAMA0")
         // gpsd: something listening on a port of ours answers; nothing on another does not.
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

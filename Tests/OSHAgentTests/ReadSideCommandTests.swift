@@ -50,12 +50,16 @@ final class ReadSideCommandTests: XCTestCase {
             var chunk = [UInt8](repeating: 0, count: 4096)
             while true {
                 // A whole request in buf? Serve it; else read more.
-                if let end = buf.indices.dropLast(3).first(where: { buf[$0] == 13 && buf[$0 + 1] == 10 && buf[$0 + 2] == 13 && buf[$0 + 3] == 10 }) {
+                if let end = buf.indices.dropLast(3).first(where: {
+                    buf[$0] == 13 && buf[$0 + 1] == 10 && buf[$0 + 2] == 13 && buf[$0 + 3] == 10
+                }) {
                     let head = String(decoding: buf[..<end], as: UTF8.self)
-                    let length = head.split(separator: "\r\n").compactMap { line -> Int? in
-                        let parts = line.split(separator: ":", maxSplits: 1)
-                        return parts.count == 2 && parts[0].lowercased() == "content-length" ? Int(parts[1].trimmingCharacters(in: .whitespaces)) : nil
-                    }.first ?? 0
+                    let length =
+                        head.split(separator: "\r\n").compactMap { line -> Int? in
+                            let parts = line.split(separator: ":", maxSplits: 1)
+                            return parts.count == 2 && parts[0].lowercased() == "content-length"
+                                ? Int(parts[1].trimmingCharacters(in: .whitespaces)) : nil
+                        }.first ?? 0
                     if buf.count >= end + 4 + length {
                         let body = String(decoding: buf[(end + 4)..<(end + 4 + length)], as: UTF8.self)
                         buf.removeFirst(end + 4 + length)
@@ -82,8 +86,11 @@ final class ReadSideCommandTests: XCTestCase {
         case "POST /sensorhub/api/controlstreams/cs1/commands HTTP/1.1":
             return (200, #"{"command@id":"cmd7","reportTime":"2026-11-29T10:00:05Z","statusCode":"PENDING"}"#)
         case "GET /sensorhub/api/controlstreams/cs1/commands/cmd7/status HTTP/1.1":
-            return (200, #"{"items":[{"id":"s1","command@id":"cmd7","reportTime":"2026-11-29T10:00:05Z","statusCode":"PENDING"},"# +
-                #"{"id":"s2","command@id":"cmd7","reportTime":"2026-11-29T10:00:07Z","statusCode":"COMPLETED","message":"pan 3°, tilt 0°"}]}"#)
+            return (
+                200,
+                #"{"items":[{"id":"s1","command@id":"cmd7","reportTime":"2026-11-29T10:00:05Z","statusCode":"PENDING"},"#
+                    + #"{"id":"s2","command@id":"cmd7","reportTime":"2026-11-29T10:00:07Z","statusCode":"COMPLETED","message":"pan 3°, tilt 0°"}]}"#
+            )
         case "POST /sensorhub/api/controlstreams/cs2/commands HTTP/1.1":
             return (202, "")
         case "POST /sensorhub/api/controlstreams/cs3/commands HTTP/1.1":
@@ -104,10 +111,11 @@ final class ReadSideCommandTests: XCTestCase {
         XCTAssertEqual(o.commandID, "cmd7")
         XCTAssertEqual(o.firstReport?.statusCode, "PENDING")
         XCTAssertEqual(o.status, "COMPLETED", "the newest report the node holds, not the POST's PENDING")
-        XCTAssertEqual(ReadSideRender.commandText(o),
-                       "command cmd7 on control stream cs1\nstatus: COMPLETED at 2026-11-29T10:00:07.000Z — pan 3°, tilt 0°\n"
-                       + "(the node answered PENDING when its window ended — an OSH node does not hand a status posted over "
-                       + "HTTP back to the sender — and the outcome was read from its status reports after 0 s)")
+        XCTAssertEqual(
+            ReadSideRender.commandText(o),
+            "command cmd7 on control stream cs1\nstatus: COMPLETED at 2026-11-29T10:00:07.000Z — pan 3°, tilt 0°\n"
+                + "(the node answered PENDING when its window ended — an OSH node does not hand a status posted over "
+                + "HTTP back to the sender — and the outcome was read from its status reports after 0 s)")
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(ReadSideRender.commandJSON(o).utf8)) as? [String: Any])
         XCTAssertEqual(json["command@id"] as? String, "cmd7")
         XCTAssertEqual(json["statusCode"] as? String, "COMPLETED")

@@ -40,7 +40,8 @@ final class ReadSideTests: XCTestCase {
         var s = "["
         for (i, t) in times.enumerated() {
             if i > 0 { s += "," }
-            s += "{\"phenomenonTime\":\"\(ISOTime.string(epochSeconds: t))\",\"result\":{\"pressure\":\(pressure(i)),\"relativeAltitude\":\(altitude(i))}}"
+            s +=
+                "{\"phenomenonTime\":\"\(ISOTime.string(epochSeconds: t))\",\"result\":{\"pressure\":\(pressure(i)),\"relativeAltitude\":\(altitude(i))}}"
         }
         return Array((s + "]").utf8)
     }
@@ -48,7 +49,7 @@ final class ReadSideTests: XCTestCase {
     private func makeFixture() throws -> Fixture {
         Log.muted = true
         var nc = DevNodeConfig()
-        nc.noReceiverWaitSeconds = 0.3 // OSH: 29.5 s before it answers 202 with no receiver
+        nc.noReceiverWaitSeconds = 0.3  // OSH: 29.5 s before it answers 202 with no receiver
         let node = DevNode(config: nc)
         _ = try node.start()
         let r = try NodeReader(server: HTTPServer(apiRoot: node.apiRoot))
@@ -60,22 +61,43 @@ final class ReadSideTests: XCTestCase {
         let stale = try system(r, uid: "urn:osh:rpi:readside-stale-0002", name: "Stale Pi")
         let quiet = try system(r, uid: "urn:osh:rpi:readside-quiet-0003", name: "Quiet Pi")
 
-        let baro = try created(r, b.createDatastream(systemID: live, body: Array(DatastreamBody.string(
-            OutputCatalogue.barometer(opts), systemLabel: label, scalarFormat: .omJSON).utf8)))
-        let video = try created(r, b.createDatastream(systemID: live, body: Array(DatastreamBody.string(
-            OutputCatalogue.video(opts), systemLabel: label, scalarFormat: .omJSON).utf8)))
-        let staleBaro = try created(r, b.createDatastream(systemID: stale, body: Array(DatastreamBody.string(
-            OutputCatalogue.barometer(opts), systemLabel: "Stale Pi", scalarFormat: .sweJSON).utf8)))
+        let baro = try created(
+            r,
+            b.createDatastream(
+                systemID: live,
+                body: Array(
+                    DatastreamBody.string(
+                        OutputCatalogue.barometer(opts), systemLabel: label, scalarFormat: .omJSON
+                    ).utf8)))
+        let video = try created(
+            r,
+            b.createDatastream(
+                systemID: live,
+                body: Array(
+                    DatastreamBody.string(
+                        OutputCatalogue.video(opts), systemLabel: label, scalarFormat: .omJSON
+                    ).utf8)))
+        let staleBaro = try created(
+            r,
+            b.createDatastream(
+                systemID: stale,
+                body: Array(
+                    DatastreamBody.string(
+                        OutputCatalogue.barometer(opts), systemLabel: "Stale Pi", scalarFormat: .sweJSON
+                    ).utf8)))
 
         // Five barometer records, 10 s apart, the newest 20 s ago; values with fractions.
         let times = (0..<5).map { now - 60 + Double($0) * 10 }
-        let res = try r.exchange(b.postObservations(datastreamID: baro, format: .omJSON,
-                                                    body: omBarometer(times, pressure: { 1000.25 + Double($0) }, altitude: { Double($0) * 1.5 - 0.75 })),
-                                 what: "post")
+        let res = try r.exchange(
+            b.postObservations(
+                datastreamID: baro, format: .omJSON,
+                body: omBarometer(times, pressure: { 1000.25 + Double($0) }, altitude: { Double($0) * 1.5 - 0.75 })),
+            what: "post")
         XCTAssertEqual(res.status, 201, String(decoding: res.body, as: UTF8.self))
         // The stale system's one record, 10 minutes old, as swe+json.
         let old = "{\"time\":\"\(ISOTime.string(epochSeconds: now - 600))\",\"pressure\":990.5,\"relativeAltitude\":3.25}"
-        XCTAssertEqual(try r.exchange(b.postObservations(datastreamID: staleBaro, format: .sweJSON, body: Array(old.utf8)), what: "post").status, 201)
+        XCTAssertEqual(
+            try r.exchange(b.postObservations(datastreamID: staleBaro, format: .sweJSON, body: Array(old.utf8)), what: "post").status, 201)
         // One "frame" on the video datastream.
         let frame: [UInt8] = [0, 0, 0, 1, 0x67, 0x42, 0xC0, 0x1E] + (0..<200).map { UInt8($0 & 0xFF) }
         let buf = ByteBuffer(capacity: 512)
@@ -83,13 +105,19 @@ final class ReadSideTests: XCTestCase {
         XCTAssertEqual(try r.exchange(b.postVideo(datastreamID: video, body: buf.array), what: "post").status, 201)
 
         // A control stream (a PTZ-like choice) for the command test.
-        let rpan = DataComponent(.quantity(Quantity(uom: .code("deg"))), name: "rpan",
-                                 definition: "http://sensorml.com/ont/swe/property/RelativePan")
+        let rpan = DataComponent(
+            .quantity(Quantity(uom: .code("deg"))), name: "rpan",
+            definition: "http://sensorml.com/ont/swe/property/RelativePan")
         let params = DataComponent(.choice(DataChoice(items: [rpan])), name: "ptzControl")
-        let cs = try created(r, b.createControlStream(systemID: live, body: ControlStreamBody.bytes(
-            name: "ReadSide PTZ", inputName: "ptz_control", parameters: params)))
-        return Fixture(node: node, reader: r, liveSystem: live, staleSystem: stale, quietSystem: quiet, barometer: baro,
-                       video: video, controlStream: cs, times: times, frame: frame)
+        let cs = try created(
+            r,
+            b.createControlStream(
+                systemID: live,
+                body: ControlStreamBody.bytes(
+                    name: "ReadSide PTZ", inputName: "ptz_control", parameters: params)))
+        return Fixture(
+            node: node, reader: r, liveSystem: live, staleSystem: stale, quietSystem: quiet, barometer: baro,
+            video: video, controlStream: cs, times: times, frame: frame)
     }
 
     // MARK: Systems and datastreams
@@ -133,7 +161,8 @@ final class ReadSideTests: XCTestCase {
         XCTAssertThrowsError(try ReadSide.datastreams(f.reader, system: "urn:osh:rpi:nobody-here-000", now: now)) { e in
             XCTAssertTrue("\(e)".contains("not on the node"), "\(e)")
         }
-        let json = try JSONSerialization.jsonObject(with: Data(ReadSideRender.datastreamsJSON(byID.system, byID.rows).utf8)) as? [String: Any]
+        let json =
+            try JSONSerialization.jsonObject(with: Data(ReadSideRender.datastreamsJSON(byID.system, byID.rows).utf8)) as? [String: Any]
         XCTAssertEqual((json?["datastreams"] as? [[String: Any]])?.count, 2)
     }
 
@@ -181,8 +210,9 @@ final class ReadSideTests: XCTestCase {
                 XCTAssertEqual(a.fields.map(\.path), b.fields.map(\.path), fmt)
                 XCTAssertEqual(a.fields.map(\.value), b.fields.map(\.value), fmt)
             }
-            XCTAssertEqual(ReadSideRender.observationsTable(p).split(separator: "\n").dropFirst(),
-                           ReadSideRender.observationsTable(om).split(separator: "\n").dropFirst(), fmt)
+            XCTAssertEqual(
+                ReadSideRender.observationsTable(p).split(separator: "\n").dropFirst(),
+                ReadSideRender.observationsTable(om).split(separator: "\n").dropFirst(), fmt)
         }
         // resultTime=latest: the newest record only.
         let current = try ReadSide.observations(f.reader, datastream: f.barometer, query: .latestResultTime)
@@ -243,7 +273,7 @@ final class ReadSideTests: XCTestCase {
         XCTAssertEqual((sj["systems"] as? [[String: Any]])?.compactMap { $0["activity"] as? String }, ["live", "stale", "offline"])
         let table = try run(["systems", "--limit", "2"] + node)
         XCTAssertEqual(table.status, 0, table.err)
-        XCTAssertEqual(table.out.split(separator: "\n").count, 3, table.out) // header + 2
+        XCTAssertEqual(table.out.split(separator: "\n").count, 3, table.out)  // header + 2
 
         let ds = try run(["datastreams", Self.liveUID, "--json"] + node)
         XCTAssertEqual(ds.status, 0, ds.err)
@@ -268,10 +298,11 @@ final class ReadSideTests: XCTestCase {
             let recs = try XCTUnwrap(oj["records"] as? [[String: Any]])
             XCTAssertEqual(recs.count, 2)
             XCTAssertEqual(recs.last?["time"] as? String, ISOTime.string(epochSeconds: f.times[4]))
-            values.append(recs.flatMap { r -> [Double] in
-                let v = r["values"] as? [String: Any]
-                return [v?["pressure"] as? Double ?? .nan, v?["relativeAltitude"] as? Double ?? .nan]
-            })
+            values.append(
+                recs.flatMap { r -> [Double] in
+                    let v = r["values"] as? [String: Any]
+                    return [v?["pressure"] as? Double ?? .nan, v?["relativeAltitude"] as? Double ?? .nan]
+                })
         }
         XCTAssertEqual(values[0], [1003.25, 3.75, 1004.25, 5.25])
         XCTAssertEqual(values[1], values[0])
@@ -306,7 +337,8 @@ final class ReadSideTests: XCTestCase {
         let dir = NSTemporaryDirectory() + "osh-readside-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try "[server.main]\nurl = \"\(node.apiRoot)\"\nuser = \"sensor\"\n".write(toFile: dir + "/osh-edge.conf", atomically: true, encoding: .utf8)
+        try "[server.main]\nurl = \"\(node.apiRoot)\"\nuser = \"sensor\"\n".write(
+            toFile: dir + "/osh-edge.conf", atomically: true, encoding: .utf8)
         try "[server.main]\npassword = \"pwd\"\n".write(toFile: dir + "/secrets", atomically: true, encoding: .utf8)
         chmod(dir + "/secrets", 0o600)
         let server = try ReadSide.configuredServer(configPath: dir + "/osh-edge.conf", secretsPath: dir + "/secrets")

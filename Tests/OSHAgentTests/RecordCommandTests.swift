@@ -9,7 +9,7 @@ import XCTest
 final class RecordCommandTests: XCTestCase {
     private var dir = ""
     private var recordDir: String { dir + "/state/record" }
-    private let t0 = 1_796_181_300.0 // 2026-12-02T03:15:00Z
+    private let t0 = 1_796_181_300.0  // 2026-12-02T03:15:00Z
 
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "osh-record-cmd-\(UUID().uuidString)"
@@ -42,8 +42,9 @@ final class RecordCommandTests: XCTestCase {
         try clip.withUnsafeBytes { all in
             for i in 0..<100 {
                 let k = i % 10
-                let f = VideoFrame(format: .i420, width: w, height: h, bytesPerLine: w, monotonicTime: Double(i) / 25,
-                                   bytes: UnsafeRawBufferPointer(rebasing: all[(k * frameBytes)..<((k + 1) * frameBytes)]))
+                let f = VideoFrame(
+                    format: .i420, width: w, height: h, bytesPerLine: w, monotonicTime: Double(i) / 25,
+                    bytes: UnsafeRawBufferPointer(rebasing: all[(k * frameBytes)..<((k + 1) * frameBytes)]))
                 try enc.encode(f) { e in
                     let t = t0 + Double(i) * 0.04
                     if e.isKeyFrame { keys.append(t) }
@@ -56,20 +57,25 @@ final class RecordCommandTests: XCTestCase {
         s.close()
         XCTAssertEqual(recorded, 100)
         XCTAssertEqual(keys.count, 4)
-        print("x264 320x240 25 fps, key frame every 25, 1000 kbit/s: \(bytes / 4) bytes/s of access units, "
-              + "\(bytes / 4 + 25 * RecordingRecord.size(payload: 0)) bytes/s and 25 writes/s recorded")
+        print(
+            "x264 320x240 25 fps, key frame every 25, 1000 kbit/s: \(bytes / 4) bytes/s of access units, "
+                + "\(bytes / 4 + 25 * RecordingRecord.size(payload: 0)) bytes/s and 25 writes/s recorded")
 
         let file = dir + "/window.h264"
-        let r = try runOSHEdge(["record", "export", "--from", iso(t0 + 1.5), "--to", iso(t0 + 2.5), "--output", "camera0_H264",
-                                file, "--dir", recordDir])
+        let r = try runOSHEdge([
+            "record", "export", "--from", iso(t0 + 1.5), "--to", iso(t0 + 2.5), "--output", "camera0_H264",
+            file, "--dir", recordDir,
+        ])
         XCTAssertEqual(r.status, 0, r.err)
         // From the key frame at 1.0 s (frame 25) through 2.5 s (frame 62): 38 access units.
         XCTAssertTrue(r.out.contains("38 access units"), r.out)
         XCTAssertTrue(r.out.contains(iso(t0 + 1)), r.out)
         let probe = Process()
         probe.executableURL = URL(fileURLWithPath: ffprobe)
-        probe.arguments = ["-v", "error", "-count_frames", "-select_streams", "v", "-show_entries",
-                           "stream=codec_name,width,height,nb_read_frames", "-of", "default=nw=1", file]
+        probe.arguments = [
+            "-v", "error", "-count_frames", "-select_streams", "v", "-show_entries",
+            "stream=codec_name,width,height,nb_read_frames", "-of", "default=nw=1", file,
+        ]
         let pipe = Pipe()
         probe.standardOutput = pipe
         try probe.run()
@@ -82,8 +88,9 @@ final class RecordCommandTests: XCTestCase {
 
         let status = try runOSHEdge(["record", "status", "--dir", recordDir])
         XCTAssertEqual(status.status, 0, status.err)
-        XCTAssertTrue(status.out.contains("camera0_H264 (video): \(iso(t0)) … \(iso(t0 + 99 * 0.04)), 100 records, 1 segment(s)"),
-                      status.out)
+        XCTAssertTrue(
+            status.out.contains("camera0_H264 (video): \(iso(t0)) … \(iso(t0 + 99 * 0.04)), 100 records, 1 segment(s)"),
+            status.out)
         XCTAssertTrue(status.out.contains("of 64.0 MiB (bound), at most 24.0 h old"), status.out)
         // The state directory ([paths] state_directory) is understood as well as its record/.
         let viaState = try runOSHEdge(["record", "status", "--dir", dir + "/state"])
@@ -99,8 +106,10 @@ final class RecordCommandTests: XCTestCase {
         }
         s.close()
         let file = dir + "/quat.csv"
-        let r = try runOSHEdge(["record", "export", "--from", "2026-12-02T04:15:01+01:00", "--to", iso(t0 + 1.095),
-                                "--output", "quat_orientation_data", file, "--dir", recordDir])
+        let r = try runOSHEdge([
+            "record", "export", "--from", "2026-12-02T04:15:01+01:00", "--to", iso(t0 + 1.095),
+            "--output", "quat_orientation_data", file, "--dir", recordDir,
+        ])
         XCTAssertEqual(r.status, 0, r.err)
         let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 1 + 10)
@@ -111,8 +120,10 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertEqual(lines[10], "2026-12-02T03:15:01.090Z,0.5,-0.5,109.0,1.0")
         // The file is not replaced by surprise; --force does; - is standard output (the summary
         // then goes to standard error).
-        let again = ["record", "export", "--from", "2026-12-02T04:15:01+01:00", "--to", iso(t0 + 1.095),
-                     "--output", "quat_orientation_data", "--dir", recordDir]
+        let again = [
+            "record", "export", "--from", "2026-12-02T04:15:01+01:00", "--to", iso(t0 + 1.095),
+            "--output", "quat_orientation_data", "--dir", recordDir,
+        ]
         let refused = try runOSHEdge(again + [file])
         XCTAssertEqual(refused.status, 1)
         XCTAssertTrue(refused.err.contains("\(file) exists; give --force to replace it"), refused.err)
@@ -122,11 +133,14 @@ final class RecordCommandTests: XCTestCase {
         XCTAssertEqual(piped.out.split(separator: "\n").map(String.init), lines)
         XCTAssertTrue(piped.err.hasPrefix("standard output: 10 records (CSV) of quat_orientation_data"), piped.err)
 
-        let m = try runOSHEdge(["record", "export", "--from", iso(t0), "--to", iso(t0 + 10), "--output", "mystery",
-                                dir + "/m.csv", "--dir", recordDir])
+        let m = try runOSHEdge([
+            "record", "export", "--from", iso(t0), "--to", iso(t0 + 10), "--output", "mystery",
+            dir + "/m.csv", "--dir", recordDir,
+        ])
         XCTAssertEqual(m.status, 0, m.err)
-        XCTAssertEqual(try String(contentsOfFile: dir + "/m.csv", encoding: .utf8),
-                       "time,value1,value2\n2026-12-02T03:15:00.000Z,0.0,\n2026-12-02T03:15:01.000Z,100.0,\n2026-12-02T03:15:02.000Z,200.0,\n")
+        XCTAssertEqual(
+            try String(contentsOfFile: dir + "/m.csv", encoding: .utf8),
+            "time,value1,value2\n2026-12-02T03:15:00.000Z,0.0,\n2026-12-02T03:15:01.000Z,100.0,\n2026-12-02T03:15:02.000Z,200.0,\n")
 
         let json = try runOSHEdge(["record", "status", "--dir", recordDir, "--json"])
         XCTAssertEqual(json.status, 0, json.err)
@@ -143,20 +157,29 @@ final class RecordCommandTests: XCTestCase {
         _ = [1013.0, 20].withUnsafeBufferPointer { s.append(output: 0, epochTime: t0, values: $0) }
         _ = [1013.5, 20].withUnsafeBufferPointer { s.append(output: 0, epochTime: t0 + 60, values: $0) }
         s.close()
-        let unknown = try runOSHEdge(["record", "export", "--from", iso(t0), "--to", iso(t0 + 1), "--output", "camera0_H264",
-                                      dir + "/x.h264", "--dir", recordDir])
+        let unknown = try runOSHEdge([
+            "record", "export", "--from", iso(t0), "--to", iso(t0 + 1), "--output", "camera0_H264",
+            dir + "/x.h264", "--dir", recordDir,
+        ])
         XCTAssertEqual(unknown.status, 1)
-        XCTAssertTrue(unknown.err.contains("no recording of 'camera0_H264'") && unknown.err.contains("recorded: barometer, gps_data"),
-                      unknown.err)
-        let empty = try runOSHEdge(["record", "export", "--from", iso(t0 + 1), "--to", iso(t0 + 2), "--output", "barometer",
-                                    dir + "/x.csv", "--dir", recordDir])
+        XCTAssertTrue(
+            unknown.err.contains("no recording of 'camera0_H264'") && unknown.err.contains("recorded: barometer, gps_data"),
+            unknown.err)
+        let empty = try runOSHEdge([
+            "record", "export", "--from", iso(t0 + 1), "--to", iso(t0 + 2), "--output", "barometer",
+            dir + "/x.csv", "--dir", recordDir,
+        ])
         XCTAssertEqual(empty.status, 1)
         XCTAssertTrue(empty.err.contains("recorded: \(iso(t0)) … \(iso(t0 + 60))"), empty.err)
-        let never = try runOSHEdge(["record", "export", "--from", iso(t0), "--to", iso(t0 + 1), "--output", "gps_data",
-                                    dir + "/x.csv", "--dir", recordDir])
+        let never = try runOSHEdge([
+            "record", "export", "--from", iso(t0), "--to", iso(t0 + 1), "--output", "gps_data",
+            dir + "/x.csv", "--dir", recordDir,
+        ])
         XCTAssertTrue(never.err.contains("nothing is recorded of it yet"), never.err)
-        let badTime = try runOSHEdge(["record", "export", "--from", "yesterday", "--to", iso(t0), "--output", "barometer",
-                                      dir + "/x.csv", "--dir", recordDir])
+        let badTime = try runOSHEdge([
+            "record", "export", "--from", "yesterday", "--to", iso(t0), "--output", "barometer",
+            dir + "/x.csv", "--dir", recordDir,
+        ])
         XCTAssertEqual(badTime.status, 2)
         XCTAssertTrue(badTime.err.contains("ISO-8601"), badTime.err)
         let noDir = try runOSHEdge(["record", "status", "--dir", dir + "/nowhere"])
@@ -175,7 +198,8 @@ final class RecordCommandTests: XCTestCase {
         s.close()
         let counters = dir + "/counters"
         let now = String(format: "%.6f", Date().timeIntervalSince1970)
-        try ("counters pid=\(getpid()) written=\(now) started=1 registered=1 link=online clock=synchronised recording=paused\n"
+        try
+            ("counters pid=\(getpid()) written=\(now) started=1 registered=1 link=online clock=synchronised recording=paused\n"
             + "barometer produced=10 sent=10 recorded=4 record_dropped=6\n").write(toFile: counters, atomically: true, encoding: .utf8)
         let text = try runOSHEdge(["record", "status", "--dir", recordDir, "--counters", counters])
         XCTAssertEqual(text.status, 0, text.err)

@@ -29,12 +29,16 @@ final class RecordUploadTests: XCTestCase {
         var controlStreamID: String { agent.commandReceiver?.controlStreamID ?? "" }
 
         func command(_ parameters: String) {
-            http.send(builder.request(.post, "/controlstreams/" + controlStreamID + "/commands", contentType: MediaType.json,
-                                      body: Array(("{\"parameters\":" + parameters + "}").utf8))) { _ in }
+            http.send(
+                builder.request(
+                    .post, "/controlstreams/" + controlStreamID + "/commands", contentType: MediaType.json,
+                    body: Array(("{\"parameters\":" + parameters + "}").utf8))
+            ) { _ in }
         }
 
         func upload(from: Double, to: Double, outputs: String = "") {
-            command(#"{"uploadTimeRange":{"start":""# + ISOTime.string(epochSeconds: from) + #"","stop":""#
+            command(
+                #"{"uploadTimeRange":{"start":""# + ISOTime.string(epochSeconds: from) + #"","stop":""#
                     + ISOTime.string(epochSeconds: to) + #"","outputs":""# + outputs + #""}}"#)
         }
 
@@ -49,8 +53,10 @@ final class RecordUploadTests: XCTestCase {
         }
     }
 
-    fileprivate func makeRig(_ name: String, serial: String, video: Bool, share: Double = 1, batchMax: Int = 50,
-                             dir existing: String? = nil, node existingNode: DevNode? = nil) throws -> Rig {
+    fileprivate func makeRig(
+        _ name: String, serial: String, video: Bool, share: Double = 1, batchMax: Int = 50,
+        dir existing: String? = nil, node existingNode: DevNode? = nil
+    ) throws -> Rig {
         Log.muted = true
         var nc = DevNodeConfig()
         nc.commandAckSeconds = 0.3
@@ -68,9 +74,10 @@ final class RecordUploadTests: XCTestCase {
         c.record.uploadShare = share
         c.publisher.batchMax = batchMax
         c.record.maxMegabytes = 64
-        c.recordRates = ["barometer": 20] .merging(video ? ["camera0_H264": 25] : [:]) { a, _ in a }
-        c.commandOptions = CommandReceiver.Options(ackWindow: 0.3, repostMargin: 0.2,
-                                                   websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
+        c.recordRates = ["barometer": 20].merging(video ? ["camera0_H264": 25] : [:]) { a, _ in a }
+        c.commandOptions = CommandReceiver.Options(
+            ackWindow: 0.3, repostMargin: 0.2,
+            websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.3), pingInterval: 0))
         let loop = try EventLoop()
         let agent = try AgentRuntime(config: c, loop: loop)
         try agent.start()
@@ -82,8 +89,9 @@ final class RecordUploadTests: XCTestCase {
             }
             try input?.start()
         }
-        let rig = Rig(node: node, dir: dir, loop: loop, agent: agent, video: input,
-                      http: try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot)), config: c)
+        let rig = Rig(
+            node: node, dir: dir, loop: loop, agent: agent, video: input,
+            http: try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot)), config: c)
         XCTAssertTrue(try rig.run(10) { agent.commandReceiver?.channel.state == .open }, "command channel open")
         return rig
     }
@@ -91,7 +99,9 @@ final class RecordUploadTests: XCTestCase {
     /// The recorded items of the window as the agent sees it: `from` and `to` go through the
     /// command's ISO text (milliseconds), as `upload` sends them — with the raw doubles, a record
     /// within a millisecond of `to` is in this window but not in the agent's.
-    fileprivate func recorded(_ dir: String, _ output: String, _ from: Double, _ to: Double) throws -> [(time: Double, live: Bool, bytes: [UInt8])] {
+    fileprivate func recorded(
+        _ dir: String, _ output: String, _ from: Double, _ to: Double
+    ) throws -> [(time: Double, live: Bool, bytes: [UInt8])] {
         func sent(_ t: Double) -> Double { ISOTime.parse(Array(ISOTime.string(epochSeconds: t).utf8)) ?? t }
         let w = try RecordingWindow(directory: dir + "/record", outputName: output, from: sent(from), to: sent(to))
         var out: [(Double, Bool, [UInt8])] = []
@@ -188,8 +198,9 @@ final class RecordUploadTests: XCTestCase {
         // The next process on the same state directory (a restart, or a SIGHUP reload).
         rig.agent = try AgentRuntime(config: rig.config, loop: rig.loop)
         try rig.agent.start()
-        XCTAssertTrue(try rig.run(10) { rig.node.commands(controlStreamID: csID).first?.currentStatus == "FAILED" },
-                      "\(rig.node.commands(controlStreamID: csID))")
+        XCTAssertTrue(
+            try rig.run(10) { rig.node.commands(controlStreamID: csID).first?.currentStatus == "FAILED" },
+            "\(rig.node.commands(controlStreamID: csID))")
         XCTAssertTrue(rig.node.commands(controlStreamID: csID).first?.current?.message?.contains("restarted during this upload") ?? false)
         // A window before anything was recorded: FAILED, saying what is recorded.
         XCTAssertTrue(try rig.run(10) { rig.agent.commandReceiver?.channel.state == .open })
@@ -209,8 +220,9 @@ extension RecordUploadTests {
     /// would notice): the upload registers again, goes on into the new datastream, and completes —
     /// 404s at most once a second, no duplicates.
     func testAnUploadRegistersAgainWhenTheNodeForgetsItsDatastreams() throws {
-        let rig = try makeRig("osh-record-forget", serial: "10000000cafe001b", video: false, share: 0.01,
-                              batchMax: 4)
+        let rig = try makeRig(
+            "osh-record-forget", serial: "10000000cafe001b", video: false, share: 0.01,
+            batchMax: 4)
         defer { rig.node.stop(); try? FileManager.default.removeItem(atPath: rig.dir) }
         _ = try rig.run(1)
         try rig.agent.setEnabled("barometer", false)
@@ -220,8 +232,9 @@ extension RecordUploadTests {
         XCTAssertTrue(try rig.run(5) { rig.commands.last?.currentStatus == "EXECUTING" }, "\(rig.commands)")
         _ = try rig.run(0.3)
         rig.node.forgetEverything()
-        XCTAssertTrue(try rig.run(30) { rig.agent.uploadStatus?.hasPrefix("upload completed") ?? false },
-                      rig.agent.uploadStatus ?? "no upload status")
+        XCTAssertTrue(
+            try rig.run(30) { rig.agent.uploadStatus?.hasPrefix("upload completed") ?? false },
+            rig.agent.uploadStatus ?? "no upload status")
         let notFound = rig.node.requests.filter { $0.route.hasSuffix("/observations") && $0.status == 404 }.count
         XCTAssertLessThanOrEqual(notFound, 3, "404s at most once a second while registering again")
         let recorded = Set(try recorded(rig.dir, "barometer", t0, t0 + 4).map { ms($0.time) })
@@ -238,8 +251,10 @@ extension RecordUploadTests {
 func ffprobeFrameCount(_ path: String) throws -> Int {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
-    p.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames",
-                   "-of", "csv=p=0", path]
+    p.arguments = [
+        "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames",
+        "-of", "csv=p=0", path,
+    ]
     let out = Pipe()
     p.standardOutput = out
     try p.run()

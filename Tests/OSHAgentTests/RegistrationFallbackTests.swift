@@ -23,8 +23,9 @@ final class RegistrationFallbackTests: XCTestCase {
     }
 
     private func config(_ node: DevNode, state: String, outputs: [String]) -> AgentConfig {
-        var c = AgentConfig(server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
-                            options: OutputOptions(uid: identity.uid), stateDirectory: state)
+        var c = AgentConfig(
+            server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+            options: OutputOptions(uid: identity.uid), stateDirectory: state)
         c.outputs = outputs
         c.trustHostClock = true
         c.commands = false
@@ -58,8 +59,9 @@ final class RegistrationFallbackTests: XCTestCase {
         let loop2 = try EventLoop()
         let b = try AgentRuntime(config: config(node, state: scratch(), outputs: outputs), loop: loop2)
         try b.start()
-        XCTAssertTrue(try loop2.run(for: 10) { b.registered && b.rows.allSatisfy { $0.counters.sent > 0 } },
-                      capture.lines.joined(separator: "\n"))
+        XCTAssertTrue(
+            try loop2.run(for: 10) { b.registered && b.rows.allSatisfy { $0.counters.sent > 0 } },
+            capture.lines.joined(separator: "\n"))
         try b.stop(flushUntil: EventLoop.deadline(after: 2))
         capture.stop()
         XCTAssertEqual(b.rows.map(\.datastreamID), ids, "the node's datastreams were kept")
@@ -67,10 +69,14 @@ final class RegistrationFallbackTests: XCTestCase {
         for name in outputs {
             let said = capture.lines.filter { $0.hasPrefix("the node would not update datastream \(name) ") }
             XCTAssertEqual(said.count, 1, "\(capture.lines)")
-            XCTAssertTrue(said.first?.contains("HTTP 500: org.sensorhub.api.datastore.DataStoreException: Datastore already contains datastream") ?? false,
-                          said.first ?? "")
-            XCTAssertTrue(said.first?.hasSuffix("its structure is the same as ours (fields, types and order), so \(name) keeps streaming into it") ?? false,
-                          said.first ?? "")
+            XCTAssertTrue(
+                said.first?.contains("HTTP 500: org.sensorhub.api.datastore.DataStoreException: Datastore already contains datastream")
+                    ?? false,
+                said.first ?? "")
+            XCTAssertTrue(
+                said.first?.hasSuffix("its structure is the same as ours (fields, types and order), so \(name) keeps streaming into it")
+                    ?? false,
+                said.first ?? "")
         }
         XCTAssertEqual(capture.count("registration failed"), 0, "\(capture.lines)")
         for r in b.rows { XCTAssertEqual(r.counters.dropped, 0, r.outputName) }
@@ -102,11 +108,13 @@ final class RegistrationFallbackTests: XCTestCase {
         let loop2 = try EventLoop()
         let b = try AgentRuntime(config: config(second, state: state, outputs: outputs), loop: loop2)
         try b.start()
-        XCTAssertTrue(try loop2.run(for: 10) { b.registered && b.rows.allSatisfy { $0.counters.sent > 0 } },
-                      capture.lines.joined(separator: "\n"))
+        XCTAssertTrue(
+            try loop2.run(for: 10) { b.registered && b.rows.allSatisfy { $0.counters.sent > 0 } },
+            capture.lines.joined(separator: "\n"))
         try b.stop(flushUntil: EventLoop.deadline(after: 2))
         capture.stop()
-        XCTAssertEqual(second.requests.filter { $0.method == "GET" && $0.path.hasPrefix("/sensorhub/api/systems/") && $0.status == 500 }.count, 1)
+        XCTAssertEqual(
+            second.requests.filter { $0.method == "GET" && $0.path.hasPrefix("/sensorhub/api/systems/") && $0.status == 500 }.count, 1)
         XCTAssertEqual(capture.count("registration failed"), 0, "\(capture.lines)")
     }
 
@@ -143,8 +151,10 @@ final class RegistrationFallbackTests: XCTestCase {
         defer { node.stop() }
         var c = config(node, state: scratch(), outputs: ["barometer"])
         c.commands = true
-        c.commandOptions = CommandReceiver.Options(websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.4),
-                                                                                      pingInterval: 0))
+        c.commandOptions = CommandReceiver.Options(
+            websocket: WebSocketClient.Options(
+                backoff: Backoff(initial: 0.1, maximum: 0.4),
+                pingInterval: 0))
         let capture = LogCapture()
         defer { capture.stop() }
         let loop = try EventLoop()
@@ -160,8 +170,9 @@ final class RegistrationFallbackTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(upgrades, 3)
         let said = capture.lines.filter { $0.contains("closed it at once") }
         XCTAssertEqual(said.count, 1, "\(capture.lines)")
-        XCTAssertTrue(said.first?.contains("close code 1011: Permission denied: csapi[default]/create/status: No user specified") ?? false,
-                      said.first ?? "")
+        XCTAssertTrue(
+            said.first?.contains("close code 1011: Permission denied: csapi[default]/create/status: No user specified") ?? false,
+            said.first ?? "")
         XCTAssertTrue(said.first?.contains("observations still flow") ?? false, said.first ?? "")
         XCTAssertEqual(capture.count("the command channel is back"), 0, "\(capture.lines)")
     }
@@ -191,9 +202,12 @@ final class RegistrarFallbackTests: XCTestCase {
             case (.get, let p) where p.contains("samplingFeatures"): return json(#"{"items":[{"id":"foi1"}]}"#)
             case (.get, let p) where p.hasPrefix("/systems/sys1/datastreams"):
                 return json(#"{"items":[{"id":"ds-baro","outputName":"barometer"},{"id":"ds-gps","outputName":"gps_data"}]}"#)
-            case (.put, let p) where p.hasPrefix("/datastreams/"): return TransportOutcome(status: 400, body: Array(#"{"status":400,"message":"Cannot update: it has observations"}"#.utf8))
+            case (.put, let p) where p.hasPrefix("/datastreams/"):
+                return TransportOutcome(status: 400, body: Array(#"{"status":400,"message":"Cannot update: it has observations"}"#.utf8))
             case (.get, let p) where p.hasPrefix("/datastreams/ds-baro/schema"):
-                return json(#"{"obsFormat":"application/om+json","resultSchema":{"type":"Quantity","name":"pressure","definition":"http://x","uom":{"code":"hPa"}}}"#)
+                return json(
+                    #"{"obsFormat":"application/om+json","resultSchema":{"type":"Quantity","name":"pressure","definition":"http://x","uom":{"code":"hPa"}}}"#
+                )
             case (.get, let p) where p.hasPrefix("/datastreams/ds-gps/schema"): return TransportOutcome(status: 404)
             case (.post, "/systems/sys1/datastreams"): return postAnswer
             default: return TransportOutcome(status: 200)
@@ -203,8 +217,9 @@ final class RegistrarFallbackTests: XCTestCase {
 
     private func register(_ n: ScriptedNode) -> (Registrar, Result<RegistrationState, RegistrationError>?) {
         let o = OutputOptions(uid: identity.uid)
-        let r = Registrar(client: n, builder: CSRequestBuilder(), server: "http://n/api", identity: identity,
-                          specs: [OutputCatalogue.barometer(o), OutputCatalogue.gps(o)], format: .omJSON, cached: nil, now: { 1.7e9 })
+        let r = Registrar(
+            client: n, builder: CSRequestBuilder(), server: "http://n/api", identity: identity,
+            specs: [OutputCatalogue.barometer(o), OutputCatalogue.gps(o)], format: .omJSON, cached: nil, now: { 1.7e9 })
         var got: Result<RegistrationState, RegistrationError>?
         r.register { got = $0 }
         return (r, got)
@@ -217,10 +232,14 @@ final class RegistrarFallbackTests: XCTestCase {
         XCTAssertEqual(state.datastreams["barometer"]?.id, "ds-new")
         XCTAssertEqual(r.created, ["datastream:barometer", "datastream:gps_data"])
         XCTAssertEqual(r.notices.count, 2)
-        XCTAssertTrue(r.notices[0].hasPrefix("the node would not update datastream barometer (ds-baro) (HTTP 400: Cannot update: it has observations)"),
-                      r.notices[0])
-        XCTAssertTrue(r.notices[0].hasSuffix("its structure differs from ours, so a new datastream ds-new was created (the old one keeps its observations)"),
-                      r.notices[0])
+        XCTAssertTrue(
+            r.notices[0].hasPrefix(
+                "the node would not update datastream barometer (ds-baro) (HTTP 400: Cannot update: it has observations)"),
+            r.notices[0])
+        XCTAssertTrue(
+            r.notices[0].hasSuffix(
+                "its structure differs from ours, so a new datastream ds-new was created (the old one keeps its observations)"),
+            r.notices[0])
     }
 
     func testANodeRefusingANewDatastreamTooLeavesOnlyThatOutputOut() throws {
@@ -231,8 +250,10 @@ final class RegistrarFallbackTests: XCTestCase {
         XCTAssertNil(state.datastreams["gps_data"])
         XCTAssertEqual(r.notices.count, 2)
         XCTAssertTrue(r.notices[0].contains("the node refused a new one too (HTTP 400: Invalid payload)"), r.notices[0])
-        XCTAssertTrue(r.notices[0].hasSuffix("barometer is not streamed until the next registration (a restart, or the reregister command); the other outputs are"),
-                      r.notices[0])
+        XCTAssertTrue(
+            r.notices[0].hasSuffix(
+                "barometer is not streamed until the next registration (a restart, or the reregister command); the other outputs are"),
+            r.notices[0])
     }
 
     func testTheNodeGoingAwayMidWayFailsTheRegistrationToBeRetried() throws {
@@ -241,6 +262,7 @@ final class RegistrarFallbackTests: XCTestCase {
         guard case .failure(let e)? = got else { return XCTFail("\(String(describing: got))") }
         XCTAssertEqual(e.status, 0)
         XCTAssertTrue(e.retryable)
-        XCTAssertEqual(e.description, "registering datastream barometer: the node did not answer (Connection refused); check the URL and the network")
+        XCTAssertEqual(
+            e.description, "registering datastream barometer: the node did not answer (Connection refused); check the URL and the network")
     }
 }

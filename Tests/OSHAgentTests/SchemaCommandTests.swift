@@ -6,8 +6,9 @@ import XCTest
 
 /// `osh-edge schema` through the Agent function and through the real binary.
 final class SchemaCommandTests: XCTestCase {
-    private let board = BoardIdentity(serial: "10000000abcdef12", serialSource: .deviceTree,
-                                   model: "Raspberry Pi 4 Model B Rev 1.4", hostname: "mast-3")
+    private let board = BoardIdentity(
+        serial: "10000000abcdef12", serialSource: .deviceTree,
+        model: "Raspberry Pi 4 Model B Rev 1.4", hostname: "mast-3")
 
     func testIdentityDefaultsFromTheBoard() throws {
         let id = try SystemIdentity.resolve(board: board, uid: nil, uidExtension: "", label: nil)
@@ -17,8 +18,9 @@ final class SchemaCommandTests: XCTestCase {
         XCTAssertEqual(ext.uid, "urn:osh:rpi:10000000abcdef12:north")
         XCTAssertEqual(ext.label, "Mast 3")
         let other = BoardIdentity(serial: "a3816d3249f308b9", serialSource: .machineID, model: nil, hostname: nil)
-        XCTAssertEqual(try SystemIdentity.resolve(board: other, uid: nil, uidExtension: "", label: nil).label,
-                       "Linux Sensors [a3816d3249f308b9]")
+        XCTAssertEqual(
+            try SystemIdentity.resolve(board: other, uid: nil, uidExtension: "", label: nil).label,
+            "Linux Sensors [a3816d3249f308b9]")
     }
 
     func testNoSerialAndNoUIDIsAnErrorThatSaysWhatToDo() {
@@ -26,16 +28,19 @@ final class SchemaCommandTests: XCTestCase {
         XCTAssertThrowsError(try SystemIdentity.resolve(board: none, uid: nil, uidExtension: "", label: nil)) { e in
             XCTAssertTrue("\(e)".contains("--uid"), "\(e)")
         }
-        XCTAssertEqual(try SystemIdentity.resolve(board: none, uid: "urn:osh:rpi:my-mast-03", uidExtension: "", label: nil).uid,
-                       "urn:osh:rpi:my-mast-03")
+        XCTAssertEqual(
+            try SystemIdentity.resolve(board: none, uid: "urn:osh:rpi:my-mast-03", uidExtension: "", label: nil).uid,
+            "urn:osh:rpi:my-mast-03")
     }
 
     func testAllDocumentsWithTheReportIdentityIncludeTheAndroidBodies() throws {
-        let identity = SystemIdentity(uid: "urn:osh:android:7ae57419dd427e4c:droid2", label: "Android Sensors [Android2-0253]",
-                                      serial: "unknown")
-        let request = SchemaRequest(what: .all, identity: identity,
-                                    options: OutputOptions(uid: identity.uid, north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO"),
-                                    validFrom: 0)
+        let identity = SystemIdentity(
+            uid: "urn:osh:android:7ae57419dd427e4c:droid2", label: "Android Sensors [Android2-0253]",
+            serial: "unknown")
+        let request = SchemaRequest(
+            what: .all, identity: identity,
+            options: OutputOptions(uid: identity.uid, north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO"),
+            validFrom: 0)
         let docs = try SchemaCommand.documents(request)
         XCTAssertEqual(docs.count, 12, "Android's ten, temperature and humidity")
         let gps = docs.first { $0.contains("\"outputName\":\"gps_data\"") }
@@ -55,23 +60,29 @@ final class SchemaCommandTests: XCTestCase {
     private func run(_ args: [String]) throws -> (status: Int32, out: String, err: String) { try runOSHEdge(args) }
 
     func testCLIPrintsTheAndroidBodiesForTheReportIdentity() throws {
-        let r = try run(["schema", "--all", "--uid", "urn:osh:android:7ae57419dd427e4c:droid2",
-                         "--label", "Android Sensors [Android2-0253]", "--north", "magnetic", "--imu", "LSM6DSO"])
+        let r = try run([
+            "schema", "--all", "--uid", "urn:osh:android:7ae57419dd427e4c:droid2",
+            "--label", "Android Sensors [Android2-0253]", "--north", "magnetic", "--imu", "LSM6DSO",
+        ])
         XCTAssertEqual(r.status, 0, r.err)
         let lines = r.out.split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.count, 12)
-        let o = OutputOptions(uid: "urn:osh:android:7ae57419dd427e4c:droid2", north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")
+        let o = OutputOptions(
+            uid: "urn:osh:android:7ae57419dd427e4c:droid2", north: .magnetic, imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")
         for spec in OutputCatalogue.all(o) {
-            XCTAssertTrue(lines.contains(DatastreamBody.string(spec, systemLabel: "Android Sensors [Android2-0253]", scalarFormat: .omJSON)),
-                          spec.outputName)
+            XCTAssertTrue(
+                lines.contains(DatastreamBody.string(spec, systemLabel: "Android Sensors [Android2-0253]", scalarFormat: .omJSON)),
+                spec.outputName)
         }
         // Every line is one JSON document.
         for l in lines { XCTAssertNoThrow(try JSONSerialization.jsonObject(with: Data(l.utf8))) }
     }
 
     func testCLISystemFeatureAndOptions() throws {
-        let sys = try run(["schema", "--system", "--uid", "urn:osh:rpi:10000000abcdef12", "--label", "Mast",
-                           "--valid-from", "2026-03-18T16:02:58.497Z"])
+        let sys = try run([
+            "schema", "--system", "--uid", "urn:osh:rpi:10000000abcdef12", "--label", "Mast",
+            "--valid-from", "2026-03-18T16:02:58.497Z",
+        ])
         XCTAssertEqual(sys.status, 0, sys.err)
         XCTAssertTrue(sys.out.hasPrefix("{\"type\":\"PhysicalSystem\",\"id\":\"RPI_SENSORS_"), sys.out)
         XCTAssertTrue(sys.out.contains("\"uniqueId\":\"urn:osh:rpi:10000000abcdef12\""))
@@ -85,12 +96,14 @@ final class SchemaCommandTests: XCTestCase {
     }
 
     func testCLIRefusesBadArgumentsWithAReason() throws {
-        for (args, needle) in [(["schema", "--format", "xml"], "om+json or swe+json"),
-                               (["schema", "--north", "grid"], "true or magnetic"),
-                               (["schema", "--video-size", "big"], "WIDTHxHEIGHT"),
-                               (["schema", "nosuch", "--uid", "urn:osh:rpi:10000000abcdef12"], "gps_data"),
-                               (["schema", "--uid"], "needs a value"),
-                               (["frobnicate"], "unknown command")] {
+        for (args, needle) in [
+            (["schema", "--format", "xml"], "om+json or swe+json"),
+            (["schema", "--north", "grid"], "true or magnetic"),
+            (["schema", "--video-size", "big"], "WIDTHxHEIGHT"),
+            (["schema", "nosuch", "--uid", "urn:osh:rpi:10000000abcdef12"], "gps_data"),
+            (["schema", "--uid"], "needs a value"),
+            (["frobnicate"], "unknown command"),
+        ] {
             let r = try run(args)
             XCTAssertNotEqual(r.status, 0, args.joined(separator: " "))
             XCTAssertTrue(r.err.contains(needle), "\(args): \(r.err)")

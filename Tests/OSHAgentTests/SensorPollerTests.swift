@@ -14,9 +14,12 @@ final class SensorPollerTests: XCTestCase {
         bus.attach(RegisterMapDevice(registers: [0x75: 0x71]), at: 0x68)
         var samples = 0
         var states: [SensorPoller.State] = []
-        let poller = SensorPoller(loop: loop, name: "MPU9250 at 0x68", rate: 100, backoff: Backoff(initial: 0.05, maximum: 0.1),
-                                  reopen: { _ = try bus.readRegister(0x68, 0x75) },
-                                  poll: { _ in _ = try bus.readRegister(0x68, 0x3B); samples += 1 })
+        let poller = SensorPoller(
+            loop: loop, name: "MPU9250 at 0x68", rate: 100, backoff: Backoff(initial: 0.05, maximum: 0.1),
+            reopen: { _ = try bus.readRegister(0x68, 0x75) },
+            poll: { _ in
+                _ = try bus.readRegister(0x68, 0x3B); samples += 1
+            })
         poller.onStateChange = { states.append($0) }
         try poller.start()
         try loop.run(until: loop.deadline(after: 0.1))
@@ -44,10 +47,11 @@ final class SensorPollerTests: XCTestCase {
         var failing = true
         let log = LogCapture()
         defer { log.stop() }
-        let poller = SensorPoller(loop: loop, name: "BMP280", rate: 100, backoff: Backoff(initial: 0.05, maximum: 0.05),
-                                  failuresBeforeReopen: 1,
-                                  reopen: { if failing { throw I2CError(.unexpectedResponse, bus: 1, address: 0x76, operation: reason) } },
-                                  poll: { _ in if failing { throw I2CError(.unexpectedResponse, bus: 1, address: 0x76, operation: reason) } })
+        let poller = SensorPoller(
+            loop: loop, name: "BMP280", rate: 100, backoff: Backoff(initial: 0.05, maximum: 0.05),
+            failuresBeforeReopen: 1,
+            reopen: { if failing { throw I2CError(.unexpectedResponse, bus: 1, address: 0x76, operation: reason) } },
+            poll: { _ in if failing { throw I2CError(.unexpectedResponse, bus: 1, address: 0x76, operation: reason) } })
         try poller.start()
         try loop.run(until: loop.deadline(after: 0.3))
         reason = "no conversion"
@@ -68,8 +72,9 @@ final class SensorPollerTests: XCTestCase {
         let loop = try EventLoop(time: .virtual())
         let bus = SimulatedI2CBus(recordsTrace: false)
         bus.attach(RegisterMapDevice(), at: 0x76)
-        let poller = SensorPoller(loop: loop, name: "BMP280", rate: 100,
-                                  reopen: {}, poll: { _ in _ = try bus.readRegister(0x76, 0xF7) })
+        let poller = SensorPoller(
+            loop: loop, name: "BMP280", rate: 100,
+            reopen: {}, poll: { _ in _ = try bus.readRegister(0x76, 0xF7) })
         try poller.start()
         bus.inject(.ioError, at: 0x76, times: 1)
         try loop.run(until: loop.deadline(after: 0.1))

@@ -32,35 +32,35 @@ final class SpoolKillTests: XCTestCase {
 
     private func writeConfig() throws -> String {
         let text = """
-        [server.dev]
-        url = "\(node.apiRoot)"
+            [server.dev]
+            url = "\(node.apiRoot)"
 
-        [system]
-        uid = "urn:osh:rpi:10000000d43a5001"
+            [system]
+            uid = "urn:osh:rpi:10000000d43a5001"
 
-        [time]
-        require_sync = false
+            [time]
+            require_sync = false
 
-        [paths]
-        state_directory = "\(dir)/state"
+            [paths]
+            state_directory = "\(dir)/state"
 
-        [publisher]
-        ring_capacity = 100
-        flush_interval = 0.1
-        batch_max = 20
-        spool = true
-        spool_fsync = "never"
+            [publisher]
+            ring_capacity = 100
+            flush_interval = 0.1
+            batch_max = 20
+            spool = true
+            spool_fsync = "never"
 
-        [outputs.barometer]
-        enabled = true
-        rate = 50
-        source = "simulated"
+            [outputs.barometer]
+            enabled = true
+            rate = 50
+            source = "simulated"
 
-        [outputs.gps_data]
-        enabled = true
-        rate = 40
-        source = "simulated"
-        """
+            [outputs.gps_data]
+            enabled = true
+            rate = 40
+            source = "simulated"
+            """
         let path = dir + "/osh-edge.conf"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
@@ -71,7 +71,7 @@ final class SpoolKillTests: XCTestCase {
             FileManager.default.createFile(atPath: dir + "/no-secrets", contents: Data(), attributes: [.posixPermissions: 0o600])
         }
         let p = Process()
-        p.executableURL = builtBinary("osh-edge-dev") // source = "simulated" needs the simulation linked
+        p.executableURL = builtBinary("osh-edge-dev")  // source = "simulated" needs the simulation linked
         p.arguments = ["run", "--config", config, "--secrets", dir + "/no-secrets"]
         let log = dir + "/agent-\(logs.count).log"
         FileManager.default.createFile(atPath: log, contents: nil)
@@ -101,10 +101,9 @@ final class SpoolKillTests: XCTestCase {
 
     private func spooled() throws -> FileSpool.Inspection { try FileSpool.inspect(directory: spoolDir) }
 
-
     func testKilledWhileSpoolingNothingCorruptNothingTwiceOrderKept() throws {
         let config = try writeConfig()
-        var rng = SplitMix64(seed: 0x05E_D6E) // the kill points: random, but the same on every run
+        var rng = SplitMix64(seed: 0x05E_D6E)  // the kill points: random, but the same on every run
         try startAgent(config)
         XCTAssertTrue(wait(20) { self.times("barometer").count >= 20 && self.times("gps_data").count >= 20 }, "streaming")
         XCTAssertEqual(try spooled().segments.count, 0, "nothing on disk while the node answers")
@@ -145,10 +144,11 @@ final class SpoolKillTests: XCTestCase {
         // so nothing the node acknowledged is still in flight.
         node.mode = .acceptObservationsThenReject(remaining: 40, status: 503)
         try startAgent(config)
-        XCTAssertTrue(wait(30) {
-            self.node.requests.contains { $0.route.contains("observations") && $0.status == 503 }
-        }, "the node stopped taking observations")
-        usleep(500_000) // the 503 reaches the agent, which backs off
+        XCTAssertTrue(
+            wait(30) {
+                self.node.requests.contains { $0.route.contains("observations") && $0.status == 503 }
+            }, "the node stopped taking observations")
+        usleep(500_000)  // the 503 reaches the agent, which backs off
         stopAgent(SIGKILL)
         kills += 1
         let midway = try spooled()
@@ -158,8 +158,9 @@ final class SpoolKillTests: XCTestCase {
         let left = midway.entries.prefix { expectedKeys.contains("\($0.key)/\($0.time)") }
         XCTAssertGreaterThan(left.count, 0, "killed halfway through the drain")
         XCTAssertLessThan(left.count, expected.entries.count)
-        XCTAssertEqual(left.map(\.time), Array(expected.entries.map(\.time).suffix(left.count)),
-                       "the cursor stands exactly after what the node acknowledged")
+        XCTAssertEqual(
+            left.map(\.time), Array(expected.entries.map(\.time).suffix(left.count)),
+            "the cursor stands exactly after what the node acknowledged")
         XCTAssertFalse(midway.entries.dropFirst(left.count).contains { expectedKeys.contains("\($0.key)/\($0.time)") })
         let allSpooled = expected.entries + midway.entries.dropFirst(left.count)
 
@@ -175,21 +176,26 @@ final class SpoolKillTests: XCTestCase {
             XCTAssertEqual(got.count, Set(got).count, "\(output): an observation reached the node twice")
             let want = spooledTimes(allSpooled, key)
             let wantSet = Set(want)
-            XCTAssertEqual(got.filter { wantSet.contains($0) }, want,
-                           "\(output): every spooled observation arrived once, in spool order")
+            XCTAssertEqual(
+                got.filter { wantSet.contains($0) }, want,
+                "\(output): every spooled observation arrived once, in spool order")
         }
         let refused = node.requests.filter { $0.route.contains("observations") && $0.status >= 400 && $0.status < 500 }
         XCTAssertEqual(refused.count, 0, "no corrupt record was sent: \(refused.prefix(3))")
         XCTAssertEqual(try spooled().segments.count, 0, "a drained spool leaves nothing on the card")
-        print("spool kill test: \(kills) SIGKILLs, \(expected.entries.count) spooled observations, "
-              + "\(expected.entries.count - left.count) sent before the mid-drain kill, \(allSpooled.count - expected.entries.count) spooled by that run")
+        print(
+            "spool kill test: \(kills) SIGKILLs, \(expected.entries.count) spooled observations, "
+                + "\(expected.entries.count - left.count) sent before the mid-drain kill, \(allSpooled.count - expected.entries.count) spooled by that run"
+        )
     }
 
     /// `osh-edge spool status|dump` reads a spool without changing it.
     func testTheSpoolCommandShowsWhatWaits() throws {
         do {
             let spool = try FileSpool(options: FileSpoolOptions(directory: spoolDir), outputNames: ["barometer", "gps_data"], maxValues: 4)
-            for (ds, t, v) in [(0, 1_773_853_000.0, [1013.25, 0.5]), (1, 1_773_853_000.5, [48.1, 11.2, 520]), (0, 1_773_853_001.0, [1013.5, 0.25])] {
+            for (ds, t, v) in [
+                (0, 1_773_853_000.0, [1013.25, 0.5]), (1, 1_773_853_000.5, [48.1, 11.2, 520]), (0, 1_773_853_001.0, [1013.5, 0.25]),
+            ] {
                 _ = v.withUnsafeBufferPointer { spool.append(datastream: ds, epochTime: t, values: $0) }
             }
         }

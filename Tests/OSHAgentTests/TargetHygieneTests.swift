@@ -16,8 +16,9 @@ final class TargetHygieneTests: XCTestCase {
         XCTAssertNil(bytes.range(of: Data("Simulated".utf8)), "osh-edge contains a Simulated* type: a simulator is linked")
         // What toolchain/check-hygiene.sh checks of the cross build, here on the host build so a
         // String.contains(String) (the Regex runtime, ≈1 MB) is caught before the cross build.
-        XCTAssertNil(bytes.range(of: Data("17_StringProcessing".utf8)),
-                     "osh-edge links the Regex runtime: use OSHCore's hasSubstring instead of String.contains(String)")
+        XCTAssertNil(
+            bytes.range(of: Data("17_StringProcessing".utf8)),
+            "osh-edge links the Regex runtime: use OSHCore's hasSubstring instead of String.contains(String)")
         try assertNoDevelopmentNodeLibraries("osh-edge")
     }
 
@@ -60,8 +61,10 @@ final class TargetHygieneTests: XCTestCase {
         for command in ["demo", "node", "bench"] {
             let r = try runOSHEdge([command])
             XCTAssertEqual(r.status, 2)
-            XCTAssertEqual(r.err, "osh-edge: \(command) is in the development executable: osh-edge-dev \(command) "
-                           + "(swift run osh-edge-dev \(command))\n")
+            XCTAssertEqual(
+                r.err,
+                "osh-edge: \(command) is in the development executable: osh-edge-dev \(command) "
+                    + "(swift run osh-edge-dev \(command))\n")
         }
         let calibrate = try runOSHEdge(["calibrate", "mag", "--simulated"])
         XCTAssertEqual(calibrate.status, 2)
@@ -96,8 +99,10 @@ final class TargetHygieneTests: XCTestCase {
         let refused = try runOSHEdge(["config", "check", path])
         XCTAssertEqual(refused.status, 1)
         // Each with its line, as every other configuration error.
-        XCTAssertEqual(refused.err, "osh-edge: \(path):9: source = \"simulated\" for barometer: " + SimulationHooks.unavailable
-                       + "\n\(path):13: source = \"simulated\" for gps_data: " + SimulationHooks.unavailable + "\n")
+        XCTAssertEqual(
+            refused.err,
+            "osh-edge: \(path):9: source = \"simulated\" for barometer: " + SimulationHooks.unavailable
+                + "\n\(path):13: source = \"simulated\" for gps_data: " + SimulationHooks.unavailable + "\n")
         for binary in ["osh-edge-dev", "osh-edge-sim"] {
             let accepted = try runOSHEdge(["config", "check", path], binary: binary)
             XCTAssertEqual(accepted.status, 0, "\(binary): \(accepted.err)")

@@ -44,7 +44,8 @@ final class ReadmeDefaultsTests: XCTestCase {
         let other = SystemIdentity.defaultLabel(model: "Generic board", hostname: "<hostname>", serial: "1")
         XCTAssertTrue(readme.contains("The label defaults to `\(pi)` on a Raspberry Pi"), pi)
         XCTAssertTrue(readme.contains("(`\(other)` on another board"), other)
-        XCTAssertEqual(SystemIdentity.defaultLabel(model: nil, hostname: "", serial: "abc"), "Linux Sensors [abc]",
-                       "the serial when there is no host name")
+        XCTAssertEqual(
+            SystemIdentity.defaultLabel(model: nil, hostname: "", serial: "abc"), "Linux Sensors [abc]",
+            "the serial when there is no host name")
     }
 }

@@ -39,7 +39,9 @@ final class VideoInputTests: XCTestCase {
         }
         // A 50 Hz scalar output on the same loop.
         var ticks: [Double] = []
-        let scalar = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.02), interval: 20_000_000) { [unowned self] _ in ticks.append(self.now()) }
+        let scalar = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.02), interval: 20_000_000) { [unowned self] _ in
+            ticks.append(self.now())
+        }
         try input.start()
         XCTAssertEqual(input.encoderKind, .x264, "no hardware encoder on this machine")
         XCTAssertTrue(input.encoderReason.contains("libx264"), input.encoderReason)
@@ -78,8 +80,10 @@ final class VideoInputTests: XCTestCase {
         let loop = try EventLoop()
         let s = simulated(cameraFormats: [.yuyv], encoder: true)
         var aus: [[UInt8]] = []
-        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "USB Camera", width: 320, height: 240, fps: 25),
-                                   device: s) { _, au, _ in aus.append(Array(au)) }
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "USB Camera", width: 320, height: 240, fps: 25),
+            device: s
+        ) { _, au, _ in aus.append(Array(au)) }
         try input.start()
         XCTAssertTrue(s.deliverFrame("/dev/video0", fill: 0x33))
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
@@ -97,8 +101,10 @@ final class VideoInputTests: XCTestCase {
         let c = simulated(cameraFormats: [.yuyv], encoder: true)
         c.exportDisabled = ["/dev/video0"]
         aus.removeAll()
-        let copying = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                     device: c) { _, au, _ in aus.append(Array(au)) }
+        let copying = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+            device: c
+        ) { _, au, _ in aus.append(Array(au)) }
         try copying.start()
         c.deliverFrame("/dev/video0", fill: 0x44)
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
@@ -111,8 +117,10 @@ final class VideoInputTests: XCTestCase {
         let loop = try EventLoop()
         let s = simulated(cameraFormats: [.mjpeg, .yuyv], encoder: false)
         var aus: [[UInt8]] = []
-        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                   device: s) { _, au, _ in aus.append(Array(au)) }
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+            device: s
+        ) { _, au, _ in aus.append(Array(au)) }
         try input.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus.count == 1 })
@@ -122,8 +130,10 @@ final class VideoInputTests: XCTestCase {
 
         let h = simulated(cameraFormats: [.yuyv, .h264], encoder: true)
         aus.removeAll()
-        let direct = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                    device: h) { _, au, _ in aus.append(Array(au)) }
+        let direct = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+            device: h
+        ) { _, au, _ in aus.append(Array(au)) }
         try direct.start()
         XCTAssertEqual(direct.pictureSize?.width, 320)
         h.deliverFrame("/dev/video0", fill: 0x21)
@@ -139,27 +149,37 @@ final class VideoInputTests: XCTestCase {
         s.add("/dev/video1", .vicodecEncoder)
         s.add("/dev/video2", .vicodecDecoder)
         var aus = 0
-        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                   device: s) { _, _, _ in aus += 1 }
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+            device: s
+        ) { _, _, _ in aus += 1 }
         try input.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus == 1 })
         XCTAssertEqual(input.encoderKind, .x264)
-        XCTAssertEqual(input.encoderReason, "/dev/video1 (vicodec) encodes FWHT, not H.264; "
-                       + "/dev/video2 (vicodec) is a decoder (FWHT), not an encoder; using libx264")
+        XCTAssertEqual(
+            input.encoderReason,
+            "/dev/video1 (vicodec) encodes FWHT, not H.264; "
+                + "/dev/video2 (vicodec) is a decoder (FWHT), not an encoder; using libx264")
         input.stop()
 
         // An H.264 M2M encoder with another card name is used like the Pi's.
-        s.add("/dev/video7", .m2m(card: "Qualcomm Venus video encoder", driver: "qcom-venus", capture: [.h264],
-                                  output: [.nv12, .yuyv], multiplanar: true))
+        s.add(
+            "/dev/video7",
+            .m2m(
+                card: "Qualcomm Venus video encoder", driver: "qcom-venus", capture: [.h264],
+                output: [.nv12, .yuyv], multiplanar: true))
         aus = 0
-        let hw = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                device: s) { _, _, _ in aus += 1 }
+        let hw = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+            device: s
+        ) { _, _, _ in aus += 1 }
         try hw.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus == 1 })
         XCTAssertEqual(hw.encoderKind, .m2m("/dev/video7"))
-        XCTAssertTrue(hw.encoderReason.hasPrefix("hardware H.264 encoder Qualcomm Venus video encoder found at /dev/video7"), hw.encoderReason)
+        XCTAssertTrue(
+            hw.encoderReason.hasPrefix("hardware H.264 encoder Qualcomm Venus video encoder found at /dev/video7"), hw.encoderReason)
         hw.stop()
         XCTAssertEqual(s.openHandles, 0)
     }
@@ -168,8 +188,10 @@ final class VideoInputTests: XCTestCase {
         let loop = try EventLoop()
         let s = simulated(cameraFormats: [.yuyv], encoder: true)
         var aus = 0
-        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
-                                   device: s) { _, _, _ in aus += 1 }
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25),
+            device: s
+        ) { _, _, _ in aus += 1 }
         try input.start()
         s.deliverFrame("/dev/video0")
         XCTAssertTrue(try spin(loop) { aus == 1 })
@@ -192,8 +214,10 @@ final class VideoInputTests: XCTestCase {
         let s = simulated(cameraFormats: [.yuyv], encoder: false)
         s.add("/dev/video1", .vicodecEncoder)
         var aus = 0
-        let input = try VideoInput(loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 5),
-                                   device: s) { _, _, _ in aus += 1 }
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 5),
+            device: s
+        ) { _, _, _ in aus += 1 }
         input.cameraBackoff = Backoff(initial: 0.01, maximum: 0.04)
         func count(_ line: String) -> Int { s.trace(of: "/dev/video0").filter { $0 == line }.count }
         let capture = LogCapture()

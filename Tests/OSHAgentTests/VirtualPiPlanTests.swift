@@ -103,8 +103,9 @@ final class VirtualPiPlanTests: XCTestCase {
                 guard let b = byte(f) else { throw bad("not a hex byte: \(f)") }
                 values.append(b)
             }
-            let write = RegisterWrite(origin: origin, seconds: seconds, address: values[0], register: values[1],
-                                      bytes: Array(values[2...]))
+            let write = RegisterWrite(
+                origin: origin, seconds: seconds, address: values[0], register: values[1],
+                bytes: Array(values[2...]))
             guard Int(write.register) + write.bytes.count <= 256 else { throw bad("runs past register 0xFF") }
             out.append(write)
         }
@@ -131,8 +132,9 @@ final class VirtualPiPlanTests: XCTestCase {
         }
         let json = dir + "/expected.json"
         let expected: Expected
-        do { expected = try JSONDecoder().decode(Expected.self, from: Data(contentsOf: URL(fileURLWithPath: json))) }
-        catch { throw PlanError(description: "\(json): \(error)") }
+        do { expected = try JSONDecoder().decode(Expected.self, from: Data(contentsOf: URL(fileURLWithPath: json))) } catch {
+            throw PlanError(description: "\(json): \(error)")
+        }
         return (try Self.parse(dir + "/i2c-load.txt", timed: false), try Self.parse(dir + "/i2c-steps.txt", timed: true), expected)
     }
 
@@ -160,15 +162,19 @@ final class VirtualPiPlanTests: XCTestCase {
         }
     }
 
-    private func assertEqual(_ got: IMUVector?, _ want: [Double], _ what: String,
-                             file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertEqual(
+        _ got: IMUVector?, _ want: [Double], _ what: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let v = try XCTUnwrap(got, what, file: file, line: line)
         XCTAssertEqual(want.count, 3, "\(what): expected.json has \(want)", file: file, line: line)
         for (g, w) in zip([v.x, v.y, v.z], want) { XCTAssertEqual(g, w, accuracy: 1e-12, what, file: file, line: line) }
     }
 
-    private func assertOrientation(_ o: AndroidOrientation, _ want: Expected.Orientation,
-                                   file: StaticString = #filePath, line: UInt = #line) {
+    private func assertOrientation(
+        _ o: AndroidOrientation, _ want: Expected.Orientation,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertEqual(o.heading, want.euler.heading, accuracy: 1e-6, file: file, line: line)
         XCTAssertEqual(o.pitch, want.euler.pitch, accuracy: 1e-6, file: file, line: line)
         XCTAssertEqual(o.roll, want.euler.roll, accuracy: 1e-6, file: file, line: line)
@@ -208,8 +214,9 @@ final class VirtualPiPlanTests: XCTestCase {
         let imu = try IMUInput(loop: loop, bus: board.bus, settings: IMUSettings(bus: 0), sleep: { _ in }) { s in
             let dt = lastT.map { s.t - $0 } ?? 0.01
             lastT = s.t
-            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
-                          mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            filter.update(
+                gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
             last = s
             imuSamples += 1
         }
@@ -265,8 +272,9 @@ final class VirtualPiPlanTests: XCTestCase {
         let imu = try IMUInput(loop: loop, bus: board.bus, settings: settings, sleep: { _ in }) { s in
             let dt = times.last.map { s.t - $0 } ?? 0.01
             times.append(s.t)
-            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
-                          mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            filter.update(
+                gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
             got.append(s)
         }
         let f = try XCTUnwrap(imu.fifo, "the MPU-9250 on the stub is read through its FIFO")
@@ -296,23 +304,23 @@ final class VirtualPiPlanTests: XCTestCase {
     /// so its position reached the node — and one without a checksum stays without one.
     func testRestampingKeepsABadChecksumBad() throws {
         let script = """
-        import sys, time
-        sys.path.insert(0, sys.argv[1])
-        import checks
-        w = time.gmtime(1767225600)
-        good = "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47"
-        def ok(line):
-            body, star = line[1:line.rindex("*")], line.rindex("*")
-            return line[star + 1:].strip() == checks.nmea_checksum(body)
-        assert ok(good)
-        assert ok(checks.nmea_restamp(good, w)), "a good sentence stays good"
-        assert checks.nmea_restamp(good, w).startswith("$GPGGA,000000,"), "restamped"
-        bad = good[:-2] + "00"
-        assert not ok(checks.nmea_restamp(bad, w)), "a bad checksum stays bad"
-        bare = "$GPGGA,123519,4807.038,N"
-        assert checks.nmea_restamp(bare, w) == bare, "no checksum stays none"
-        print("ok")
-        """
+            import sys, time
+            sys.path.insert(0, sys.argv[1])
+            import checks
+            w = time.gmtime(1767225600)
+            good = "$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47"
+            def ok(line):
+                body, star = line[1:line.rindex("*")], line.rindex("*")
+                return line[star + 1:].strip() == checks.nmea_checksum(body)
+            assert ok(good)
+            assert ok(checks.nmea_restamp(good, w)), "a good sentence stays good"
+            assert checks.nmea_restamp(good, w).startswith("$GPGGA,000000,"), "restamped"
+            bad = good[:-2] + "00"
+            assert not ok(checks.nmea_restamp(bad, w)), "a bad checksum stays bad"
+            bare = "$GPGGA,123519,4807.038,N"
+            assert checks.nmea_restamp(bare, w) == bare, "no checksum stays none"
+            print("ok")
+            """
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", "-c", script, repo + "/board/virtual-pi/host"]

@@ -19,8 +19,12 @@ final class WebSocketClientTests: XCTestCase {
         loop = try EventLoop()
         http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
         let b = CSRequestBuilder()
-        let sys = try call(b.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:ws", label: "WS", serial: "ws",
-                                                                                   validFrom: 1.7e9, components: []))))
+        let sys = try call(
+            b.createSystem(
+                body: SystemBody.bytes(
+                    SystemDescription(
+                        uid: "urn:osh:rpi:ws", label: "WS", serial: "ws",
+                        validFrom: 1.7e9, components: []))))
         let sysID = try XCTUnwrap(CSResponse.resourceID(fromLocation: sys.location))
         let cs = try call(b.createControlStream(systemID: sysID, body: DeviceControl.body(systemLabel: "WS", outputNames: [])))
         csID = try XCTUnwrap(CSResponse.resourceID(fromLocation: cs.location))
@@ -39,8 +43,9 @@ final class WebSocketClientTests: XCTestCase {
     private func call(_ r: CSRequest) throws -> HTTPResult { try http.sendWaiting(r, on: loop) }
 
     private func client(ping: Double = 0) throws -> WebSocketClient {
-        try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
-                            options: WebSocketClient.Options(backoff: Backoff(initial: 5, maximum: 5), pingInterval: ping))
+        try WebSocketClient(
+            loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
+            options: WebSocketClient.Options(backoff: Backoff(initial: 5, maximum: 5), pingInterval: ping))
     }
 
     func testTextFromTheReceiverIsRefusedWith1007LikeOSH() throws {
@@ -67,9 +72,11 @@ final class WebSocketClientTests: XCTestCase {
 
     func testRefusedConnectionIsRetriedWithBackoff() throws {
         node.stop()
-        let c = try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
-                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0,
-                                                                     stableAfter: 0.2))
+        let c = try WebSocketClient(
+            loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
+            options: WebSocketClient.Options(
+                backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0,
+                stableAfter: 0.2))
         c.start()
         XCTAssertTrue(try run { c.failures >= 3 })
         guard case .connect? = c.lastError else { return XCTFail("\(String(describing: c.lastError))") }
@@ -95,13 +102,20 @@ final class WebSocketClientTests: XCTestCase {
         defer { secured.stop() }
         let b = CSRequestBuilder()
         let h = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: secured.apiRoot))
-        let sys = try h.sendWaiting(b.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:ws2", label: "WS", serial: "ws2",
-                                                                                            validFrom: 1.7e9, components: []))), on: loop)
-        let cs = try h.sendWaiting(b.createControlStream(systemID: try XCTUnwrap(CSResponse.resourceID(fromLocation: sys.location)),
-                                                         body: DeviceControl.body(systemLabel: "WS", outputNames: [])), on: loop)
-        let c = try WebSocketClient(loop: loop, server: h.server,
-                                    request: b.commandChannel(controlStreamID: try XCTUnwrap(CSResponse.resourceID(fromLocation: cs.location))),
-                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.4), pingInterval: 0))
+        let sys = try h.sendWaiting(
+            b.createSystem(
+                body: SystemBody.bytes(
+                    SystemDescription(
+                        uid: "urn:osh:rpi:ws2", label: "WS", serial: "ws2",
+                        validFrom: 1.7e9, components: []))), on: loop)
+        let cs = try h.sendWaiting(
+            b.createControlStream(
+                systemID: try XCTUnwrap(CSResponse.resourceID(fromLocation: sys.location)),
+                body: DeviceControl.body(systemLabel: "WS", outputNames: [])), on: loop)
+        let c = try WebSocketClient(
+            loop: loop, server: h.server,
+            request: b.commandChannel(controlStreamID: try XCTUnwrap(CSResponse.resourceID(fromLocation: cs.location))),
+            options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.4), pingInterval: 0))
         var steps: [Double] = []
         c.onDown = { _, retry in if let retry { steps.append(retry) } }
         c.start()
@@ -113,7 +127,7 @@ final class WebSocketClientTests: XCTestCase {
         XCTAssertTrue(text.contains("close code 1011: Permission denied"), text)
         XCTAssertTrue(text.contains("Commands will not reach this board"), text)
         XCTAssertTrue(text.contains("observations still flow"), text)
-        XCTAssertGreaterThanOrEqual(c.opens, 5) // each upgrade succeeded: the node closed what it had opened
+        XCTAssertGreaterThanOrEqual(c.opens, 5)  // each upgrade succeeded: the node closed what it had opened
     }
 
     /// The client logs nothing (its owner knows which channel it is: AgentRuntime logs once per
@@ -121,8 +135,9 @@ final class WebSocketClientTests: XCTestCase {
     /// carries the elapsed time.
     func testRetriesOfOneFailureShareARepeatKeyAndTheClientLogsNothing() throws {
         node.stop()
-        let c = try WebSocketClient(loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
-                                    options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0))
+        let c = try WebSocketClient(
+            loop: loop, server: http.server, request: CSRequestBuilder().commandChannel(controlStreamID: csID),
+            options: WebSocketClient.Options(backoff: Backoff(initial: 0.05, maximum: 0.1), pingInterval: 0))
         var errors: [WebSocketClientError] = []
         c.onDown = { e, _ in if let e { errors.append(e) } }
         let capture = LogCapture()
@@ -137,12 +152,16 @@ final class WebSocketClientTests: XCTestCase {
         let a = WebSocketClientError.connect("Failed to connect to 127.0.0.1 port 8181 after 9 ms: Could not connect to server")
         let b = WebSocketClientError.connect("Failed to connect to 127.0.0.1 port 8181 after 1012 ms: Could not connect to server")
         XCTAssertEqual(a.repeatKey, b.repeatKey)
-        XCTAssertEqual(a.repeatKey, "cannot connect to the node for the command channel: Failed to connect to 127.0.0.1 port 8181: Could not connect to server")
-        XCTAssertEqual(WebSocketClientError.connect("Connection timed out after 5001 milliseconds").repeatKey,
-                       "cannot connect to the node for the command channel: Connection timed out")
+        XCTAssertEqual(
+            a.repeatKey,
+            "cannot connect to the node for the command channel: Failed to connect to 127.0.0.1 port 8181: Could not connect to server")
+        XCTAssertEqual(
+            WebSocketClientError.connect("Connection timed out after 5001 milliseconds").repeatKey,
+            "cannot connect to the node for the command channel: Connection timed out")
         XCTAssertNotEqual(a.repeatKey, WebSocketClientError.connect("Could not resolve host: node").repeatKey)
-        XCTAssertEqual(WebSocketClientError.connect("after 3 s, after ms").repeatKey,
-                       "cannot connect to the node for the command channel: after 3 s, after ms")
+        XCTAssertEqual(
+            WebSocketClientError.connect("after 3 s, after ms").repeatKey,
+            "cannot connect to the node for the command channel: after 3 s, after ms")
     }
 
     func testUpgradeFailureDescriptionsSayWhatToDo() {
@@ -167,26 +186,37 @@ final class WebSocketTLSTests: XCTestCase {
         defer { node.stop() }
         let loop = try EventLoop()
         let builder = CSRequestBuilder(credentials: .basic(username: "pi", password: "pw"))
-        let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot, credentials: builder.credentials,
-                                                                 tls: .trustCertificate(pemPath: dir + "/cert.pem")))
+        let http = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: node.apiRoot, credentials: builder.credentials,
+                tls: .trustCertificate(pemPath: dir + "/cert.pem")))
         func run(_ timeout: Double = 10, until done: () -> Bool) throws -> Bool {
             try loop.run(for: timeout, until: done)
         }
         var sys: HTTPResult?
-        http.send(builder.createSystem(body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:wstls", label: "TLS", serial: "t",
-                                                                                validFrom: 1.7e9, components: [])))) { sys = $0 }
+        http.send(
+            builder.createSystem(
+                body: SystemBody.bytes(
+                    SystemDescription(
+                        uid: "urn:osh:rpi:wstls", label: "TLS", serial: "t",
+                        validFrom: 1.7e9, components: [])))
+        ) { sys = $0 }
         XCTAssertTrue(try run { sys != nil })
         let sysID = try XCTUnwrap(CSResponse.resourceID(fromLocation: sys?.location))
         var cs: Result<String, CommandChannelSetupError>?
-        CommandReceiver.registerControlStream(http: http, builder: builder, systemID: sysID,
-                                              body: DeviceControl.body(systemLabel: "TLS", outputNames: ["gps_data"])) { cs = $0 }
+        CommandReceiver.registerControlStream(
+            http: http, builder: builder, systemID: sysID,
+            body: DeviceControl.body(systemLabel: "TLS", outputNames: ["gps_data"])
+        ) { cs = $0 }
         XCTAssertTrue(try run { cs != nil })
         let csID = try XCTUnwrap(cs).get()
         var seen: [DeviceControlCommand] = []
         let r = try CommandReceiver.deviceControl(
             loop: loop, http: http, builder: builder, controlStreamID: csID, outputNames: ["gps_data"],
-            options: CommandReceiver.Options(ackWindow: 0.2, repostMargin: 0.1,
-                                             websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0))
+            options: CommandReceiver.Options(
+                ackWindow: 0.2, repostMargin: 0.1,
+                websocket: WebSocketClient.Options(backoff: Backoff(initial: 0.1, maximum: 0.2), pingInterval: 0))
         ) { cmd, _ in
             seen.append(cmd)
             return .completed()
@@ -194,8 +224,11 @@ final class WebSocketTLSTests: XCTestCase {
         r.start()
         XCTAssertTrue(try run { r.channel.state == .open }, "\(String(describing: r.channel.lastError))")
         var posted: HTTPResult?
-        http.send(builder.request(.post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
-                                  body: Array(("{\"parameters\":" + DeviceControl.parametersJSON(.identify(seconds: 2)) + "}").utf8))) { posted = $0 }
+        http.send(
+            builder.request(
+                .post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
+                body: Array(("{\"parameters\":" + DeviceControl.parametersJSON(.identify(seconds: 2)) + "}").utf8))
+        ) { posted = $0 }
         XCTAssertTrue(try run { posted != nil && (node.commands(controlStreamID: csID).first?.reports.count ?? 0) >= 3 })
         XCTAssertEqual(seen, [.identify(seconds: 2)])
         XCTAssertEqual(node.commands(controlStreamID: csID).first?.currentStatus, "COMPLETED")

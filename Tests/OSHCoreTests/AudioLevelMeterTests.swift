@@ -16,7 +16,7 @@ func fixtureBytes(_ relativePath: String, file: StaticString = #filePath, line: 
 /// One row of `Fixtures/audio/audio_levels.csv` (SoX stats and the same computed in Python).
 struct AudioReferenceRow {
     var file: String
-    var windowStart: Double?    // nil = the whole file
+    var windowStart: Double?  // nil = the whole file
     var frames: Int
     var soxRMS: Double, soxPeak: Double
     var pyRMS: Double, pyPeak: Double
@@ -27,9 +27,10 @@ struct AudioReferenceRow {
         func db(_ s: Substring) -> Double { s == "-inf" ? LevelMeter.floorDB : Double(s) ?? .nan }
         return text.split(whereSeparator: \.isNewline).dropFirst().map { line in
             let c = line.split(separator: ",", omittingEmptySubsequences: false)
-            return AudioReferenceRow(file: String(c[0]), windowStart: c[1] == "whole" ? nil : Double(c[1]),
-                                     frames: Int(c[3]) ?? 0, soxRMS: db(c[4]), soxPeak: db(c[5]),
-                                     pyRMS: db(c[6]), pyPeak: db(c[7]))
+            return AudioReferenceRow(
+                file: String(c[0]), windowStart: c[1] == "whole" ? nil : Double(c[1]),
+                frames: Int(c[3]) ?? 0, soxRMS: db(c[4]), soxPeak: db(c[5]),
+                pyRMS: db(c[6]), pyPeak: db(c[7]))
         }
     }
 }
@@ -68,10 +69,12 @@ final class AudioLevelMeterTests: XCTestCase {
             let (h, samples) = try referenceSamples(file)
             XCTAssertEqual(h.sampleRate, 48000)
             XCTAssertEqual(h.frames, 48000)
-            let windows = meter(samples, windowFrames: LevelMeter.windowFrames(seconds: 0.1, sampleRate: h.sampleRate),
-                                chunk: 1024)
-            let whole = meter(samples, windowFrames: LevelMeter.windowFrames(seconds: 1.0, sampleRate: h.sampleRate),
-                              chunk: 960)
+            let windows = meter(
+                samples, windowFrames: LevelMeter.windowFrames(seconds: 0.1, sampleRate: h.sampleRate),
+                chunk: 1024)
+            let whole = meter(
+                samples, windowFrames: LevelMeter.windowFrames(seconds: 1.0, sampleRate: h.sampleRate),
+                chunk: 960)
             XCTAssertEqual(windows.count, 10, file)
             XCTAssertEqual(whole.count, 1, file)
             for row in rows where row.file == file {
@@ -100,7 +103,7 @@ final class AudioLevelMeterTests: XCTestCase {
             XCTAssertEqual(w.peakdB, -160)
         }
         for w in meter(try referenceSamples("sine_1k_clipped_+6dB.wav").1, windowFrames: 4800, chunk: 960) {
-            XCTAssertEqual(w.peakdB, 0.0) // −32768 is exactly full scale
+            XCTAssertEqual(w.peakdB, 0.0)  // −32768 is exactly full scale
         }
     }
 
@@ -135,7 +138,7 @@ final class AudioLevelMeterTests: XCTestCase {
         var stereo: [Int16] = []
         for (i, s) in sine.enumerated() {
             stereo.append(s)
-            stereo.append(i % 2 == 0 ? Int16.max : Int16.min) // a loud second channel that must not count
+            stereo.append(i % 2 == 0 ? Int16.max : Int16.min)  // a loud second channel that must not count
         }
         let mono = meter(sine, windowFrames: 4800, chunk: 512)
         let first = meter(stereo, channels: 2, windowFrames: 4800, chunk: 512)
@@ -145,8 +148,8 @@ final class AudioLevelMeterTests: XCTestCase {
 
     func testWindowBookkeeping() {
         XCTAssertEqual(LevelMeter.windowFrames(seconds: 0.1, sampleRate: 48000), 4800)
-        XCTAssertEqual(LevelMeter.windowFrames(seconds: 0.05, sampleRate: 48000), 4800) // clamped to 0.1 s
-        XCTAssertEqual(LevelMeter.windowFrames(seconds: 5, sampleRate: 44100), 44100)   // clamped to 1 s
+        XCTAssertEqual(LevelMeter.windowFrames(seconds: 0.05, sampleRate: 48000), 4800)  // clamped to 0.1 s
+        XCTAssertEqual(LevelMeter.windowFrames(seconds: 5, sampleRate: 44100), 44100)  // clamped to 1 s
         XCTAssertEqual(LevelMeter.windowFrames(seconds: .nan, sampleRate: 16000), 1600)
         XCTAssertEqual(LevelMeter.windowFrames(seconds: 0.25, sampleRate: 16000), 4000)
 
@@ -174,16 +177,20 @@ final class AudioLevelMeterTests: XCTestCase {
 
     // MARK: WAV header
 
-    private func wav(tag: UInt16 = 1, channels: UInt16 = 1, rate: UInt32 = 48000, bits: UInt16 = 16,
-                     extensible: Bool = false, extraChunk: [UInt8]? = nil, dataSize: UInt32? = nil,
-                     data: [UInt8]) -> [UInt8] {
+    private func wav(
+        tag: UInt16 = 1, channels: UInt16 = 1, rate: UInt32 = 48000, bits: UInt16 = 16,
+        extensible: Bool = false, extraChunk: [UInt8]? = nil, dataSize: UInt32? = nil,
+        data: [UInt8]
+    ) -> [UInt8] {
         func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
         func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
         let align = channels * bits / 8
-        var fmt = le16(extensible ? 0xFFFE : tag) + le16(channels) + le32(rate) + le32(rate * UInt32(align))
+        var fmt =
+            le16(extensible ? 0xFFFE : tag) + le16(channels) + le32(rate) + le32(rate * UInt32(align))
             + le16(align) + le16(bits)
         if extensible {
-            fmt += le16(22) + le16(bits) + le32(0) + le16(tag)
+            fmt +=
+                le16(22) + le16(bits) + le32(0) + le16(tag)
                 + [0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71]
         }
         var body = Array("WAVE".utf8) + Array("fmt ".utf8) + le32(UInt32(fmt.count)) + fmt

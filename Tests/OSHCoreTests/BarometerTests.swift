@@ -67,8 +67,9 @@ final class BarometerTests: XCTestCase {
     /// The datasheet's worked example: 25.08 °C, t_fine 128422, 100653.27 Pa printed (±0.05 Pa for
     /// the 64-bit result, whose published formula gives 3 LSB less; the double within 0.1 % and 0.05 Pa).
     func testBMP280DatasheetExample() throws {
-        let cal = BMP280Calibration(t1: 27504, t2: 26435, t3: -1000, p1: 36477, p2: -10685, p3: 3024, p4: 2855,
-                                    p5: 140, p6: -7, p7: 15500, p8: -14600, p9: 6000)
+        let cal = BMP280Calibration(
+            t1: 27504, t2: 26435, t3: -1000, p1: 36477, p2: -10685, p3: 3024, p4: 2855,
+            p5: 140, p6: -7, p7: 15500, p8: -14600, p9: 6000)
         let t = cal.temperature(adcT: 519888)
         XCTAssertEqual(t.celsius, 25.08, accuracy: 0.005)
         XCTAssertEqual(t.tFine, 128422)
@@ -86,8 +87,9 @@ final class BarometerTests: XCTestCase {
         XCTAssertEqual(rows.count, 151)
         for r in rows {
             let cal = try BME280Calibration(registers: bytes(hex: r["regs_0x88_0xA1_hex"]), humidity: bytes(hex: r["regs_0xE1_0xE7_hex"]))
-            XCTAssertEqual([Int(cal.h1), Int(cal.h2), Int(cal.h3), Int(cal.h4), Int(cal.h5), Int(cal.h6)],
-                           ["dig_H1", "dig_H2", "dig_H3", "dig_H4", "dig_H5", "dig_H6"].map { r.int($0) }, "case \(r["case"])")
+            XCTAssertEqual(
+                [Int(cal.h1), Int(cal.h2), Int(cal.h3), Int(cal.h4), Int(cal.h5), Int(cal.h6)],
+                ["dig_H1", "dig_H2", "dig_H3", "dig_H4", "dig_H5", "dig_H6"].map { r.int($0) }, "case \(r["case"])")
             let t = cal.tp.temperature(adcT: Int32(r.int("adc_T")))
             XCTAssertEqual(ten(t.celsius), r["ds_T_double_degC"], "case \(r["case"])")
             XCTAssertEqual(ten(cal.tp.pressurePa(adcP: Int32(r.int("adc_P")), tFine: t.tFine)), r["ds_P_double_pa"], "case \(r["case"])")
@@ -142,7 +144,8 @@ final class BarometerTests: XCTestCase {
         let rows = CSVRow.parse(try fixture("baro/lps22hb_vectors.csv"))
         XCTAssertEqual(rows.count, 37)
         for r in rows {
-            let burst = bytes(hex: r["PRESS_OUT_XL_0x28"] + r["PRESS_OUT_L_0x29"] + r["PRESS_OUT_H_0x2A"] + r["TEMP_OUT_L_0x2B"] + r["TEMP_OUT_H_0x2C"])
+            let burst = bytes(
+                hex: r["PRESS_OUT_XL_0x28"] + r["PRESS_OUT_L_0x29"] + r["PRESS_OUT_H_0x2A"] + r["TEMP_OUT_L_0x2B"] + r["TEMP_OUT_H_0x2C"])
             guard let raw = burst.withUnsafeBytes({ LPS22HBRaw(burst: $0) }) else { return XCTFail("burst") }
             XCTAssertEqual(Int(raw.pressure), r.int("press_raw_int24"), "case \(r["case"])")
             XCTAssertEqual(Int(raw.temperature), r.int("temp_raw_int16"), "case \(r["case"])")

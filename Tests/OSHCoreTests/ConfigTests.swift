@@ -110,11 +110,13 @@ final class ConfigTests: XCTestCase {
 
     func testExampleDocumentsEveryKeyAndOutput() throws {
         let text = try example()
-        for key in ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "active",
-                    "uid", "uid_extension", "label", "hostname", "format", "ring_capacity", "flush_interval", "batch_max",
-                    "spool", "spool_max_mb", "spool_fsync",
-                    "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file",
-                    "max_mb", "max_hours", "#fsync", "upload_share"] {
+        for key in [
+            "url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "active",
+            "uid", "uid_extension", "label", "hostname", "format", "ring_capacity", "flush_interval", "batch_max",
+            "spool", "spool_max_mb", "spool_fsync",
+            "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file",
+            "max_mb", "max_hours", "#fsync", "upload_share",
+        ] {
             XCTAssertTrue(text.contains(key + " = "), key)
         }
         XCTAssertTrue(text.contains("[record]\n"))
@@ -125,7 +127,8 @@ final class ConfigTests: XCTestCase {
     // MARK: Syntax
 
     func testSyntaxElements() throws {
-        let text = "\u{FEFF}# whole-line comment\r\n"
+        let text =
+            "\u{FEFF}# whole-line comment\r\n"
             + "\n"
             + "top = 1\r\n"
             + "[alpha]   # trailing comment\n"
@@ -160,7 +163,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(a.entry("c")?.value, .boolean(false))
         XCTAssertEqual(a.entry("empty")?.value, .string(""))
         XCTAssertEqual(a.entry("hash")?.value, .string("a # not a comment"))
-        XCTAssertEqual(a.entry("list"), ConfigEntry(key: "list", value: .array([.integer(1), .decimal(2.5), .string("x"), .boolean(true)]), line: 16))
+        XCTAssertEqual(
+            a.entry("list"), ConfigEntry(key: "list", value: .array([.integer(1), .decimal(2.5), .string("x"), .boolean(true)]), line: 16))
         XCTAssertEqual(a.entry("none")?.value, .array([]))
         XCTAssertEqual(doc.sections[2].entries, [ConfigEntry(key: "key-with_dash", value: .array([.string("a"), .string("b")]), line: 19)])
         XCTAssertEqual(doc.sections[2].title, "[beta.gamma-1_x]")
@@ -186,7 +190,10 @@ final class ConfigTests: XCTestCase {
             ("k = nan", "nan and inf are not allowed; write a finite number"),
             ("k = -inf", "nan and inf are not allowed; write a finite number"),
             ("k = 1e999", "'1e999' is too large"),
-            ("k = 99999999999999999999", "'99999999999999999999' is too large; whole numbers go from -9223372036854775808 to 9223372036854775807"),
+            (
+                "k = 99999999999999999999",
+                "'99999999999999999999' is too large; whole numbers go from -9223372036854775808 to 9223372036854775807"
+            ),
             ("k = 1.2.3", "'1.2.3' is not a number; text values must be in double quotes: \"1.2.3\""),
             ("k = 2026-01-01T00:00:00Z", "dates and times are written as quoted strings, as \"2026-01-01T00:00:00Z\""),
             ("k = True", "true and false are written in lower case, without quotes: true or false"),
@@ -226,33 +233,44 @@ final class ConfigTests: XCTestCase {
     }
 
     func testBytesThatAreNotText() {
-        XCTAssertEqual(errors(bytes: Array((server + "k = \"a").utf8) + [0xFF] + Array("\"\n".utf8)),
-                       ["osh-edge.conf:3: invalid UTF-8 (byte 0xFF) at column 7; save the file as UTF-8"])
-        XCTAssertEqual(errors(bytes: Array(server.utf8) + [0x23, 0xC3, 0x28, 0x0A]),
-                       ["osh-edge.conf:3: invalid UTF-8 (byte 0xC3) at column 2; save the file as UTF-8"])
-        XCTAssertEqual(errors(bytes: Array(server.utf8) + [0x23, 0xED, 0xA0, 0x80]), // an encoded surrogate
-                       ["osh-edge.conf:3: invalid UTF-8 (byte 0xED) at column 2; save the file as UTF-8"])
-        XCTAssertEqual(errors(bytes: Array(server.utf8) + [0x23, 0xF4, 0x90, 0x80, 0x80]), // above U+10FFFF
-                       ["osh-edge.conf:3: invalid UTF-8 (byte 0xF4) at column 2; save the file as UTF-8"])
-        XCTAssertEqual(errors(bytes: Array((server + "k = \"a").utf8) + [0] + Array("\"".utf8)),
-                       ["osh-edge.conf:3: control character 0x00 at column 7 is not allowed (write \\n or \\t inside a quoted string)"])
-        XCTAssertEqual(errors(bytes: Array((server + "# a\rb\n").utf8)),
-                       ["osh-edge.conf:3: a carriage return (CR) at column 4 is not allowed (write \\n or \\t inside a quoted string)"])
+        XCTAssertEqual(
+            errors(bytes: Array((server + "k = \"a").utf8) + [0xFF] + Array("\"\n".utf8)),
+            ["osh-edge.conf:3: invalid UTF-8 (byte 0xFF) at column 7; save the file as UTF-8"])
+        XCTAssertEqual(
+            errors(bytes: Array(server.utf8) + [0x23, 0xC3, 0x28, 0x0A]),
+            ["osh-edge.conf:3: invalid UTF-8 (byte 0xC3) at column 2; save the file as UTF-8"])
+        XCTAssertEqual(
+            errors(bytes: Array(server.utf8) + [0x23, 0xED, 0xA0, 0x80]),  // an encoded surrogate
+            ["osh-edge.conf:3: invalid UTF-8 (byte 0xED) at column 2; save the file as UTF-8"])
+        XCTAssertEqual(
+            errors(bytes: Array(server.utf8) + [0x23, 0xF4, 0x90, 0x80, 0x80]),  // above U+10FFFF
+            ["osh-edge.conf:3: invalid UTF-8 (byte 0xF4) at column 2; save the file as UTF-8"])
+        XCTAssertEqual(
+            errors(bytes: Array((server + "k = \"a").utf8) + [0] + Array("\"".utf8)),
+            ["osh-edge.conf:3: control character 0x00 at column 7 is not allowed (write \\n or \\t inside a quoted string)"])
+        XCTAssertEqual(
+            errors(bytes: Array((server + "# a\rb\n").utf8)),
+            ["osh-edge.conf:3: a carriage return (CR) at column 4 is not allowed (write \\n or \\t inside a quoted string)"])
         let long = server + "[system]\nlabel = \"" + String(repeating: "x", count: 5000) + "\"\n"
         XCTAssertEqual(errors(long), ["osh-edge.conf:4: the line is 5010 bytes long; the limit is 4096"])
-        XCTAssertEqual(errors(bytes: [UInt8](repeating: 0x23, count: ConfigParser.maxFileSize + 1)),
-                       ["osh-edge.conf: the file is 1048577 bytes long; the limit is 1048576 bytes"])
+        XCTAssertEqual(
+            errors(bytes: [UInt8](repeating: 0x23, count: ConfigParser.maxFileSize + 1)),
+            ["osh-edge.conf: the file is 1048577 bytes long; the limit is 1048576 bytes"])
     }
 
     func testDuplicates() {
-        XCTAssertEqual(errors(server + "url = \"http://b\"\n"),
-                       ["osh-edge.conf:3: key 'url' is already set on line 2 in [server.main]; set each key once"])
-        XCTAssertEqual(errors(server + "[log]\nlevel = \"debug\"\n[log]\nlevel = \"info\"\n"),
-                       ["osh-edge.conf:5: section [log] is already defined on line 3; put all its keys under that one header"])
-        XCTAssertEqual(errors(server + "user = 5 5\nuser = \"x\"\n"), [
-            "osh-edge.conf:3: unexpected '5' after the value of 'user'; comments start with '#'",
-            "osh-edge.conf:4: key 'user' is set twice in [server.main]; set each key once",
-        ])
+        XCTAssertEqual(
+            errors(server + "url = \"http://b\"\n"),
+            ["osh-edge.conf:3: key 'url' is already set on line 2 in [server.main]; set each key once"])
+        XCTAssertEqual(
+            errors(server + "[log]\nlevel = \"debug\"\n[log]\nlevel = \"info\"\n"),
+            ["osh-edge.conf:5: section [log] is already defined on line 3; put all its keys under that one header"])
+        XCTAssertEqual(
+            errors(server + "user = 5 5\nuser = \"x\"\n"),
+            [
+                "osh-edge.conf:3: unexpected '5' after the value of 'user'; comments start with '#'",
+                "osh-edge.conf:4: key 'user' is set twice in [server.main]; set each key once",
+            ])
     }
 
     // MARK: Schema: sections and keys
@@ -265,51 +283,80 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(led?.chip, "gpiochip0")
         XCTAssertEqual(led?.line, 27)
         XCTAssertEqual(led?.activeLow, true)
-        for bad in ["[led]\nchip = \"gpiochip0\"\nline = 4096\n", "[led]\nchip = \"gpiochip0\"\nlin = 3\n",
-                    "[led]\nline = 3\n", "[led]\nchip = \"gpiochip0\"\nline = 3\n[led]\nline = 4\n", "[led\n"] {
+        for bad in [
+            "[led]\nchip = \"gpiochip0\"\nline = 4096\n", "[led]\nchip = \"gpiochip0\"\nlin = 3\n",
+            "[led]\nline = 3\n", "[led]\nchip = \"gpiochip0\"\nline = 3\n[led]\nline = 4\n", "[led\n",
+        ] {
             XCTAssertNil(AgentSettings.ledSettings(bytes: Array((server + bad).utf8), path: "c"), bad)
         }
     }
 
     func testUnknownKeyNamesTheAllowedKeys() {
-        XCTAssertEqual(errors(server + "[publisher]\nfromat = \"om+json\"\n"), [
-            "osh-edge.conf:4: key 'fromat' is not known in [publisher] (did you mean 'format'?); "
-                + "known keys: format, ring_capacity, flush_interval, batch_max, spool, spool_max_mb, spool_fsync",
-        ])
-        XCTAssertEqual(errors(server + "[publisher]\ncolour = 1\n"), [
-            "osh-edge.conf:4: key 'colour' is not known in [publisher]; known keys: format, ring_capacity, flush_interval, batch_max, spool, spool_max_mb, spool_fsync",
-        ])
-        XCTAssertEqual(errors(server + "[outputs.gps_data]\nrte = 1\n"), [
-            "osh-edge.conf:4: key 'rte' is not known in [outputs.gps_data] (did you mean 'rate'?); known keys: enabled, rate, source",
-        ])
-        XCTAssertEqual(errors("format = \"om+json\"\n" + server), [
-            "osh-edge.conf:1: key 'format' is outside any section (before the first [section] header); it belongs under [publisher]",
-        ])
+        XCTAssertEqual(
+            errors(server + "[publisher]\nfromat = \"om+json\"\n"),
+            [
+                "osh-edge.conf:4: key 'fromat' is not known in [publisher] (did you mean 'format'?); "
+                    + "known keys: format, ring_capacity, flush_interval, batch_max, spool, spool_max_mb, spool_fsync"
+            ])
+        XCTAssertEqual(
+            errors(server + "[publisher]\ncolour = 1\n"),
+            [
+                "osh-edge.conf:4: key 'colour' is not known in [publisher]; known keys: format, ring_capacity, flush_interval, batch_max, spool, spool_max_mb, spool_fsync"
+            ])
+        XCTAssertEqual(
+            errors(server + "[outputs.gps_data]\nrte = 1\n"),
+            [
+                "osh-edge.conf:4: key 'rte' is not known in [outputs.gps_data] (did you mean 'rate'?); known keys: enabled, rate, source"
+            ])
+        XCTAssertEqual(
+            errors("format = \"om+json\"\n" + server),
+            [
+                "osh-edge.conf:1: key 'format' is outside any section (before the first [section] header); it belongs under [publisher]"
+            ])
     }
 
     func testUnknownSectionsAndNames() {
-        let sections = "known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
-        let outputs = "quat_orientation_data, euler_orientation_data, accelerometer, gyroscope, magnetometer, barometer, "
+        let sections =
+            "known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]"
+        let outputs =
+            "quat_orientation_data, euler_orientation_data, accelerometer, gyroscope, magnetometer, barometer, "
             + "temperature, humidity, gps_data, camera0_H264, audio_level, device_health"
-        XCTAssertEqual(errors(server + "[publsher]\n"), ["osh-edge.conf:3: section [publsher] is not known (did you mean [publisher]?); " + sections])
-        XCTAssertEqual(errors(server + "[output.gps_data]\n"), ["osh-edge.conf:3: section [output.gps_data] is not known (did you mean [outputs.NAME]?); " + sections])
+        XCTAssertEqual(
+            errors(server + "[publsher]\n"), ["osh-edge.conf:3: section [publsher] is not known (did you mean [publisher]?); " + sections])
+        XCTAssertEqual(
+            errors(server + "[output.gps_data]\n"),
+            ["osh-edge.conf:3: section [output.gps_data] is not known (did you mean [outputs.NAME]?); " + sections])
         XCTAssertEqual(errors(server + "[video]\n"), ["osh-edge.conf:3: section [video] is not known; " + sections])
-        XCTAssertEqual(errors(server + "[outputs.gps]\n"), ["osh-edge.conf:3: output 'gps' in [outputs.gps] is not known (did you mean 'gps_data'?); known outputs: " + outputs])
-        XCTAssertEqual(errors(server + "[outputs.camera0_h264]\n"), ["osh-edge.conf:3: output 'camera0_h264' in [outputs.camera0_h264] is not known (did you mean 'camera0_H264'?); known outputs: " + outputs])
-        XCTAssertEqual(errors(server + "[outputs]\n"), ["osh-edge.conf:3: [outputs] needs an output name, as [outputs.gps_data]; outputs: " + outputs])
-        XCTAssertEqual(errors("[server]\nurl = \"http://a\"\n"), ["osh-edge.conf:1: [server] needs a name, as [server.main]: one [server.NAME] section per node"])
+        XCTAssertEqual(
+            errors(server + "[outputs.gps]\n"),
+            ["osh-edge.conf:3: output 'gps' in [outputs.gps] is not known (did you mean 'gps_data'?); known outputs: " + outputs])
+        XCTAssertEqual(
+            errors(server + "[outputs.camera0_h264]\n"),
+            [
+                "osh-edge.conf:3: output 'camera0_h264' in [outputs.camera0_h264] is not known (did you mean 'camera0_H264'?); known outputs: "
+                    + outputs
+            ])
+        XCTAssertEqual(
+            errors(server + "[outputs]\n"), ["osh-edge.conf:3: [outputs] needs an output name, as [outputs.gps_data]; outputs: " + outputs])
+        XCTAssertEqual(
+            errors("[server]\nurl = \"http://a\"\n"),
+            ["osh-edge.conf:1: [server] needs a name, as [server.main]: one [server.NAME] section per node"])
         XCTAssertEqual(errors(server + "[log.x]\n"), ["osh-edge.conf:3: [log] takes no name: write [log]"])
     }
 
     func testPasswordsAndTokensAreRefused() {
-        XCTAssertEqual(errors(server + "password = \"hunter2\"\n"), [
-            "osh-edge.conf:3: 'password' does not belong in this file (others can read it): put password = \"…\" "
-                + "under [server.main] in /etc/osh-edge/secrets (root-only)",
-        ])
-        XCTAssertEqual(errors("token = \"abc\"\n" + server + "[publisher]\nPassword = \"x\"\n"), [
-            "osh-edge.conf:1: 'token' does not belong in this file (others can read it): put token = \"…\" under [server.NAME] in /etc/osh-edge/secrets (root-only)",
-            "osh-edge.conf:5: 'Password' does not belong in this file (others can read it): put password = \"…\" under [server.NAME] in /etc/osh-edge/secrets (root-only)",
-        ])
+        XCTAssertEqual(
+            errors(server + "password = \"hunter2\"\n"),
+            [
+                "osh-edge.conf:3: 'password' does not belong in this file (others can read it): put password = \"…\" "
+                    + "under [server.main] in /etc/osh-edge/secrets (root-only)"
+            ])
+        XCTAssertEqual(
+            errors("token = \"abc\"\n" + server + "[publisher]\nPassword = \"x\"\n"),
+            [
+                "osh-edge.conf:1: 'token' does not belong in this file (others can read it): put token = \"…\" under [server.NAME] in /etc/osh-edge/secrets (root-only)",
+                "osh-edge.conf:5: 'Password' does not belong in this file (others can read it): put password = \"…\" under [server.NAME] in /etc/osh-edge/secrets (root-only)",
+            ])
         XCTAssertFalse(errors(server + "password = \"hunter2\"\n").joined().contains("hunter2"))
     }
 
@@ -318,94 +365,197 @@ final class ConfigTests: XCTestCase {
     func testServersAndActive() {
         let two = server + "[server.lab]\nurl = \"https://lab.example.org/sensorhub/api/\"\nuser = \"pi\"\n"
         XCTAssertEqual(errors(two), ["osh-edge.conf:3: 2 servers are defined (main, lab); choose one with active = \"main\" in [node]"])
-        XCTAssertEqual(errors("[node]\n" + two), ["osh-edge.conf:1: 2 servers are defined (main, lab); choose one with active = \"main\" in [node]"])
-        XCTAssertEqual(errors(two + "[node]\nactive = \"lob\"\n"),
-                       ["osh-edge.conf:7: active = \"lob\" in [node] does not name a server (did you mean \"lab\"?); servers: main, lab"])
+        XCTAssertEqual(
+            errors("[node]\n" + two), ["osh-edge.conf:1: 2 servers are defined (main, lab); choose one with active = \"main\" in [node]"])
+        XCTAssertEqual(
+            errors(two + "[node]\nactive = \"lob\"\n"),
+            ["osh-edge.conf:7: active = \"lob\" in [node] does not name a server (did you mean \"lab\"?); servers: main, lab"])
         guard let s = settings(two + "[node]\nactive = \"lab\"\n") else { return }
         XCTAssertEqual(s.servers.map(\.name), ["main", "lab"])
         XCTAssertEqual(s.activeServer, ServerSettings(name: "lab", url: "https://lab.example.org/sensorhub/api", user: "pi"))
         XCTAssertEqual(settings(server + "[node]\nactive = \"main\"\n")?.activeServer.name, "main")
-        XCTAssertEqual(errors("[log]\n"), ["osh-edge.conf: no [server.NAME] section: add one with url = \"https://HOST/sensorhub/api\" (the node to stream to)"])
-        XCTAssertEqual(errors("[server.a]\nuser = \"x\"\n"), ["osh-edge.conf:1: [server.a] needs url = \"https://HOST/sensorhub/api\" (the node's API root)"])
+        XCTAssertEqual(
+            errors("[log]\n"),
+            ["osh-edge.conf: no [server.NAME] section: add one with url = \"https://HOST/sensorhub/api\" (the node to stream to)"])
+        XCTAssertEqual(
+            errors("[server.a]\nuser = \"x\"\n"),
+            ["osh-edge.conf:1: [server.a] needs url = \"https://HOST/sensorhub/api\" (the node's API root)"])
     }
 
     func testServerURL() {
         func url(_ u: String) -> [String] { errors("[server.main]\nurl = \"\(u)\"\n") }
-        XCTAssertEqual(url("ftp://node/api"), ["osh-edge.conf:2: url = \"ftp://node/api\" in [server.main] must start with http:// or https://, as \"https://node.example.org/sensorhub/api\""])
-        XCTAssertEqual(url("node:8181/sensorhub/api"), ["osh-edge.conf:2: url = \"node:8181/sensorhub/api\" in [server.main] must start with http:// or https://, as \"https://node.example.org/sensorhub/api\""])
+        XCTAssertEqual(
+            url("ftp://node/api"),
+            [
+                "osh-edge.conf:2: url = \"ftp://node/api\" in [server.main] must start with http:// or https://, as \"https://node.example.org/sensorhub/api\""
+            ])
+        XCTAssertEqual(
+            url("node:8181/sensorhub/api"),
+            [
+                "osh-edge.conf:2: url = \"node:8181/sensorhub/api\" in [server.main] must start with http:// or https://, as \"https://node.example.org/sensorhub/api\""
+            ])
         XCTAssertEqual(url("http:///api"), ["osh-edge.conf:2: url = \"http:///api\" in [server.main] has no host name after the scheme"])
-        XCTAssertEqual(url("http://a b/api"), ["osh-edge.conf:2: url = \"http://a b/api\" in [server.main] cannot contain spaces, quotes or control characters"])
-        XCTAssertEqual(url("http://me:pw@node/api"), ["osh-edge.conf:2: url = \"http://me:pw@node/api\" in [server.main] cannot hold a user name or password: put the user in 'user' and the password in /etc/osh-edge/secrets"])
-        XCTAssertEqual(errors("[server.main]\nurl = 5\n"), ["osh-edge.conf:2: 'url' in [server.main] must be a quoted string; got a whole number: write \"5\""])
+        XCTAssertEqual(
+            url("http://a b/api"),
+            ["osh-edge.conf:2: url = \"http://a b/api\" in [server.main] cannot contain spaces, quotes or control characters"])
+        XCTAssertEqual(
+            url("http://me:pw@node/api"),
+            [
+                "osh-edge.conf:2: url = \"http://me:pw@node/api\" in [server.main] cannot hold a user name or password: put the user in 'user' and the password in /etc/osh-edge/secrets"
+            ])
+        XCTAssertEqual(
+            errors("[server.main]\nurl = 5\n"),
+            ["osh-edge.conf:2: 'url' in [server.main] must be a quoted string; got a whole number: write \"5\""])
         XCTAssertEqual(settings("[server.main]\nurl = \"HTTPS://node/api//\"\n")?.activeServer.url, "HTTPS://node/api")
-        XCTAssertEqual(errors(server + "user = \"a:b\"\n"), ["osh-edge.conf:3: user in [server.main] cannot contain ':' (HTTP Basic authentication)"])
+        XCTAssertEqual(
+            errors(server + "user = \"a:b\"\n"), ["osh-edge.conf:3: user in [server.main] cannot contain ':' (HTTP Basic authentication)"])
     }
 
     func testServerTLS() {
         let pin = Base64.encode([UInt8](repeating: 7, count: 32))
-        XCTAssertEqual(settings(server + "tls = \"trust-certificate\"\ncertificate = \"/etc/osh-edge/node.pem\"\n")?.activeServer.tls,
-                       .trustCertificate(path: "/etc/osh-edge/node.pem"))
+        XCTAssertEqual(
+            settings(server + "tls = \"trust-certificate\"\ncertificate = \"/etc/osh-edge/node.pem\"\n")?.activeServer.tls,
+            .trustCertificate(path: "/etc/osh-edge/node.pem"))
         XCTAssertEqual(settings(server + "tls = \"pin\"\npin_sha256 = \"\(pin)\"\n")?.activeServer.tls, .pin(sha256Base64: pin))
         XCTAssertEqual(settings(server + "tls = \"pin\"\npin_sha256 = \"sha256//\(pin)\"\n")?.activeServer.tls, .pin(sha256Base64: pin))
-        XCTAssertEqual(errors(server + "tls = \"trust-certificate\"\n"),
-                       ["osh-edge.conf:3: tls = \"trust-certificate\" in [server.main] needs certificate = \"/etc/osh-edge/node.pem\" (the node's certificate, PEM)"])
-        XCTAssertEqual(errors(server + "tls = \"pin\"\n"),
-                       ["osh-edge.conf:3: tls = \"pin\" in [server.main] needs pin_sha256 = \"BASE64\" (the SHA-256 of the node's public key; `osh-edge check` prints it)"])
-        XCTAssertEqual(errors(server + "certificate = \"/etc/n.pem\"\n"),
-                       ["osh-edge.conf:3: certificate in [server.main] is only used with tls = \"trust-certificate\"; set that, or remove certificate"])
-        XCTAssertEqual(errors(server + "tls = \"trust-certificate\"\ncertificate = \"node.pem\"\n"),
-                       ["osh-edge.conf:4: certificate in [server.main] must be an absolute path (starting with /)"])
-        XCTAssertEqual(errors(server + "tls = \"pin\"\npin_sha256 = \"abc=\"\n"),
-                       ["osh-edge.conf:4: pin_sha256 in [server.main] must be the base64 SHA-256 of the node's public key (44 characters ending in '='; `osh-edge check` prints it)"])
-        XCTAssertEqual(errors(server + "pin_sha256 = \"\(pin)\"\n"),
-                       ["osh-edge.conf:3: pin_sha256 in [server.main] is only used with tls = \"pin\"; set that, or remove pin_sha256"])
-        XCTAssertEqual(errors(server + "tls = \"insecure\"\n"),
-                       ["osh-edge.conf:3: tls = \"insecure\" in [server.main] is not allowed; allowed: \"verify\", \"trust-certificate\", \"pin\""])
-        XCTAssertEqual(errors(server + "tls = \"Verify\"\n"),
-                       ["osh-edge.conf:3: tls = \"Verify\" in [server.main] is not allowed (did you mean \"verify\"?); allowed: \"verify\", \"trust-certificate\", \"pin\""])
+        XCTAssertEqual(
+            errors(server + "tls = \"trust-certificate\"\n"),
+            [
+                "osh-edge.conf:3: tls = \"trust-certificate\" in [server.main] needs certificate = \"/etc/osh-edge/node.pem\" (the node's certificate, PEM)"
+            ])
+        XCTAssertEqual(
+            errors(server + "tls = \"pin\"\n"),
+            [
+                "osh-edge.conf:3: tls = \"pin\" in [server.main] needs pin_sha256 = \"BASE64\" (the SHA-256 of the node's public key; `osh-edge check` prints it)"
+            ])
+        XCTAssertEqual(
+            errors(server + "certificate = \"/etc/n.pem\"\n"),
+            ["osh-edge.conf:3: certificate in [server.main] is only used with tls = \"trust-certificate\"; set that, or remove certificate"]
+        )
+        XCTAssertEqual(
+            errors(server + "tls = \"trust-certificate\"\ncertificate = \"node.pem\"\n"),
+            ["osh-edge.conf:4: certificate in [server.main] must be an absolute path (starting with /)"])
+        XCTAssertEqual(
+            errors(server + "tls = \"pin\"\npin_sha256 = \"abc=\"\n"),
+            [
+                "osh-edge.conf:4: pin_sha256 in [server.main] must be the base64 SHA-256 of the node's public key (44 characters ending in '='; `osh-edge check` prints it)"
+            ])
+        XCTAssertEqual(
+            errors(server + "pin_sha256 = \"\(pin)\"\n"),
+            ["osh-edge.conf:3: pin_sha256 in [server.main] is only used with tls = \"pin\"; set that, or remove pin_sha256"])
+        XCTAssertEqual(
+            errors(server + "tls = \"insecure\"\n"),
+            ["osh-edge.conf:3: tls = \"insecure\" in [server.main] is not allowed; allowed: \"verify\", \"trust-certificate\", \"pin\""])
+        XCTAssertEqual(
+            errors(server + "tls = \"Verify\"\n"),
+            [
+                "osh-edge.conf:3: tls = \"Verify\" in [server.main] is not allowed (did you mean \"verify\"?); allowed: \"verify\", \"trust-certificate\", \"pin\""
+            ])
     }
 
     // MARK: Values
 
     func testValueRanges() {
         func one(_ section: String, _ line: String) -> [String] { errors(server + "[\(section)]\n" + line + "\n") }
-        XCTAssertEqual(one("publisher", "ring_capacity = 99"), ["osh-edge.conf:4: ring_capacity = 99 in [publisher] is out of range; allowed: 100 to 1000000"])
-        XCTAssertEqual(one("publisher", "ring_capacity = 1_000_001"), ["osh-edge.conf:4: ring_capacity = 1000001 in [publisher] is out of range; allowed: 100 to 1000000"])
-        XCTAssertEqual(one("publisher", "ring_capacity = 1000.0"), ["osh-edge.conf:4: 'ring_capacity' in [publisher] must be a whole number from 100 to 1000000; got a decimal number"])
-        XCTAssertEqual(one("publisher", "ring_capacity = \"1000\""), ["osh-edge.conf:4: 'ring_capacity' in [publisher] must be a whole number from 100 to 1000000; got a string: remove the quotes"])
-        XCTAssertEqual(one("publisher", "flush_interval = 0.04"), ["osh-edge.conf:4: flush_interval = 0.04 in [publisher] is out of range; allowed: 0.05 to 10 seconds"])
-        XCTAssertEqual(one("publisher", "spool_fsync = \"always\""), ["osh-edge.conf:4: spool_fsync = \"always\" in [publisher] is not allowed; allowed: \"record\", \"second\", \"never\""])
-        XCTAssertEqual(one("publisher", "spool_max_mb = 0"), ["osh-edge.conf:4: spool_max_mb = 0 in [publisher] is out of range; allowed: 1 to 16384"])
+        XCTAssertEqual(
+            one("publisher", "ring_capacity = 99"),
+            ["osh-edge.conf:4: ring_capacity = 99 in [publisher] is out of range; allowed: 100 to 1000000"])
+        XCTAssertEqual(
+            one("publisher", "ring_capacity = 1_000_001"),
+            ["osh-edge.conf:4: ring_capacity = 1000001 in [publisher] is out of range; allowed: 100 to 1000000"])
+        XCTAssertEqual(
+            one("publisher", "ring_capacity = 1000.0"),
+            ["osh-edge.conf:4: 'ring_capacity' in [publisher] must be a whole number from 100 to 1000000; got a decimal number"])
+        XCTAssertEqual(
+            one("publisher", "ring_capacity = \"1000\""),
+            ["osh-edge.conf:4: 'ring_capacity' in [publisher] must be a whole number from 100 to 1000000; got a string: remove the quotes"])
+        XCTAssertEqual(
+            one("publisher", "flush_interval = 0.04"),
+            ["osh-edge.conf:4: flush_interval = 0.04 in [publisher] is out of range; allowed: 0.05 to 10 seconds"])
+        XCTAssertEqual(
+            one("publisher", "spool_fsync = \"always\""),
+            ["osh-edge.conf:4: spool_fsync = \"always\" in [publisher] is not allowed; allowed: \"record\", \"second\", \"never\""])
+        XCTAssertEqual(
+            one("publisher", "spool_max_mb = 0"), ["osh-edge.conf:4: spool_max_mb = 0 in [publisher] is out of range; allowed: 1 to 16384"])
         XCTAssertEqual(one("publisher", "spool = 1"), ["osh-edge.conf:4: 'spool' in [publisher] must be true or false; got a whole number"])
-        XCTAssertEqual(one("publisher", "batch_max = 0"), ["osh-edge.conf:4: batch_max = 0 in [publisher] is out of range; allowed: 1 to 500"])
-        XCTAssertEqual(one("publisher", "format = \"om-json\""), ["osh-edge.conf:4: format = \"om-json\" in [publisher] is not allowed (did you mean \"om+json\"?); allowed: \"om+json\", \"swe+json\""])
-        XCTAssertEqual(one("outputs.gps_data", "rate = 0"), ["osh-edge.conf:4: rate = 0 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz"])
-        XCTAssertEqual(one("outputs.gps_data", "rate = 100.5"), ["osh-edge.conf:4: rate = 100.5 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz"])
-        XCTAssertEqual(one("outputs.camera0_H264", "rate = 30"), ["osh-edge.conf:4: rate = 30 in [outputs.camera0_H264] is out of range; allowed: 1 to 25 frames per second"])
-        XCTAssertEqual(one("outputs.gps_data", "enabled = \"true\""), ["osh-edge.conf:4: 'enabled' in [outputs.gps_data] must be true or false; got a string: remove the quotes"])
-        XCTAssertEqual(one("outputs.gps_data", "source = \"fake\""), ["osh-edge.conf:4: source = \"fake\" in [outputs.gps_data] is not allowed; allowed: \"hardware\", \"simulated\""])
-        XCTAssertEqual(one("orientation", "north = true"), ["osh-edge.conf:4: 'north' in [orientation] must be one of \"true\", \"magnetic\"; got true/false: write it in quotes, \"true\""])
-        XCTAssertEqual(one("log", "level = \"warn\""), ["osh-edge.conf:4: level = \"warn\" in [log] is not allowed (did you mean \"warning\"?); allowed: \"error\", \"warning\", \"notice\", \"info\", \"debug\""])
-        XCTAssertEqual(one("paths", "state_directory = \"state\""), ["osh-edge.conf:4: state_directory in [paths] must be an absolute path (starting with /)"])
-        XCTAssertEqual(one("paths", "counters_file = \"counters\""), ["osh-edge.conf:4: counters_file in [paths] must be an absolute path (starting with /), or \"\" for none"])
+        XCTAssertEqual(
+            one("publisher", "batch_max = 0"), ["osh-edge.conf:4: batch_max = 0 in [publisher] is out of range; allowed: 1 to 500"])
+        XCTAssertEqual(
+            one("publisher", "format = \"om-json\""),
+            [
+                "osh-edge.conf:4: format = \"om-json\" in [publisher] is not allowed (did you mean \"om+json\"?); allowed: \"om+json\", \"swe+json\""
+            ])
+        XCTAssertEqual(
+            one("outputs.gps_data", "rate = 0"),
+            ["osh-edge.conf:4: rate = 0 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz"])
+        XCTAssertEqual(
+            one("outputs.gps_data", "rate = 100.5"),
+            ["osh-edge.conf:4: rate = 100.5 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz"])
+        XCTAssertEqual(
+            one("outputs.camera0_H264", "rate = 30"),
+            ["osh-edge.conf:4: rate = 30 in [outputs.camera0_H264] is out of range; allowed: 1 to 25 frames per second"])
+        XCTAssertEqual(
+            one("outputs.gps_data", "enabled = \"true\""),
+            ["osh-edge.conf:4: 'enabled' in [outputs.gps_data] must be true or false; got a string: remove the quotes"])
+        XCTAssertEqual(
+            one("outputs.gps_data", "source = \"fake\""),
+            ["osh-edge.conf:4: source = \"fake\" in [outputs.gps_data] is not allowed; allowed: \"hardware\", \"simulated\""])
+        XCTAssertEqual(
+            one("orientation", "north = true"),
+            [
+                "osh-edge.conf:4: 'north' in [orientation] must be one of \"true\", \"magnetic\"; got true/false: write it in quotes, \"true\""
+            ])
+        XCTAssertEqual(
+            one("log", "level = \"warn\""),
+            [
+                "osh-edge.conf:4: level = \"warn\" in [log] is not allowed (did you mean \"warning\"?); allowed: \"error\", \"warning\", \"notice\", \"info\", \"debug\""
+            ])
+        XCTAssertEqual(
+            one("paths", "state_directory = \"state\""),
+            ["osh-edge.conf:4: state_directory in [paths] must be an absolute path (starting with /)"])
+        XCTAssertEqual(
+            one("paths", "counters_file = \"counters\""),
+            ["osh-edge.conf:4: counters_file in [paths] must be an absolute path (starting with /), or \"\" for none"])
         XCTAssertEqual(settings(server + "[paths]\ncounters_file = \"\"\n")?.countersFile, "", "\"\" is none, not an error")
-        XCTAssertEqual(one("time", "not_before = \"2026-01-01T00:00:00\""), ["osh-edge.conf:4: not_before = \"2026-01-01T00:00:00\" in [time] is not an ISO-8601 time with a zone; write it as \"2026-01-01T00:00:00Z\""])
-        XCTAssertEqual(one("time", "require_sync = 1"), ["osh-edge.conf:4: 'require_sync' in [time] must be true or false; got a whole number"])
-        XCTAssertEqual(errors(server + "connect_timeout = 121\nrequest_timeout = 0.5\n"), [
-            "osh-edge.conf:3: connect_timeout = 121 in [server.main] is out of range; allowed: 1 to 120 seconds",
-            "osh-edge.conf:4: request_timeout = 0.5 in [server.main] is out of range; allowed: 1 to 300 seconds",
-        ])
-        XCTAssertEqual(one("system", "uid = \"my pi\""), ["osh-edge.conf:4: uid = \"my pi\" in [system] is not a usable UID: at least 12 characters, no spaces, URN characters only, as \"urn:osh:rpi:garden-01\"; \"\" uses the board's serial"])
-        XCTAssertEqual(one("system", "uid_extension = \"a b\""), ["osh-edge.conf:4: uid_extension = \"a b\" in [system] may hold only letters, digits and -._~!$&()*+,;=:@/#% (no spaces)"])
-        XCTAssertEqual(errors(server + "[system]\nuid = \"urn:osh:rpi:garden-01\"\nuid_extension = \"x\"\n"),
-                       ["osh-edge.conf:5: uid_extension in [system] is only used when uid is empty (the UID is then urn:osh:rpi:<serial>:<uid_extension>); remove one of them"])
-        XCTAssertEqual(one("system", "label = \"two\\nlines\""), ["osh-edge.conf:4: label in [system] must be one line of text, without control characters"])
+        XCTAssertEqual(
+            one("time", "not_before = \"2026-01-01T00:00:00\""),
+            [
+                "osh-edge.conf:4: not_before = \"2026-01-01T00:00:00\" in [time] is not an ISO-8601 time with a zone; write it as \"2026-01-01T00:00:00Z\""
+            ])
+        XCTAssertEqual(
+            one("time", "require_sync = 1"), ["osh-edge.conf:4: 'require_sync' in [time] must be true or false; got a whole number"])
+        XCTAssertEqual(
+            errors(server + "connect_timeout = 121\nrequest_timeout = 0.5\n"),
+            [
+                "osh-edge.conf:3: connect_timeout = 121 in [server.main] is out of range; allowed: 1 to 120 seconds",
+                "osh-edge.conf:4: request_timeout = 0.5 in [server.main] is out of range; allowed: 1 to 300 seconds",
+            ])
+        XCTAssertEqual(
+            one("system", "uid = \"my pi\""),
+            [
+                "osh-edge.conf:4: uid = \"my pi\" in [system] is not a usable UID: at least 12 characters, no spaces, URN characters only, as \"urn:osh:rpi:garden-01\"; \"\" uses the board's serial"
+            ])
+        XCTAssertEqual(
+            one("system", "uid_extension = \"a b\""),
+            ["osh-edge.conf:4: uid_extension = \"a b\" in [system] may hold only letters, digits and -._~!$&()*+,;=:@/#% (no spaces)"])
+        XCTAssertEqual(
+            errors(server + "[system]\nuid = \"urn:osh:rpi:garden-01\"\nuid_extension = \"x\"\n"),
+            [
+                "osh-edge.conf:5: uid_extension in [system] is only used when uid is empty (the UID is then urn:osh:rpi:<serial>:<uid_extension>); remove one of them"
+            ])
+        XCTAssertEqual(
+            one("system", "label = \"two\\nlines\""),
+            ["osh-edge.conf:4: label in [system] must be one line of text, without control characters"])
         XCTAssertEqual(one("system", "label = [\"a\"]"), ["osh-edge.conf:4: 'label' in [system] must be a quoted string; got a list"])
-        let badName = "is not a usable hostname: 1 to 63 lower-case letters, digits and '-', not starting or ending with '-', as \"garden-01\"; \"\" keeps the board's own"
+        let badName =
+            "is not a usable hostname: 1 to 63 lower-case letters, digits and '-', not starting or ending with '-', as \"garden-01\"; \"\" keeps the board's own"
         for name in ["Garden", "-garden", "garden-", "gar.den", "gar den", String(repeating: "a", count: 64)] {
-            XCTAssertEqual(one("system", "hostname = \"\(name)\""), ["osh-edge.conf:4: hostname = \"\(name)\" in [system] \(badName)"], name)
+            XCTAssertEqual(
+                one("system", "hostname = \"\(name)\""), ["osh-edge.conf:4: hostname = \"\(name)\" in [system] \(badName)"], name)
         }
-        XCTAssertEqual(one("system", "hostname = 1"), ["osh-edge.conf:4: 'hostname' in [system] must be a quoted string; got a whole number: write \"1\""])
+        XCTAssertEqual(
+            one("system", "hostname = 1"),
+            ["osh-edge.conf:4: 'hostname' in [system] must be a quoted string; got a whole number: write \"1\""])
     }
 
     func testHostnameAcceptsRFC1123LabelsInLowerCase() {
@@ -415,42 +565,49 @@ final class ConfigTests: XCTestCase {
     }
 
     func testEverySettingIsRead() {
-        let text = server + """
-            user = "pi"
-            connect_timeout = 5
-            request_timeout = 60.5
-            [system]
-            uid_extension = "garden"
-            label = "Garden Pi"
-            hostname = "garden-01"
-            [publisher]
-            format = "swe+json"
-            ring_capacity = 5_000
-            flush_interval = 1
-            batch_max = 10
-            [time]
-            require_sync = false
-            not_before = "2027-06-01T12:00:00+02:00"
-            [outputs.gps_data]
-            enabled = true
-            rate = 5
-            source = "simulated"
-            [outputs.device_health]
-            enabled = false
-            [orientation]
-            north = "magnetic"
-            [log]
-            level = "debug"
-            [paths]
-            state_directory = "/srv/osh"
-            counters_file = "/run/osh/counters"
+        let text =
+            server + """
+                user = "pi"
+                connect_timeout = 5
+                request_timeout = 60.5
+                [system]
+                uid_extension = "garden"
+                label = "Garden Pi"
+                hostname = "garden-01"
+                [publisher]
+                format = "swe+json"
+                ring_capacity = 5_000
+                flush_interval = 1
+                batch_max = 10
+                [time]
+                require_sync = false
+                not_before = "2027-06-01T12:00:00+02:00"
+                [outputs.gps_data]
+                enabled = true
+                rate = 5
+                source = "simulated"
+                [outputs.device_health]
+                enabled = false
+                [orientation]
+                north = "magnetic"
+                [log]
+                level = "debug"
+                [paths]
+                state_directory = "/srv/osh"
+                counters_file = "/run/osh/counters"
 
-            """
+                """
         guard let s = settings(text) else { return }
-        XCTAssertEqual(s.activeServer, ServerSettings(name: "main", url: "http://node:8181/sensorhub/api", user: "pi",
-                                                      connectTimeout: 5, requestTimeout: 60.5))
-        XCTAssertEqual(s.system, SystemSettings(uid: "", uidExtension: "garden", label: "Garden Pi",
-                                                    hostname: "garden-01"))
+        XCTAssertEqual(
+            s.activeServer,
+            ServerSettings(
+                name: "main", url: "http://node:8181/sensorhub/api", user: "pi",
+                connectTimeout: 5, requestTimeout: 60.5))
+        XCTAssertEqual(
+            s.system,
+            SystemSettings(
+                uid: "", uidExtension: "garden", label: "Garden Pi",
+                hostname: "garden-01"))
         XCTAssertEqual(s.publisher.format, .sweJSON)
         XCTAssertEqual(s.publisher.flushInterval, 1)
         XCTAssertEqual(s.publisher.batchMax, 10)
@@ -478,35 +635,37 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(r.uploadShare, 0.5)
         XCTAssertEqual(r.rates, [:])
         XCTAssertEqual(settings(server + "[record]\n")?.record, RecordSettings(), "[record] alone is valid")
-        XCTAssertEqual(settings(server + "[record]\nenabled = true\n")?.record.rates, [:], "no [record.NAME]: every output at its live rate")
+        XCTAssertEqual(
+            settings(server + "[record]\nenabled = true\n")?.record.rates, [:], "no [record.NAME]: every output at its live rate")
     }
 
     func testEveryRecordKeyIsRead() {
         // [record.NAME] may come before its [outputs.NAME].
-        let text = server + """
-            [record]
-            enabled = true
-            max_mb = 4096
-            max_hours = 0.5
-            fsync = "never"
-            upload_share = 1
-            [record.camera0_H264]
-            rate = 25
-            [record.accelerometer]
-            rate = 1000
-            [record.gps_data]
-            [outputs.camera0_H264]
-            enabled = true
-            rate = 2
-            [outputs.accelerometer]
-            enabled = true
-            [outputs.gps_data]
-            enabled = true
-            rate = 0.5
-            [outputs.barometer]
-            enabled = true
+        let text =
+            server + """
+                [record]
+                enabled = true
+                max_mb = 4096
+                max_hours = 0.5
+                fsync = "never"
+                upload_share = 1
+                [record.camera0_H264]
+                rate = 25
+                [record.accelerometer]
+                rate = 1000
+                [record.gps_data]
+                [outputs.camera0_H264]
+                enabled = true
+                rate = 2
+                [outputs.accelerometer]
+                enabled = true
+                [outputs.gps_data]
+                enabled = true
+                rate = 0.5
+                [outputs.barometer]
+                enabled = true
 
-            """
+                """
         guard let r = settings(text)?.record else { return }
         XCTAssertTrue(r.enabled)
         XCTAssertEqual(r.maxMegabytes, 4096)
@@ -515,7 +674,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(r.uploadShare, 1)
         // gps_data without a rate of its own: its live rate; barometer has no [record.NAME]: not recorded.
         XCTAssertEqual(r.rates, ["camera0_H264": 25, "accelerometer": 1000, "gps_data": 0.5])
-        XCTAssertEqual(settings(server + "[record]\nmax_mb = 1_048_576\nmax_hours = 8760\nfsync = \"record\"\n")?.record.maxMegabytes, 1_048_576)
+        XCTAssertEqual(
+            settings(server + "[record]\nmax_mb = 1_048_576\nmax_hours = 8760\nfsync = \"record\"\n")?.record.maxMegabytes, 1_048_576)
     }
 
     func testRecordErrorsSayWhatIsAllowed() {
@@ -525,35 +685,74 @@ final class ConfigTests: XCTestCase {
         let outputs = AgentSettings.outputNames.joined(separator: ", ")
         XCTAssertEqual(one("record", "enabled = \"yes\""), ["osh-edge.conf:4: 'enabled' in [record] must be true or false; got a string"])
         XCTAssertEqual(one("record", "max_mb = 15"), ["osh-edge.conf:4: max_mb = 15 in [record] is out of range; allowed: 16 to 1048576"])
-        XCTAssertEqual(one("record", "max_mb = 1_048_577"), ["osh-edge.conf:4: max_mb = 1048577 in [record] is out of range; allowed: 16 to 1048576"])
-        XCTAssertEqual(one("record", "max_hours = 0"), ["osh-edge.conf:4: max_hours = 0 in [record] is out of range; allowed: more than 0, up to 8760 hours"])
-        XCTAssertEqual(one("record", "max_hours = 8761"), ["osh-edge.conf:4: max_hours = 8761 in [record] is out of range; allowed: more than 0, up to 8760 hours"])
-        XCTAssertEqual(one("record", "fsync = \"always\""), ["osh-edge.conf:4: fsync = \"always\" in [record] is not allowed; allowed: \"record\", \"second\", \"never\""])
-        XCTAssertEqual(one("record", "upload_share = 0"), ["osh-edge.conf:4: upload_share = 0 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
-        XCTAssertEqual(one("record", "upload_share = 1.5"), ["osh-edge.conf:4: upload_share = 1.5 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
-        XCTAssertEqual(one("record", "max_mib = 64"), ["osh-edge.conf:4: key 'max_mib' is not known in [record] (did you mean 'max_mb'?); "
-                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share"])
-        XCTAssertEqual(one("record", "rate = 5"), ["osh-edge.conf:4: key 'rate' is not known in [record]; "
-                       + "known keys: enabled, max_mb, max_hours, fsync, upload_share"])
-        XCTAssertEqual(one("record.gps_data", "rte = 5", enable: "gps_data"), ["osh-edge.conf:4: key 'rte' is not known in [record.gps_data] (did you mean 'rate'?); known keys: rate"])
-        XCTAssertEqual(one("record.gps", "rate = 5"), ["osh-edge.conf:3: output 'gps' in [record.gps] is not known (did you mean 'gps_data'?); known outputs: " + outputs])
-        XCTAssertEqual(one("record.camera0_H264", "rate = 30", enable: "camera0_H264"),
-                       ["osh-edge.conf:4: rate = 30 in [record.camera0_H264] is out of range; allowed: 1 to 25 frames per second"])
-        XCTAssertEqual(one("record.accelerometer", "rate = 1001", enable: "accelerometer"),
-                       ["osh-edge.conf:4: rate = 1001 in [record.accelerometer] is out of range; allowed: more than 0, up to 1000 Hz"])
-        XCTAssertEqual(one("record.magnetometer", "rate = 0", enable: "magnetometer"),
-                       ["osh-edge.conf:4: rate = 0 in [record.magnetometer] is out of range; allowed: more than 0, up to 1000 Hz"])
-        XCTAssertEqual(one("record.barometer", "rate = 101", enable: "barometer"),
-                       ["osh-edge.conf:4: rate = 101 in [record.barometer] is out of range; allowed: more than 0, up to 100 Hz"])
-        XCTAssertEqual(one("record.barometer", "rate = \"5\"", enable: "barometer"),
-                       ["osh-edge.conf:4: 'rate' in [record.barometer] must be a number, more than 0, up to 100 Hz; got a string: remove the quotes"])
-        XCTAssertEqual(one("record.barometer", "rate = 5"), ["osh-edge.conf:3: [record.barometer] records an output that is not enabled: "
-                       + "set enabled = true in [outputs.barometer], or remove [record.barometer]"])
-        XCTAssertEqual(errors(server + "[record.barometer]\n[outputs.barometer]\nenabled = false\n"),
-                       ["osh-edge.conf:3: [record.barometer] records an output that is not enabled: "
-                        + "set enabled = true in [outputs.barometer], or remove [record.barometer]"])
-        XCTAssertEqual(errors("max_hours = 1\n" + server), ["osh-edge.conf:1: key 'max_hours' is outside any section (before the first [section] header); it belongs under [record]"])
-        XCTAssertEqual(errors(server + "[records]\n").first?.hasPrefix("osh-edge.conf:3: section [records] is not known (did you mean [record]?); known sections: "), true)
+        XCTAssertEqual(
+            one("record", "max_mb = 1_048_577"), ["osh-edge.conf:4: max_mb = 1048577 in [record] is out of range; allowed: 16 to 1048576"])
+        XCTAssertEqual(
+            one("record", "max_hours = 0"),
+            ["osh-edge.conf:4: max_hours = 0 in [record] is out of range; allowed: more than 0, up to 8760 hours"])
+        XCTAssertEqual(
+            one("record", "max_hours = 8761"),
+            ["osh-edge.conf:4: max_hours = 8761 in [record] is out of range; allowed: more than 0, up to 8760 hours"])
+        XCTAssertEqual(
+            one("record", "fsync = \"always\""),
+            ["osh-edge.conf:4: fsync = \"always\" in [record] is not allowed; allowed: \"record\", \"second\", \"never\""])
+        XCTAssertEqual(
+            one("record", "upload_share = 0"),
+            ["osh-edge.conf:4: upload_share = 0 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
+        XCTAssertEqual(
+            one("record", "upload_share = 1.5"),
+            ["osh-edge.conf:4: upload_share = 1.5 in [record] is out of range; allowed: more than 0, up to 1 (a share of the link)"])
+        XCTAssertEqual(
+            one("record", "max_mib = 64"),
+            [
+                "osh-edge.conf:4: key 'max_mib' is not known in [record] (did you mean 'max_mb'?); "
+                    + "known keys: enabled, max_mb, max_hours, fsync, upload_share"
+            ])
+        XCTAssertEqual(
+            one("record", "rate = 5"),
+            [
+                "osh-edge.conf:4: key 'rate' is not known in [record]; "
+                    + "known keys: enabled, max_mb, max_hours, fsync, upload_share"
+            ])
+        XCTAssertEqual(
+            one("record.gps_data", "rte = 5", enable: "gps_data"),
+            ["osh-edge.conf:4: key 'rte' is not known in [record.gps_data] (did you mean 'rate'?); known keys: rate"])
+        XCTAssertEqual(
+            one("record.gps", "rate = 5"),
+            ["osh-edge.conf:3: output 'gps' in [record.gps] is not known (did you mean 'gps_data'?); known outputs: " + outputs])
+        XCTAssertEqual(
+            one("record.camera0_H264", "rate = 30", enable: "camera0_H264"),
+            ["osh-edge.conf:4: rate = 30 in [record.camera0_H264] is out of range; allowed: 1 to 25 frames per second"])
+        XCTAssertEqual(
+            one("record.accelerometer", "rate = 1001", enable: "accelerometer"),
+            ["osh-edge.conf:4: rate = 1001 in [record.accelerometer] is out of range; allowed: more than 0, up to 1000 Hz"])
+        XCTAssertEqual(
+            one("record.magnetometer", "rate = 0", enable: "magnetometer"),
+            ["osh-edge.conf:4: rate = 0 in [record.magnetometer] is out of range; allowed: more than 0, up to 1000 Hz"])
+        XCTAssertEqual(
+            one("record.barometer", "rate = 101", enable: "barometer"),
+            ["osh-edge.conf:4: rate = 101 in [record.barometer] is out of range; allowed: more than 0, up to 100 Hz"])
+        XCTAssertEqual(
+            one("record.barometer", "rate = \"5\"", enable: "barometer"),
+            ["osh-edge.conf:4: 'rate' in [record.barometer] must be a number, more than 0, up to 100 Hz; got a string: remove the quotes"])
+        XCTAssertEqual(
+            one("record.barometer", "rate = 5"),
+            [
+                "osh-edge.conf:3: [record.barometer] records an output that is not enabled: "
+                    + "set enabled = true in [outputs.barometer], or remove [record.barometer]"
+            ])
+        XCTAssertEqual(
+            errors(server + "[record.barometer]\n[outputs.barometer]\nenabled = false\n"),
+            [
+                "osh-edge.conf:3: [record.barometer] records an output that is not enabled: "
+                    + "set enabled = true in [outputs.barometer], or remove [record.barometer]"
+            ])
+        XCTAssertEqual(
+            errors("max_hours = 1\n" + server),
+            ["osh-edge.conf:1: key 'max_hours' is outside any section (before the first [section] header); it belongs under [record]"])
+        XCTAssertEqual(
+            errors(server + "[records]\n").first?.hasPrefix(
+                "osh-edge.conf:3: section [records] is not known (did you mean [record]?); known sections: "), true)
     }
 
     /// A user fixes the whole file in one go: syntax and schema errors together, in line order.
@@ -572,14 +771,16 @@ final class ConfigTests: XCTestCase {
 
             """
         let e = errors(text)
-        XCTAssertEqual(e, [
-            "osh-edge.conf:2: url = \"ftp://node\" in [server.main] must start with http:// or https://, as \"https://node.example.org/sensorhub/api\"",
-            "osh-edge.conf:3: tls = \"pin\" in [server.main] needs pin_sha256 = \"BASE64\" (the SHA-256 of the node's public key; `osh-edge check` prints it)",
-            "osh-edge.conf:5: text values must be in double quotes: write \"om+json\"",
-            "osh-edge.conf:6: ring_capacity = 10 in [publisher] is out of range; allowed: 100 to 1000000",
-            "osh-edge.conf:8: rate = -1 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz",
-            "osh-edge.conf:9: section [colour] is not known; known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]",
-        ])
+        XCTAssertEqual(
+            e,
+            [
+                "osh-edge.conf:2: url = \"ftp://node\" in [server.main] must start with http:// or https://, as \"https://node.example.org/sensorhub/api\"",
+                "osh-edge.conf:3: tls = \"pin\" in [server.main] needs pin_sha256 = \"BASE64\" (the SHA-256 of the node's public key; `osh-edge check` prints it)",
+                "osh-edge.conf:5: text values must be in double quotes: write \"om+json\"",
+                "osh-edge.conf:6: ring_capacity = 10 in [publisher] is out of range; allowed: 100 to 1000000",
+                "osh-edge.conf:8: rate = -1 in [outputs.gps_data] is out of range; allowed: more than 0, up to 100 Hz",
+                "osh-edge.conf:9: section [colour] is not known; known sections: [server.NAME], [node], [system], [publisher], [time], [outputs.NAME], [record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], [ptz], [log], [paths]",
+            ])
         do {
             _ = try AgentSettings.parse(bytes: Array(text.utf8), path: "/etc/osh-edge/osh-edge.conf", chips: ChipTable.known)
         } catch {
@@ -590,9 +791,13 @@ final class ConfigTests: XCTestCase {
 
     /// A header or key whose line is broken is reported once, not again as missing or misplaced.
     func testBrokenLinesDoNotCascade() {
-        XCTAssertEqual(errors("[server.main]\nurl = \"http://a\n"), ["osh-edge.conf:2: the string is not closed: missing '\"' (strings fit on one line)"])
+        XCTAssertEqual(
+            errors("[server.main]\nurl = \"http://a\n"),
+            ["osh-edge.conf:2: the string is not closed: missing '\"' (strings fit on one line)"])
         XCTAssertEqual(errors(server + "[publisher\nformat = 1\n"), ["osh-edge.conf:3: section header is not closed: missing ']'"])
-        XCTAssertEqual(errors("[server main]\nurl = \"http://a\"\n"), ["osh-edge.conf:1: unexpected 'm' in the section header; write [section] or [section.NAME]"])
+        XCTAssertEqual(
+            errors("[server main]\nurl = \"http://a\"\n"),
+            ["osh-edge.conf:1: unexpected 'm' in the section header; write [section] or [section.NAME]"])
     }
 
     func testTooManyErrorsStops() {
@@ -617,20 +822,37 @@ final class ConfigTests: XCTestCase {
         dump(s, to: &dumped)
         XCTAssertFalse(dumped.contains("abc.def"))
 
-        XCTAssertEqual(secretsErrors("[server.main]\npasword = \"x\"\n"),
-                       ["secrets:2: key 'pasword' is not known in [server.main] (did you mean 'password'?); known keys: password, token"])
-        XCTAssertEqual(secretsErrors("[server.main]\npassword = \"x\"\ntoken = \"y\"\n"),
-                       ["secrets:3: [server.main] has both password and token; keep one (password for HTTP Basic with 'user', token for a Bearer token)"])
-        XCTAssertEqual(secretsErrors("[node]\n"),
-                       ["secrets:1: section [node] is not known in the secrets file; it holds only [server.NAME] sections, each with password = \"…\" or token = \"…\""])
-        XCTAssertEqual(secretsErrors("password = \"x\"\n"),
-                       ["secrets:1: key 'password' is outside any section; put it under [server.NAME], NAME being the server's name in /etc/osh-edge/osh-edge.conf"])
-        XCTAssertEqual(secretsErrors("[server.main]\n"), ["secrets:1: [server.main] has no password or token; add one, or remove the section"])
-        XCTAssertEqual(secretsErrors("[server.main]\npassword = \"\"\n"), ["secrets:2: password in [server.main] is empty; remove the section if the server needs none"])
-        XCTAssertEqual(secretsErrors("[server.main]\npassword = 1234\n"), ["secrets:2: password in [server.main] must be a quoted string; got a whole number"])
+        XCTAssertEqual(
+            secretsErrors("[server.main]\npasword = \"x\"\n"),
+            ["secrets:2: key 'pasword' is not known in [server.main] (did you mean 'password'?); known keys: password, token"])
+        XCTAssertEqual(
+            secretsErrors("[server.main]\npassword = \"x\"\ntoken = \"y\"\n"),
+            [
+                "secrets:3: [server.main] has both password and token; keep one (password for HTTP Basic with 'user', token for a Bearer token)"
+            ])
+        XCTAssertEqual(
+            secretsErrors("[node]\n"),
+            [
+                "secrets:1: section [node] is not known in the secrets file; it holds only [server.NAME] sections, each with password = \"…\" or token = \"…\""
+            ])
+        XCTAssertEqual(
+            secretsErrors("password = \"x\"\n"),
+            [
+                "secrets:1: key 'password' is outside any section; put it under [server.NAME], NAME being the server's name in /etc/osh-edge/osh-edge.conf"
+            ])
+        XCTAssertEqual(
+            secretsErrors("[server.main]\n"), ["secrets:1: [server.main] has no password or token; add one, or remove the section"])
+        XCTAssertEqual(
+            secretsErrors("[server.main]\npassword = \"\"\n"),
+            ["secrets:2: password in [server.main] is empty; remove the section if the server needs none"])
+        XCTAssertEqual(
+            secretsErrors("[server.main]\npassword = 1234\n"),
+            ["secrets:2: password in [server.main] must be a quoted string; got a whole number"])
         // Values never reach a message.
-        for bad in ["password = hunter2", "password = \"hunter2", "password = \"hunter2\" x", "password = \"hunt\\qer2\"",
-                    "password = [hunter2]", "password = 'hunter2'", "password = 12hunter2"] {
+        for bad in [
+            "password = hunter2", "password = \"hunter2", "password = \"hunter2\" x", "password = \"hunt\\qer2\"",
+            "password = [hunter2]", "password = 'hunter2'", "password = 12hunter2",
+        ] {
             let e = secretsErrors("[server.main]\n" + bad + "\n")
             XCTAssertEqual(e.count, 1, bad)
             XCTAssertFalse(e.joined().contains("hunter2"), "\(bad) → \(e)")
@@ -657,11 +879,11 @@ final class ConfigTests: XCTestCase {
     func testMutatedInputsNeverCrash() throws {
         let original = Array(try example().utf8)
         let lines = original.split(separator: 0x0A, omittingEmptySubsequences: false).map { Array($0) + [0x0A] }
-        var offsets = [0] // offsets[k] = where line k starts; lines are sliced from `original`
+        var offsets = [0]  // offsets[k] = where line k starts; lines are sliced from `original`
         for l in lines { offsets.append(offsets[offsets.count - 1] + l.count) }
         offsets[offsets.count - 1] = original.count
         let serverEnd = lines.firstIndex { $0.starts(with: Array("[node]".utf8)) } ?? 0
-        let prefix = Array(lines[..<serverEnd].filter { !$0.starts(with: [0x23]) }.joined()) // [server.main], no comments
+        let prefix = Array(lines[..<serverEnd].filter { !$0.starts(with: [0x23]) }.joined())  // [server.main], no comments
         var rng = SplitMix64(seed: 0x05E_ED6E)
         let interesting: [UInt8] = Array("\"[]=#\\.,_-+e0 \t\nu".utf8) + [0, 0x0D, 0x7F, 0x80, 0xC3, 0xE2, 0xED, 0xF4, 0xFF]
         let start = Date()

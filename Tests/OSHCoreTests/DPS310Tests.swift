@@ -20,9 +20,11 @@ final class DPS310Tests: XCTestCase {
     private func scales(_ c: DPS310Calibration, _ r: CSVRow) -> (t: Double, p: Double) {
         let x = Double(r.int("Praw")) / r.double("kP"), t = Double(r.int("Traw")) / r.double("kT")
         let d = { (v: Int32) in abs(Double(v)) }
-        return (d(c.c0) / 2 + abs(d(c.c1) * t),
-                d(c.c00) + abs(x * d(c.c10)) + abs(x * x * d(c.c20)) + abs(x * x * x * d(c.c30)) + abs(t * d(c.c01))
-                    + abs(t * x * d(c.c11)) + abs(t * x * x * d(c.c21)))
+        return (
+            d(c.c0) / 2 + abs(d(c.c1) * t),
+            d(c.c00) + abs(x * d(c.c10)) + abs(x * x * d(c.c20)) + abs(x * x * x * d(c.c30)) + abs(t * d(c.c01))
+                + abs(t * x * d(c.c11)) + abs(t * x * x * d(c.c21))
+        )
     }
 
     func testEveryRow() throws {
@@ -31,15 +33,17 @@ final class DPS310Tests: XCTestCase {
         for r in all {
             let id = "case \(r["case"])"
             let c = try calibration(r)
-            XCTAssertEqual([c.c0, c.c1, c.c00, c.c10, c.c01, c.c11, c.c20, c.c21, c.c30].map(Int.init),
-                           ["c0", "c1", "c00", "c10", "c01", "c11", "c20", "c21", "c30"].map { r.int($0) }, id)
+            XCTAssertEqual(
+                [c.c0, c.c1, c.c00, c.c10, c.c01, c.c11, c.c20, c.c21, c.c30].map(Int.init),
+                ["c0", "c1", "c00", "c10", "c01", "c11", "c20", "c21", "c30"].map { r.int($0) }, id)
             XCTAssertEqual(c.registers, bytes(hex: r["coef_regs_0x10_0x21_hex"]), id)
             let b = burst(r)
             let raw = try XCTUnwrap(b.withUnsafeBytes { DPS310Raw(burst: $0) }, id)
             XCTAssertEqual(raw.burst, b, id)
             XCTAssertEqual(Int(raw.pressure), r.int("Praw"), id)
             XCTAssertEqual(Int(raw.temperature), r.int("Traw"), id)
-            let kP = try XCTUnwrap(DPS310Scale.factor(raw.pressureOversampling)), kT = try XCTUnwrap(DPS310Scale.factor(raw.temperatureOversampling))
+            let kP = try XCTUnwrap(DPS310Scale.factor(raw.pressureOversampling)),
+                kT = try XCTUnwrap(DPS310Scale.factor(raw.temperatureOversampling))
             XCTAssertEqual(kP, r.double("kP"), id)
             XCTAssertEqual(kT, r.double("kT"), id)
 
@@ -73,7 +77,8 @@ final class DPS310Tests: XCTestCase {
     /// 1004.24 hPa, as Infineon's code gives them (24.5498962, 1004.24487).
     func testRealPart() throws {
         let c = try DPS310Calibration(registers: bytes(hex: "0DFEDD138CAF251DF3B70598D9410098FAD7"))
-        XCTAssertEqual(c, DPS310Calibration(c0: 223, c1: -291, c00: 80074, c10: -56035, c01: -3145, c11: 1432, c20: -9919, c21: 152, c30: -1321))
+        XCTAssertEqual(
+            c, DPS310Calibration(c0: 223, c1: -291, c00: 80074, c10: -56035, c01: -3145, c11: 1432, c20: -9919, c21: 152, c30: -1321))
         let v = c.compensate(rawP: -1509278, rawT: 156656, kP: 3670016, kT: 524288)
         XCTAssertEqual(v.celsius, 24.5498962, accuracy: 1e-6)
         XCTAssertEqual(v.pa / 100, 1004.24487, accuracy: 1e-4)
@@ -104,8 +109,9 @@ final class DPS310Tests: XCTestCase {
     }
 
     func testScaleFactorsAndMeasurementTimes() {
-        XCTAssertEqual((0...7).map { DPS310Scale.factor(UInt8($0)) ?? 0 },
-                       [524288, 1572864, 3670016, 7864320, 253952, 516096, 1040384, 2088960])
+        XCTAssertEqual(
+            (0...7).map { DPS310Scale.factor(UInt8($0)) ?? 0 },
+            [524288, 1572864, 3670016, 7864320, 253952, 516096, 1040384, 2088960])
         XCTAssertNil(DPS310Scale.factor(8))
         let ms = (0...7).map { DPS310Scale.measurementMilliseconds(UInt8($0)) }
         for (got, want) in zip(ms, [3.6, 5.2, 8.4, 14.8, 27.6, 53.2, 104.4, 206.8]) { XCTAssertEqual(got, want, accuracy: 1e-9) }

@@ -10,9 +10,11 @@ final class DatastreamBodyTests: XCTestCase {
 
     /// Android's body must be an ordered sub-structure of ours (same members, values and order),
     /// and what we add must be exactly `additions`: the members SWE Common 3 requires and Android omits.
-    private func assertContains(_ spec: OutputSpec, _ fixtureName: String, _ format: ScalarFormat = .omJSON,
-                                replacing: (String, String)? = nil, additions: [String],
-                                file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertContains(
+        _ spec: OutputSpec, _ fixtureName: String, _ format: ScalarFormat = .omJSON,
+        replacing: (String, String)? = nil, additions: [String],
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         var text = try fixture("android/\(fixtureName)")
         if let (old, new) = replacing { text = text.replacingOccurrences(of: old, with: new) }
         let android = try JSONValue.parse(text)
@@ -26,33 +28,41 @@ final class DatastreamBodyTests: XCTestCase {
     private func vectorLabel(_ root: String, _ field: Int) -> String { "/schema/\(root)/fields/\(field)/label" }
 
     func testGPSContainsAndroid() throws {
-        try assertContains(OutputCatalogue.gps(androidOptions()), "gps_data.om-json.json",
-                           additions: [vectorLabel("resultSchema", 0)])
-        try assertContains(OutputCatalogue.gps(androidOptions()), "gps_data.swe-json.json", .sweJSON,
-                           additions: [vectorLabel("recordSchema", 1), "/schema/encoding"])
+        try assertContains(
+            OutputCatalogue.gps(androidOptions()), "gps_data.om-json.json",
+            additions: [vectorLabel("resultSchema", 0)])
+        try assertContains(
+            OutputCatalogue.gps(androidOptions()), "gps_data.swe-json.json", .sweJSON,
+            additions: [vectorLabel("recordSchema", 1), "/schema/encoding"])
     }
 
     func testQuaternionContainsAndroid() throws {
-        try assertContains(OutputCatalogue.quatOrientation(androidOptions()), "quat_orientation_data.om-json.json",
-                           additions: [vectorLabel("resultSchema", 0)])
-        try assertContains(OutputCatalogue.quatOrientation(androidOptions()), "quat_orientation_data.swe-json.json", .sweJSON,
-                           additions: [vectorLabel("recordSchema", 1), "/schema/encoding"])
+        try assertContains(
+            OutputCatalogue.quatOrientation(androidOptions()), "quat_orientation_data.om-json.json",
+            additions: [vectorLabel("resultSchema", 0)])
+        try assertContains(
+            OutputCatalogue.quatOrientation(androidOptions()), "quat_orientation_data.swe-json.json", .sweJSON,
+            additions: [vectorLabel("recordSchema", 1), "/schema/encoding"])
     }
 
     func testEulerMagneticContainsAndroid() throws {
-        try assertContains(OutputCatalogue.eulerOrientation(androidOptions(north: .magnetic)), "euler_orientation_data.om-json.json",
-                           additions: [vectorLabel("resultSchema", 0)])
-        try assertContains(OutputCatalogue.eulerOrientation(androidOptions(north: .magnetic)), "euler_orientation_data.swe-json.json",
-                           .sweJSON, additions: [vectorLabel("recordSchema", 1), "/schema/encoding"])
+        try assertContains(
+            OutputCatalogue.eulerOrientation(androidOptions(north: .magnetic)), "euler_orientation_data.om-json.json",
+            additions: [vectorLabel("resultSchema", 0)])
+        try assertContains(
+            OutputCatalogue.eulerOrientation(androidOptions(north: .magnetic)), "euler_orientation_data.swe-json.json",
+            .sweJSON, additions: [vectorLabel("recordSchema", 1), "/schema/encoding"])
     }
 
     func testEulerTrueNorthDiffersOnlyInHeadingDefinition() throws {
         let spec = OutputCatalogue.eulerOrientation(androidOptions(north: .true))
-        try assertContains(spec, "euler_orientation_data.om-json.json",
-                           replacing: ("property/MagneticHeading", "property/TrueHeading"),
-                           additions: [vectorLabel("resultSchema", 0)])
-        let r = orderedContainment(try JSONValue.parse(try fixture("android/euler_orientation_data.om-json.json")),
-                                   in: try JSONValue.parse(body(spec)))
+        try assertContains(
+            spec, "euler_orientation_data.om-json.json",
+            replacing: ("property/MagneticHeading", "property/TrueHeading"),
+            additions: [vectorLabel("resultSchema", 0)])
+        let r = orderedContainment(
+            try JSONValue.parse(try fixture("android/euler_orientation_data.om-json.json")),
+            in: try JSONValue.parse(body(spec)))
         XCTAssertEqual(r.problems.count, 1)
         XCTAssertTrue(r.problems.first?.hasPrefix("/schema/resultSchema/fields/0/coordinates/0/definition: ") ?? false)
     }
@@ -89,15 +99,22 @@ final class DatastreamBodyTests: XCTestCase {
     func testInertialOutputsContainAndroid() throws {
         let o = androidOptions()
         XCTAssertEqual(OutputCatalogue.accelerometer(o).outputName, "LSM6DSO_Accelerometer_data")
-        try assertContains(OutputCatalogue.accelerometer(o), "LSM6DSO_Accelerometer_data.om-json.json",
-                           additions: [vectorLabel("resultSchema", 0)])
-        try assertContains(OutputCatalogue.gyroscope(o), "LSM6DSO_Gyroscope_data.om-json.json",
-                           additions: [vectorLabel("resultSchema", 0)])
+        try assertContains(
+            OutputCatalogue.accelerometer(o), "LSM6DSO_Accelerometer_data.om-json.json",
+            additions: [vectorLabel("resultSchema", 0)])
+        try assertContains(
+            OutputCatalogue.gyroscope(o), "LSM6DSO_Gyroscope_data.om-json.json",
+            additions: [vectorLabel("resultSchema", 0)])
         // Android's magnetometer coordinates have neither definition nor label.
-        let coords = (0..<3).flatMap { ["/schema/resultSchema/fields/0/coordinates/\($0)/definition",
-                                        "/schema/resultSchema/fields/0/coordinates/\($0)/label"] }
-        try assertContains(OutputCatalogue.magnetometer(o), "LSM6DSO_Magnetometer_data.om-json.json",
-                           additions: [vectorLabel("resultSchema", 0)] + coords)
+        let coords = (0..<3).flatMap {
+            [
+                "/schema/resultSchema/fields/0/coordinates/\($0)/definition",
+                "/schema/resultSchema/fields/0/coordinates/\($0)/label",
+            ]
+        }
+        try assertContains(
+            OutputCatalogue.magnetometer(o), "LSM6DSO_Magnetometer_data.om-json.json",
+            additions: [vectorLabel("resultSchema", 0)] + coords)
     }
 
     /// The labels and definitions we add, as a client shows them.
@@ -115,7 +132,10 @@ final class DatastreamBodyTests: XCTestCase {
         XCTAssertEqual(Set(mag.children.map(\.definition)), [SWE.property("MagneticField")])
         let camera = body(OutputCatalogue.video(o))
         for c in ["Red", "Green", "Blue"] {
-            XCTAssertTrue(camera.contains(#"{"type":"Count","name":"\#(c.lowercased())","definition":"http://sensorml.com/ont/swe/property/\#(c)Channel","label":"\#(c) Channel"}"#), c)
+            XCTAssertTrue(
+                camera.contains(
+                    #"{"type":"Count","name":"\#(c.lowercased())","definition":"http://sensorml.com/ont/swe/property/\#(c)Channel","label":"\#(c) Channel"}"#
+                ), c)
         }
     }
 
@@ -130,20 +150,25 @@ final class DatastreamBodyTests: XCTestCase {
     /// on iOS), the root record's name (omitted by iOS), the format (iOS only registers swe+json),
     /// and the CS API Part 2 `encoding` our swe+json schema carries.
     func testIOSOnlyOutputsKeepIOSComponents() throws {
-        for (spec, file) in [(OutputCatalogue.barometer(androidOptions()), "barometer.ios.json"),
-                             (OutputCatalogue.audioLevel(androidOptions()), "audio_level.ios.json")] {
+        for (spec, file) in [
+            (OutputCatalogue.barometer(androidOptions()), "barometer.ios.json"),
+            (OutputCatalogue.audioLevel(androidOptions()), "audio_level.ios.json"),
+        ] {
             let ios = compactJSON(try fixture("android/\(file)"))
             let name = spec.outputName
             // swe+json: a recordSchema whose time field is SamplingTime, as iOS sends it.
-            let renamed = ios
+            let renamed =
+                ios
                 .replacingOccurrences(of: "{\"name\":\"\(name)\"", with: "{\"name\":\"\(androidLabel) - \(name)\"")
-                .replacingOccurrences(of: "\"recordSchema\":{\"type\":\"DataRecord\",",
-                                      with: "\"recordSchema\":{\"type\":\"DataRecord\",\"name\":\"\(name)\",")
+                .replacingOccurrences(
+                    of: "\"recordSchema\":{\"type\":\"DataRecord\",",
+                    with: "\"recordSchema\":{\"type\":\"DataRecord\",\"name\":\"\(name)\",")
             XCTAssertTrue(renamed.hasSuffix("]}}}"))
             XCTAssertEqual(body(spec, .sweJSON), renamed.dropLast(2) + ",\"encoding\":{\"type\":\"JSONEncoding\"}}}")
             // om+json: the same record without its time field, under resultSchema.
             let timeField = compactJSON(try fixture("android/time-sampling.json"))
-            let expectedOM = renamed
+            let expectedOM =
+                renamed
                 .replacingOccurrences(of: "application/swe+json", with: "application/om+json")
                 .replacingOccurrences(of: "\"recordSchema\"", with: "\"resultSchema\"")
                 .replacingOccurrences(of: timeField + ",", with: "")
@@ -165,8 +190,12 @@ final class DatastreamBodyTests: XCTestCase {
     func testDeviceHealthIsWellFormedAndDocumented() throws {
         let spec = OutputCatalogue.deviceHealth(androidOptions())
         let leaves = spec.leaves.map(\.path)
-        XCTAssertEqual(leaves, ["/time", "/cpuTemperature", "/underVoltage", "/throttled", "/throttleFlags", "/loadAverage",
-                                "/memoryAvailable", "/diskFree", "/queueDepth", "/droppedCount", "/uptime", "/clockSynchronized"])
+        XCTAssertEqual(
+            leaves,
+            [
+                "/time", "/cpuTemperature", "/underVoltage", "/throttled", "/throttleFlags", "/loadAverage",
+                "/memoryAvailable", "/diskFree", "/queueDepth", "/droppedCount", "/uptime", "/clockSynchronized",
+            ])
         // Every field has a sensorml.com definition and a label; quantities have UCUM codes.
         guard case .record(let fields) = spec.record.kind else { return XCTFail("not a record") }
         for f in fields.dropFirst() {

@@ -4,7 +4,9 @@ import OSHPlatform
 
 final class DeviceConfigTests: XCTestCase {
     private func parse(_ text: String) throws(ConfigErrors) -> AgentSettings {
-        try AgentSettings.parse(bytes: Array(("[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + text).utf8), path: "t.conf", chips: ChipTable.known)
+        try AgentSettings.parse(
+            bytes: Array(("[server.main]\nurl = \"http://127.0.0.1:8181/sensorhub/api\"\n" + text).utf8), path: "t.conf",
+            chips: ChipTable.known)
     }
 
     private func errors(_ text: String) -> [String] {
@@ -12,36 +14,37 @@ final class DeviceConfigTests: XCTestCase {
     }
 
     func testHardwareSectionsAreRead() throws {
-        let s = try parse("""
-        [i2c]
-        bus = 3
-        [barometer]
-        chip = "bme-280"
-        address = "0x77"
-        [imu]
-        chip = "MPU-9250"
-        magnetometer = "none"
-        accel_range = 8
-        gyro_range = 2000
-        mounting = "-y,+x,+z"
-        fifo = false
-        [orientation]
-        algorithm = "mahony"
-        gain = 0.5
-        mag_offset = [1.5, -2, 3]
-        [audio]
-        device = "hw:1,0"
-        window = 0.5
-        [camera]
-        device = "test-pattern"
-        width = 1280
-        height = 720
-        encoder = "x264"
-        [led]
-        chip = "gpiochip0"
-        line = 17
-        active_low = true
-        """)
+        let s = try parse(
+            """
+            [i2c]
+            bus = 3
+            [barometer]
+            chip = "bme-280"
+            address = "0x77"
+            [imu]
+            chip = "MPU-9250"
+            magnetometer = "none"
+            accel_range = 8
+            gyro_range = 2000
+            mounting = "-y,+x,+z"
+            fifo = false
+            [orientation]
+            algorithm = "mahony"
+            gain = 0.5
+            mag_offset = [1.5, -2, 3]
+            [audio]
+            device = "hw:1,0"
+            window = 0.5
+            [camera]
+            device = "test-pattern"
+            width = 1280
+            height = 720
+            encoder = "x264"
+            [led]
+            chip = "gpiochip0"
+            line = 17
+            active_low = true
+            """)
         let d = s.devices
         XCTAssertEqual(d.i2c.bus, 3)
         XCTAssertEqual(d.barometer.chip, "BME280")
@@ -64,16 +67,17 @@ final class DeviceConfigTests: XCTestCase {
     }
 
     func testMistakesAreNamedWithWhatIsAllowed() {
-        let e = errors("""
-        [barometer]
-        chip = "BMP281"
-        address = "118"
-        [imu]
-        accel_range = 3
-        mounting = "+x,+x,+z"
-        [orientation]
-        mag_matrix = [1, 0, 0]
-        """)
+        let e = errors(
+            """
+            [barometer]
+            chip = "BMP281"
+            address = "118"
+            [imu]
+            accel_range = 3
+            mounting = "+x,+x,+z"
+            [orientation]
+            mag_matrix = [1, 0, 0]
+            """)
         XCTAssertEqual(e.count, 5, "\(e)")
         XCTAssertTrue(e[0].contains("did you mean \"BMP280\""), e[0])
         XCTAssertTrue(e[1].contains("\"0x08\""), e[1])

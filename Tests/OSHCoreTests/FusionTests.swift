@@ -22,7 +22,8 @@ struct SyntheticMotion {
     /// Earth field in ENU µT (north 20, down 45: mid-northern latitudes).
     static let field = Vector3(0, 20, -45)
     static let bias = Vector3(0.02, -0.015, 0.012)
-    static let start = Quaternion(axis: Vector3(0, 0, 1), angle: -35 * .pi / 180)
+    static let start =
+        Quaternion(axis: Vector3(0, 0, 1), angle: -35 * .pi / 180)
         * Quaternion(axis: Vector3(1, 0.3, 0), angle: 10 * .pi / 180)
 
     var truth = SyntheticMotion.start
@@ -58,8 +59,10 @@ func wrapDegrees(_ d: Double) -> Double {
 }
 
 final class FusionTests: XCTestCase {
-    private func run(_ algorithm: FusionAlgorithm, mag: Bool, estimateBias: Bool = true,
-                     initialize: Bool = false, resetToTruth: Bool = false) -> (OrientationFilter, SyntheticMotion, Double) {
+    private func run(
+        _ algorithm: FusionAlgorithm, mag: Bool, estimateBias: Bool = true,
+        initialize: Bool = false, resetToTruth: Bool = false
+    ) -> (OrientationFilter, SyntheticMotion, Double) {
         var s = FusionSettings()
         s.algorithm = algorithm
         s.estimateGyroBias = estimateBias
@@ -167,8 +170,9 @@ final class FusionTests: XCTestCase {
         // Right edge lowered 30° (right-hand turn about device y): roll +30.
         check(Quaternion(axis: Vector3(0, 1, 0), angle: 30 * deg), heading: 0, pitch: 0, roll: 30, "right edge down")
         // Facing east, then top raised 20°: heading still 90.
-        check(Quaternion(axis: Vector3(0, 0, 1), angle: -90 * deg) * Quaternion(axis: Vector3(1, 0, 0), angle: 20 * deg),
-              heading: 90, pitch: -20, roll: 0, "east, top up")
+        check(
+            Quaternion(axis: Vector3(0, 0, 1), angle: -90 * deg) * Quaternion(axis: Vector3(1, 0, 0), angle: 20 * deg),
+            heading: 90, pitch: -20, roll: 0, "east, top up")
         // The wire quaternion for facing east: (0, 0, −sin 45°, cos 45°), scalar last and ≥ 0.
         let east = AndroidOrientation(Quaternion(w: -0.5.squareRoot(), x: 0, y: 0, z: 0.5.squareRoot()))
         XCTAssertEqual(east.z, -0.5.squareRoot(), accuracy: 1e-12)
@@ -185,7 +189,8 @@ final class FusionTests: XCTestCase {
             let q = Quaternion(w: noise.gaussian(1), x: noise.gaussian(1), y: noise.gaussian(1), z: noise.gaussian(1)).normalized
             let a = AndroidOrientation(q)
             XCTAssertTrue((-180...180).contains(a.heading) && (-90...90).contains(a.pitch) && (-180...180).contains(a.roll))
-            let rebuilt = Quaternion(axis: Vector3(0, 0, 1), angle: -a.heading * deg)
+            let rebuilt =
+                Quaternion(axis: Vector3(0, 0, 1), angle: -a.heading * deg)
                 * Quaternion(axis: Vector3(1, 0, 0), angle: -a.pitch * deg) * Quaternion(axis: Vector3(0, 1, 0), angle: a.roll * deg)
             XCTAssertLessThan(rebuilt.angle(to: q), 1e-6)
             XCTAssertLessThan(a.quaternion.angle(to: q), 1e-9)
@@ -247,7 +252,9 @@ final class FusionTests: XCTestCase {
         XCTAssertLessThan((fit.calibration.offset - hard).norm, 0.3)
         XCTAssertLessThan(fit.relativeResidual, 0.02)
         // Too few for an ellipsoid: a sphere (offset only).
-        let sphere = [Vector3(60, 0, 0), Vector3(-40, 0, 0), Vector3(10, 50, 0), Vector3(10, -50, 0), Vector3(10, 0, 50), Vector3(10, 0, -50)]
+        let sphere = [
+            Vector3(60, 0, 0), Vector3(-40, 0, 0), Vector3(10, 50, 0), Vector3(10, -50, 0), Vector3(10, 0, 50), Vector3(10, 0, -50),
+        ]
         let s = try MagCalibrationSolver.solve(sphere)
         XCTAssertEqual(s.model, .sphere)
         XCTAssertEqual((s.calibration.offset - Vector3(10, 0, 0)).norm, 0, accuracy: 1e-9)
@@ -332,7 +339,6 @@ final class FusionTests: XCTestCase {
         XCTAssertTrue(north.modelDateIsValid)
     }
 }
-
 
 /// Fusion settings from configuration text, and the calibration round trip through it.
 final class FusionConfigTests: XCTestCase {

@@ -22,8 +22,9 @@ final class HTS221Tests: XCTestCase {
             XCTAssertEqual(cal.celsius(raw: t), r.double("exact_degC"), what)
             XCTAssertEqual(cal.humidityPercent(raw: h), r.double("st_float_rh"), accuracy: 5e-5, what)
             XCTAssertEqual(cal.celsius(raw: t), r.double("st_float_degC"), accuracy: 5e-5, what)
-            XCTAssertEqual(cal.reading(humidityRaw: h, temperatureRaw: t),
-                           HygrometerReading(celsius: r.double("exact_degC"), humidityPercent: r.double("exact_rh")), what)
+            XCTAssertEqual(
+                cal.reading(humidityRaw: h, temperatureRaw: t),
+                HygrometerReading(celsius: r.double("exact_degC"), humidityPercent: r.double("exact_rh")), what)
         }
     }
 

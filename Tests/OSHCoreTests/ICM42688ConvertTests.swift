@@ -31,7 +31,7 @@ final class ICM42688ConvertTests: XCTestCase {
         XCTAssertEqual(IMUConvert.icm42688Temperature(0), 25)
         XCTAssertEqual(IMUConvert.icm42688Temperature(13248), 125, accuracy: 1e-12)
         XCTAssertEqual(IMUConvert.icm42688Temperature(-6624), -25, accuracy: 1e-12)
-        XCTAssertEqual(IMUConvert.icm42688Temperature(1000), 25 + 1000 / 132.48, accuracy: 1e-12) // 32.548 °C
+        XCTAssertEqual(IMUConvert.icm42688Temperature(1000), 25 + 1000 / 132.48, accuracy: 1e-12)  // 32.548 °C
         // FIFO (8-bit): °C = raw / 2.07 + 25.
         XCTAssertEqual(IMUConvert.icm42688FIFOTemperature(0), 25)
         XCTAssertEqual(IMUConvert.icm42688FIFOTemperature(21), 35.144_927_536_231_88, accuracy: 1e-12)
@@ -83,7 +83,7 @@ final class ICM42688ConvertTests: XCTestCase {
         XCTAssertTrue(ICM42688Fifo.odrChanged(0x6A))
         XCTAssertEqual(s.accel.x, 9.80665, accuracy: 1e-12)
         XCTAssertEqual(s.accel.z, -9.80665, accuracy: 1e-12)
-        XCTAssertEqual(s.gyro.x, 164 / 16.4 * .pi / 180, accuracy: 1e-12) // 0x00A4 = 164 counts = 10 °/s
+        XCTAssertEqual(s.gyro.x, 164 / 16.4 * .pi / 180, accuracy: 1e-12)  // 0x00A4 = 164 counts = 10 °/s
         // Accel only (packet 1), gyro only (packet 2), 20-bit (packet 4): not what was configured.
         XCTAssertEqual(decode([0x48] + body).0, .foreign(header: 0x48))
         XCTAssertEqual(decode([0x28] + body).0, .foreign(header: 0x28))
@@ -99,7 +99,7 @@ final class ICM42688ConvertTests: XCTestCase {
         saturated[4] = 0xFF
         let (r, sat) = decode(saturated)
         XCTAssertEqual(r, .sample)
-        XCTAssertEqual(sat.accel.x, -16 * 9.80665, accuracy: 1e-9)   // −32768 / 2048 LSB/g
+        XCTAssertEqual(sat.accel.x, -16 * 9.80665, accuracy: 1e-9)  // −32768 / 2048 LSB/g
         XCTAssertEqual(sat.accel.y, 32767 / 2048 * 9.80665, accuracy: 1e-9)
         // The 8-bit temperature's invalid value (−128) gives no temperature.
         var noTemp = [0x68] + body

@@ -49,7 +49,7 @@ final class IMUConvertTests: XCTestCase {
     }
 
     func testSTScales() {
-        XCTAssertEqual(IMUConvert.lis3mdlScale(.gauss4) * 6842, 100, accuracy: 1e-9)    // 1 gauss = 100 µT
+        XCTAssertEqual(IMUConvert.lis3mdlScale(.gauss4) * 6842, 100, accuracy: 1e-9)  // 1 gauss = 100 µT
         XCTAssertEqual(IMUConvert.lis3mdlScale(.gauss16) * 1711, 100, accuracy: 1e-9)
         XCTAssertEqual(LIS3MDLRange.gauss12.code, 2)
         XCTAssertEqual(IMUConvert.lsm6dsoxAccelScale(.g2), 0.061e-3 * 9.80665, accuracy: 1e-15)
@@ -82,7 +82,9 @@ final class IMUConvertTests: XCTestCase {
         XCTAssertEqual(m.inverse(m.apply(IMUVector(1, 2, 3))), IMUVector(1, 2, 3))
         XCTAssertEqual(m.axes, ["+y", "-x", "+z"])
         XCTAssertTrue(try AxisMap(["+x", "+y", "+z"]).isIdentity)
-        XCTAssertThrowsError(try AxisMap(["+x", "+x", "+z"])) { XCTAssertEqual($0 as? AxisMap.ParseError, .notAPermutation(["+x", "+x", "+z"])) }
+        XCTAssertThrowsError(try AxisMap(["+x", "+x", "+z"])) {
+            XCTAssertEqual($0 as? AxisMap.ParseError, .notAPermutation(["+x", "+x", "+z"]))
+        }
         XCTAssertThrowsError(try AxisMap(["+x", "+y", "-z"])) { e in
             XCTAssertTrue("\(e)".contains("left-handed"), "\(e)")
         }
@@ -91,18 +93,22 @@ final class IMUConvertTests: XCTestCase {
         // The quaternion is the same rotation, for every rotation among the 24.
         let names = ["x", "y", "z"]
         var rotations = 0
-        for a in 0..<3 { for b in 0..<3 where b != a { for s in 0..<8 {
-            let c = 3 - a - b
-            let picks: [(Int, Int)] = [(a, s & 1), (b, (s >> 1) & 1), (c, (s >> 2) & 1)]
-            let axes: [String] = picks.map { p -> String in (p.1 == 1 ? "-" : "+") + names[p.0] }
-            guard let map = try? AxisMap(axes) else { continue }
-            rotations += 1
-            let v = IMUVector(0.3, -1.7, 2.9)
-            let r = map.quaternion.rotate(v), e = map.apply(v)
-            XCTAssertEqual(r.x, e.x, accuracy: 1e-12, "\(axes)")
-            XCTAssertEqual(r.y, e.y, accuracy: 1e-12, "\(axes)")
-            XCTAssertEqual(r.z, e.z, accuracy: 1e-12, "\(axes)")
-        } } }
+        for a in 0..<3 {
+            for b in 0..<3 where b != a {
+                for s in 0..<8 {
+                    let c = 3 - a - b
+                    let picks: [(Int, Int)] = [(a, s & 1), (b, (s >> 1) & 1), (c, (s >> 2) & 1)]
+                    let axes: [String] = picks.map { p -> String in (p.1 == 1 ? "-" : "+") + names[p.0] }
+                    guard let map = try? AxisMap(axes) else { continue }
+                    rotations += 1
+                    let v = IMUVector(0.3, -1.7, 2.9)
+                    let r = map.quaternion.rotate(v), e = map.apply(v)
+                    XCTAssertEqual(r.x, e.x, accuracy: 1e-12, "\(axes)")
+                    XCTAssertEqual(r.y, e.y, accuracy: 1e-12, "\(axes)")
+                    XCTAssertEqual(r.z, e.z, accuracy: 1e-12, "\(axes)")
+                }
+            }
+        }
         XCTAssertEqual(rotations, 24)
     }
 

@@ -11,8 +11,9 @@ final class IMUFifoTests: XCTestCase {
         XCTAssertEqual(mpu9250.burstInterval(asked: 0.1), 0.1, accuracy: 1e-12)
         XCTAssertEqual(mpu9250.burstInterval(asked: 0.5), 0.25, accuracy: 1e-12, "half the flush interval, on its grid")
         XCTAssertEqual(mpu9250.burstInterval(asked: 1), 0.25, accuracy: 1e-12, "a quarter")
-        XCTAssertEqual(IMUFifoLayout(capacityBytes: 512, frameBytes: 12, rateHz: 200).burstInterval(asked: 0.25), 0.125,
-                       accuracy: 1e-12, "200 Hz fills 28 frames in 0.14 s")
+        XCTAssertEqual(
+            IMUFifoLayout(capacityBytes: 512, frameBytes: 12, rateHz: 200).burstInterval(asked: 0.25), 0.125,
+            accuracy: 1e-12, "200 Hz fills 28 frames in 0.14 s")
         XCTAssertEqual(mpu9250.burstInterval(asked: .nan), 0.28, accuracy: 1e-12)
         XCTAssertEqual(mpu9250.framesPerTransfer, 10, "≤ 128 bytes per I²C read")
         XCTAssertEqual(IMUFifoLayout(capacityBytes: 1024, frameBytes: 12, rateHz: 100).burstInterval(asked: 0.25), 0.25)
@@ -44,8 +45,9 @@ final class IMUFifoTests: XCTestCase {
         let bytes: [UInt8] = [0xFA, 0x76, 0xFD, 0x36, 0x1F, 0x64, 0x00, 0x83, 0xFF, 0x7D, 0x01, 0x00]
         var s = IMUSample()
         bytes.withUnsafeBytes { p in
-            IMUFifoFrames.invensense(p, at: 0, accelScale: IMUConvert.invensenseAccelScale(.g4),
-                                     gyroScale: IMUConvert.invensenseGyroScale(.dps500), into: &s)
+            IMUFifoFrames.invensense(
+                p, at: 0, accelScale: IMUConvert.invensenseAccelScale(.g4),
+                gyroScale: IMUConvert.invensenseGyroScale(.dps500), into: &s)
         }
         let a = IMUConvert.invensenseAccelScale(.g4), g = IMUConvert.invensenseGyroScale(.dps500)
         XCTAssertEqual(s.accel, IMUVector(-1418 * a, -714 * a, 8036 * a))

@@ -14,15 +14,21 @@ final class ObservationEncoderTests: XCTestCase {
     }
 
     func testOMJSONMatchesAndroidObservations() throws {
-        XCTAssertEqual(try encode(OutputCatalogue.gps(o), .omJSON, time: "2026-03-18T17:05:35.951Z",
-                                  [31.2025068, -89.18142746, 58.38763427734375], foi: "0k0g"),
-                       compactJSON(try fixture("android/obs-om-gps.json")))
-        XCTAssertEqual(try encode(OutputCatalogue.quatOrientation(o), .omJSON, time: "2026-03-18T17:05:36.051Z",
-                                  [0.012345, -0.045678, 0.70711, 0.70543]),
-                       compactJSON(try fixture("android/obs-om-quat.json")))
-        XCTAssertEqual(try encode(OutputCatalogue.eulerOrientation(o), .omJSON, time: "2026-03-18T17:05:36.051Z",
-                                  [87.5, -3.25, 1.5]),
-                       compactJSON(try fixture("android/obs-om-euler.json")))
+        XCTAssertEqual(
+            try encode(
+                OutputCatalogue.gps(o), .omJSON, time: "2026-03-18T17:05:35.951Z",
+                [31.2025068, -89.18142746, 58.38763427734375], foi: "0k0g"),
+            compactJSON(try fixture("android/obs-om-gps.json")))
+        XCTAssertEqual(
+            try encode(
+                OutputCatalogue.quatOrientation(o), .omJSON, time: "2026-03-18T17:05:36.051Z",
+                [0.012345, -0.045678, 0.70711, 0.70543]),
+            compactJSON(try fixture("android/obs-om-quat.json")))
+        XCTAssertEqual(
+            try encode(
+                OutputCatalogue.eulerOrientation(o), .omJSON, time: "2026-03-18T17:05:36.051Z",
+                [87.5, -3.25, 1.5]),
+            compactJSON(try fixture("android/obs-om-euler.json")))
     }
 
     func testSWEJSONMatchesReportRecords() throws {
@@ -65,9 +71,11 @@ final class ObservationEncoderTests: XCTestCase {
     func testCountsAndBooleans() throws {
         let health = OutputCatalogue.deviceHealth(o)
         let s = try encode(health, .sweJSON, time: "2026-01-01T00:00:00Z", [48.3, 1, 0, 0x50005, 0.25, 812.5, 61.0, 17, .nan, 3600.5, 1])
-        XCTAssertEqual(s, "{\"time\":\"2026-01-01T00:00:00.000Z\",\"cpuTemperature\":48.3,\"underVoltage\":true,\"throttled\":false,"
-                       + "\"throttleFlags\":327685,\"loadAverage\":0.25,\"memoryAvailable\":812.5,\"diskFree\":61.0,"
-                       + "\"queueDepth\":17,\"droppedCount\":0,\"uptime\":3600.5,\"clockSynchronized\":true}")
+        XCTAssertEqual(
+            s,
+            "{\"time\":\"2026-01-01T00:00:00.000Z\",\"cpuTemperature\":48.3,\"underVoltage\":true,\"throttled\":false,"
+                + "\"throttleFlags\":327685,\"loadAverage\":0.25,\"memoryAvailable\":812.5,\"diskFree\":61.0,"
+                + "\"queueDepth\":17,\"droppedCount\":0,\"uptime\":3600.5,\"clockSynchronized\":true}")
     }
 
     func testOMBatchIsAJSONArray() throws {
@@ -104,8 +112,9 @@ final class ObservationEncoderTests: XCTestCase {
     }
 
     func testNonFiniteTimeIsNull() throws {
-        XCTAssertEqual(try encode(OutputCatalogue.barometer(o), .sweJSON, time: "2026-01-01T00:00:00Z", [1, 2])
-                        .prefix(9), "{\"time\":\"")
+        XCTAssertEqual(
+            try encode(OutputCatalogue.barometer(o), .sweJSON, time: "2026-01-01T00:00:00Z", [1, 2])
+                .prefix(9), "{\"time\":\"")
         let enc = try ObservationEncoder(spec: OutputCatalogue.barometer(o), format: .sweJSON)
         let out = ByteBuffer()
         try enc.encode(time: .nan, values: [1, 2], into: out)

@@ -2,10 +2,12 @@ import OSHCore
 import XCTest
 
 final class PTZCoreTests: XCTestCase {
-    let cal = PTZCalibration(pan: ServoAxisCalibration(channel: 0, lowerLimit: -80, upperLimit: 80),
-                             tilt: ServoAxisCalibration(channel: 1, minPulseMicros: 2400, maxPulseMicros: 600,
-                                                        minDegrees: -45, maxDegrees: 90, lowerLimit: -30, upperLimit: 60),
-                             presets: [("home", 0, 0), ("gate", 45, -10)])
+    let cal = PTZCalibration(
+        pan: ServoAxisCalibration(channel: 0, lowerLimit: -80, upperLimit: 80),
+        tilt: ServoAxisCalibration(
+            channel: 1, minPulseMicros: 2400, maxPulseMicros: 600,
+            minDegrees: -45, maxDegrees: 90, lowerLimit: -30, upperLimit: 60),
+        presets: [("home", 0, 0), ("gate", 45, -10)])
 
     func testAxisMappingBothWays() {
         XCTAssertEqual(cal.pan.pulseMicros(degrees: 0), 1500)
@@ -40,8 +42,10 @@ final class PTZCoreTests: XCTestCase {
         XCTAssertEqual(try parse(#"{"pan":10}"#), .absolute(pan: 10, tilt: nil))
         XCTAssertEqual(try parse(#"{"ptzPos":{"pan":10,"tilt":-5}}"#), .absolute(pan: 10, tilt: -5))
         XCTAssertEqual(try parse(#"{"parameters":{"preset":"home"}}"#), .preset("home"))
-        for bad in [#"{"rpan":3,"rtilt":1}"#, #"{"ptzPos":{"pan":0}}"#, #"{"ptzPos":{"tilt":0,"pan":0}}"#,
-                    #"{"zoom":2}"#, #"{"rpan":"3"}"#, #"{"warp":1}"#, "[1]"] {
+        for bad in [
+            #"{"rpan":3,"rtilt":1}"#, #"{"ptzPos":{"pan":0}}"#, #"{"ptzPos":{"tilt":0,"pan":0}}"#,
+            #"{"zoom":2}"#, #"{"rpan":"3"}"#, #"{"warp":1}"#, "[1]",
+        ] {
             XCTAssertThrowsError(try parse(bad), bad)
         }
     }
@@ -51,7 +55,7 @@ final class PTZCoreTests: XCTestCase {
         c.tilt.channel = 0
         c.pan.lowerLimit = -120
         c.pan.maxSpeed = 0
-        c.frequency = 400 // a 2500 µs pulse does not fit
+        c.frequency = 400  // a 2500 µs pulse does not fit
         let p = c.problems().joined(separator: "\n")
         XCTAssertTrue(p.contains("both on channel 0"), p)
         XCTAssertTrue(p.contains("outside the calibrated span"), p)
@@ -76,8 +80,9 @@ final class PTZCoreTests: XCTestCase {
         let params = PTZSchema.controlParameters(cal)
         guard case .choice(let choice) = params.kind else { return XCTFail("a DataChoice") }
         XCTAssertEqual(choice.items.map { $0.name ?? "" }, ["pan", "tilt", "rpan", "rtilt", "preset", "ptzPos"])
-        XCTAssertEqual(choice.items.map { $0.definition ?? "" }.map { String($0.split(separator: "/").last ?? "") },
-                       ["Pan", "Tilt", "RelativePan", "RelativeTilt", "CameraPresetPositionName", "PtzPosition"])
+        XCTAssertEqual(
+            choice.items.map { $0.definition ?? "" }.map { String($0.split(separator: "/").last ?? "") },
+            ["Pan", "Tilt", "RelativePan", "RelativeTilt", "CameraPresetPositionName", "PtzPosition"])
         guard case .quantity(let rpan) = choice.items[2].kind else { return XCTFail("rpan is a Quantity") }
         XCTAssertEqual(rpan.constraint?.intervals, [ClosedInterval(-160, 160)], "relative moves span the limits")
         guard case .quantity(let tilt) = choice.items[1].kind else { return XCTFail("tilt is a Quantity") }

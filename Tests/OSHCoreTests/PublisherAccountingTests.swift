@@ -25,8 +25,9 @@ final class PublisherAccountingTests: XCTestCase {
     /// Ring path: produced = (sent − from spool) + the ring's drops + spooled + pending.
     private func assertRingBalance(_ c: StreamCounters, file: StaticString = #filePath, line: UInt = #line) {
         let ringDrops = c.droppedRingFull + c.droppedNoSlot + c.droppedSpoolFailed + c.droppedAtStop
-        XCTAssertEqual(c.produced, c.sent - c.sentFromSpool + ringDrops + c.droppedRejected + c.droppedInvalid + c.spooled + c.pending,
-                       "\(c)", file: file, line: line)
+        XCTAssertEqual(
+            c.produced, c.sent - c.sentFromSpool + ringDrops + c.droppedRejected + c.droppedInvalid + c.spooled + c.pending,
+            "\(c)", file: file, line: line)
     }
 
     func testNoResponseAndFiveHundredsAreUnknownOutcomesPerObservationOthersAreNot() throws {
@@ -58,7 +59,7 @@ final class PublisherAccountingTests: XCTestCase {
         let (p, t) = try make(spool: spool)
         record(p, 0..<5)
         t.answer(503)
-        record(p, 5..<25) // 15 overflow into the spool
+        record(p, 5..<25)  // 15 overflow into the spool
         XCTAssertEqual(p.counters(0).spooled, 15)
         recover(p, t)
         t.answer(201); t.answer(201)
@@ -78,7 +79,7 @@ final class PublisherAccountingTests: XCTestCase {
 
     func testAnObservationWithNoSlotIsCountedOnceNotAlsoAsRingFull() throws {
         let (p, t) = try make(capacity: 5)
-        record(p, 0..<5) // one batch, every slot in flight
+        record(p, 0..<5)  // one batch, every slot in flight
         XCTAssertEqual(t.posts.count, 1)
         record(p, 5..<7)
         let c = p.counters(0)
@@ -92,7 +93,7 @@ final class PublisherAccountingTests: XCTestCase {
 
     func testRecordsThatDoNotFitTheSchemaAreDroppedAsInvalidNotCountedSent() throws {
         let (p, t) = try make()
-        p.record(datastream: 0, monotonicTime: 1, values: [1]) // the barometer has two values
+        p.record(datastream: 0, monotonicTime: 1, values: [1])  // the barometer has two values
         record(p, 2..<6)
         t.answer(201)
         let c = p.counters(0)
@@ -147,7 +148,8 @@ final class PublisherAccountingTests: XCTestCase {
             case 3:
                 if !t.posts.isEmpty { t.answer([201, 201, 0, 503, 400, 429, 404][Int(rng.next() % 7)]) }
             case 4:
-                if case .online = p.connectivity {} else if !t.probes.isEmpty {
+                if case .online = p.connectivity {
+                } else if !t.probes.isEmpty {
                     t.probes.removeFirst()(TransportOutcome(status: rng.next() % 2 == 0 ? 200 : 0))
                 }
             case 5:
@@ -176,13 +178,13 @@ final class VideoAccountingTests: XCTestCase {
         let v = VideoPublisher(transport: t)
         let frame: [UInt8] = [0, 0, 0, 1, 0x65, 0x88]
         func offer(_ time: Double) { frame.withUnsafeBytes { _ = v.offer(monotonicTime: time, frame: $0) } }
-        offer(1) // not ready
+        offer(1)  // not ready
         v.datastreamID = "cam"
         v.clockOffset = 1_773_853_000
         for (k, status) in [201, 0, 503, 429, 404, 400].enumerated() {
             v.datastreamID = "cam"
             offer(Double(2 + k))
-            offer(Double(2 + k) + 0.5) // busy
+            offer(Double(2 + k) + 0.5)  // busy
             t.pending.removeFirst().1(TransportOutcome(status: status))
         }
         let c = v.counters.streamCounters(clockOffset: 1_773_853_000, inFlight: v.inFlight)

@@ -48,8 +48,10 @@ final class MemorySpool: ObservationSpool {
 
 /// Barometer (datastream 0) and gps_data (1) in batches of 5, registered, the clock trusted
 /// (epoch = monotonic + `offset`), no jitter: the spool and accounting tests' publisher.
-func smallPublisher(capacity: Int, spool: ObservationSpool?, offset: Double,
-                    now: @escaping () -> Double) throws -> (Publisher, RecordingTransport) {
+func smallPublisher(
+    capacity: Int, spool: ObservationSpool?, offset: Double,
+    now: @escaping () -> Double
+) throws -> (Publisher, RecordingTransport) {
     let t = RecordingTransport()
     var settings = PublisherSettings()
     settings.jitter = 0
@@ -57,8 +59,9 @@ func smallPublisher(capacity: Int, spool: ObservationSpool?, offset: Double,
     let options = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12")
     let specs = [OutputCatalogue.barometer(options), OutputCatalogue.gps(options)]
     let ring = ObservationRing(capacity: capacity, maxValues: 8, datastreams: specs.count)
-    let p = Publisher(ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: .omJSON) },
-                      transport: t, settings: settings, now: now)
+    let p = Publisher(
+        ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: .omJSON) },
+        transport: t, settings: settings, now: now)
     p.spool = spool
     p.clockOffset = offset
     p.setDatastreamID(0, "baro1")
@@ -150,7 +153,7 @@ final class PublisherSpoolTests: XCTestCase {
 
     func testBeforeRegistrationTheOverflowIsSpooledEvenIfNoRequestFailed() throws {
         let (p, _, spool) = try make()
-        p.setDatastreamID(1, nil) // gps_data not registered yet
+        p.setDatastreamID(1, nil)  // gps_data not registered yet
         for i in 0..<15 { p.record(datastream: 1, monotonicTime: Double(i), values: [1, 2, 3]) }
         XCTAssertEqual(spool.records.count, 5)
         XCTAssertTrue(spool.records.allSatisfy { $0.ds == 1 })

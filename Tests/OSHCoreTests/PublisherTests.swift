@@ -8,8 +8,10 @@ final class RecordingTransport: PublisherTransport {
     var posts: [Post] = []
     var probes: [(TransportOutcome) -> Void] = []
 
-    func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
-                          completion: @escaping (TransportOutcome) -> Void) {
+    func postObservations(
+        datastreamID: String, contentType: String, body: ByteBuffer,
+        completion: @escaping (TransportOutcome) -> Void
+    ) {
         posts.append(Post(datastreamID: datastreamID, contentType: contentType, body: body.string, complete: completion))
     }
     func probe(completion: @escaping (TransportOutcome) -> Void) { probes.append(completion) }
@@ -37,7 +39,7 @@ final class RingTests: XCTestCase {
         for i in 0..<6 { ring.push(datastream: i % 2, time: Double(i), values: [Double(i)]) }
         var batch: [Int] = []
         ring.reserve(datastream: 1, max: 10, into: &batch)
-        ring.complete(batch)              // frees slots 1, 3, 5 — holes in the middle
+        ring.complete(batch)  // frees slots 1, 3, 5 — holes in the middle
         XCTAssertEqual(ring.occupied, 3)
         for i in 6..<9 { XCTAssertTrue(ring.push(datastream: 0, time: Double(i), values: [Double(i)])) }
         XCTAssertEqual(ring.droppedWhenFull(of: 0), 0, "holes were reclaimed, nothing dropped")
@@ -70,8 +72,9 @@ final class PublisherTests: XCTestCase {
         settings.jitter = 0
         let specs = [OutputCatalogue.barometer(options), OutputCatalogue.gps(options)]
         let ring = ObservationRing(capacity: capacity, maxValues: 8, datastreams: specs.count)
-        let p = Publisher(ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: format) },
-                          transport: t, settings: settings, now: { [unowned self] in self.now })
+        let p = Publisher(
+            ring: ring, encoders: try specs.map { try ObservationEncoder(spec: $0, format: format) },
+            transport: t, settings: settings, now: { [unowned self] in self.now })
         p.clockOffset = 1_773_853_000
         p.setDatastreamID(0, "baro1")
         p.setDatastreamID(1, "gps1")

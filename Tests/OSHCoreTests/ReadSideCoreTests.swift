@@ -36,8 +36,9 @@ final class ReadSideCoreTests: XCTestCase {
         XCTAssertEqual(newest.path, "/datastreams/ds1/observations?order=desc&limit=3&f=application%2Fswe%2Bbinary")
         XCTAssertEqual(newest.header("Accept"), MediaType.json)
         XCTAssertNotNil(newest.header("Authorization"))
-        XCTAssertEqual(b.observations(datastreamID: "ds1", query: .latestResultTime).path,
-                       "/datastreams/ds1/observations?resultTime=latest")
+        XCTAssertEqual(
+            b.observations(datastreamID: "ds1", query: .latestResultTime).path,
+            "/datastreams/ds1/observations?resultTime=latest")
         XCTAssertEqual(b.observations(datastreamID: "d", query: .newest(0)).path, "/datastreams/d/observations?order=desc&limit=1")
         let cmd = b.postCommand(controlStreamID: "cs1", body: Array("{}".utf8))
         XCTAssertEqual(cmd.method, .post)
@@ -48,34 +49,39 @@ final class ReadSideCoreTests: XCTestCase {
     }
 
     func testDatastreamAndSystemItemsAsTheNodeListsThem() throws {
-        let ds = try JSONValue.parse("""
-        {"id":"abc","name":"Pi - barometer","system@id":"sys","outputName":"barometer",
-         "phenomenonTime":["2026-11-29T10:00:00Z","2026-11-29T10:05:00.500Z"],"resultTime":["2026-11-29T10:00:00Z","now"],
-         "formats":["application/om+json","application/swe+binary"]}
-        """)
+        let ds = try JSONValue.parse(
+            """
+            {"id":"abc","name":"Pi - barometer","system@id":"sys","outputName":"barometer",
+             "phenomenonTime":["2026-11-29T10:00:00Z","2026-11-29T10:05:00.500Z"],"resultTime":["2026-11-29T10:00:00Z","now"],
+             "formats":["application/om+json","application/swe+binary"]}
+            """)
         let d = try XCTUnwrap(NodeDatastream(ds))
         XCTAssertEqual(d.newest, .at(try XCTUnwrap(ISOTime.parse("2026-11-29T10:05:00.500Z"))))
         XCTAssertEqual(d.newestResultTime, .now)
         XCTAssertEqual(d.preferredFormat, MediaType.omJSON)
-        XCTAssertEqual(NodeDatastream(try JSONValue.parse(#"{"id":"v","formats":["application/swe+binary"]}"#))?.preferredFormat, MediaType.sweBinary)
+        XCTAssertEqual(
+            NodeDatastream(try JSONValue.parse(#"{"id":"v","formats":["application/swe+binary"]}"#))?.preferredFormat, MediaType.sweBinary)
         XCTAssertNil(NodeDatastream(try JSONValue.parse(#"{"name":"no id"}"#)))
         XCTAssertNil(NodeDatastream(try JSONValue.parse(#"{"id":"x"}"#))?.newest)
 
-        let geo = try XCTUnwrap(NodeSystem(try JSONValue.parse(#"{"type":"Feature","id":"s1","properties":{"uid":"urn:x:1","name":"One"}}"#)))
+        let geo = try XCTUnwrap(
+            NodeSystem(try JSONValue.parse(#"{"type":"Feature","id":"s1","properties":{"uid":"urn:x:1","name":"One"}}"#)))
         XCTAssertEqual(geo, NodeSystem(id: "s1", uid: "urn:x:1", name: "One"))
         let sml = try XCTUnwrap(NodeSystem(try JSONValue.parse(#"{"type":"PhysicalSystem","id":"s2","uniqueId":"urn:x:2","label":"Two"}"#)))
         XCTAssertEqual(sml, NodeSystem(id: "s2", uid: "urn:x:2", name: "Two"))
         XCTAssertEqual(NodeCollection.items(try JSONValue.parse(#"{"type":"FeatureCollection","features":[{"id":"a"}]}"#)).count, 1)
-        XCTAssertEqual(NodeCollection.nextLink(try JSONValue.parse(#"{"items":[],"links":[{"rel":"next","href":"/systems?offset=100"}]}"#)),
-                       "/systems?offset=100")
+        XCTAssertEqual(
+            NodeCollection.nextLink(try JSONValue.parse(#"{"items":[],"links":[{"rel":"next","href":"/systems?offset=100"}]}"#)),
+            "/systems?offset=100")
     }
 
     func testCommandBodyWrapsParametersAndKeepsOrder() throws {
         func text(_ s: String) throws -> String { String(decoding: try CommandBody.bytes(fromUserJSON: s), as: UTF8.self) }
         XCTAssertEqual(try text(#"{"rpan":3.0}"#), #"{"parameters":{"rpan":3.0}}"#)
         XCTAssertEqual(try text(#"{"ptzPos":{"pan":10,"tilt":-5.5}}"#), #"{"parameters":{"ptzPos":{"pan":10,"tilt":-5.5}}}"#)
-        XCTAssertEqual(try text(#"{"issueTime":"2026-11-29T10:00:00Z","parameters":{"rtilt":1}}"#),
-                       #"{"issueTime":"2026-11-29T10:00:00Z","parameters":{"rtilt":1}}"#)
+        XCTAssertEqual(
+            try text(#"{"issueTime":"2026-11-29T10:00:00Z","parameters":{"rtilt":1}}"#),
+            #"{"issueTime":"2026-11-29T10:00:00Z","parameters":{"rtilt":1}}"#)
         // A parameter that happens to be called "parameters" next to others is still wrapped.
         XCTAssertEqual(try text(#"{"parameters":1,"x":2}"#), #"{"parameters":{"parameters":1,"x":2}}"#)
         XCTAssertThrowsError(try CommandBody.bytes(fromUserJSON: "[1]")) { XCTAssertEqual($0 as? CommandBodyError, .notAnObject) }
@@ -85,16 +91,19 @@ final class ReadSideCoreTests: XCTestCase {
     }
 
     func testCommandReports() throws {
-        let first = try XCTUnwrap(CommandReport(try JSONValue.parse(
-            #"{"command@id":"c1","reportTime":"2026-11-29T10:00:05Z","statusCode":"PENDING"}"#)))
+        let first = try XCTUnwrap(
+            CommandReport(
+                try JSONValue.parse(
+                    #"{"command@id":"c1","reportTime":"2026-11-29T10:00:05Z","statusCode":"PENDING"}"#)))
         XCTAssertEqual(first.commandID, "c1")
         XCTAssertEqual(first.statusCode, "PENDING")
         XCTAssertFalse(first.isFinal)
-        let listing = try JSONValue.parse("""
-        {"items":[{"id":"s1","command@id":"c1","reportTime":"2026-11-29T10:00:01Z","statusCode":"COMPLETED","message":"done"},
-                  {"id":"s2","command@id":"c1","reportTime":"2026-11-29T10:00:05Z","statusCode":"PENDING"},
-                  {"id":"s3","command@id":"c1","reportTime":"2026-11-29T10:00:07Z","statusCode":"COMPLETED","message":"again"}]}
-        """)
+        let listing = try JSONValue.parse(
+            """
+            {"items":[{"id":"s1","command@id":"c1","reportTime":"2026-11-29T10:00:01Z","statusCode":"COMPLETED","message":"done"},
+                      {"id":"s2","command@id":"c1","reportTime":"2026-11-29T10:00:05Z","statusCode":"PENDING"},
+                      {"id":"s3","command@id":"c1","reportTime":"2026-11-29T10:00:07Z","statusCode":"COMPLETED","message":"again"}]}
+            """)
         let newest = try XCTUnwrap(CommandReport.newest(in: listing))
         XCTAssertEqual(newest.statusCode, "COMPLETED")
         XCTAssertEqual(newest.message, "again")
@@ -106,7 +115,8 @@ final class ReadSideCoreTests: XCTestCase {
 
     /// Found by fuzz/om: an empty id was taken as an id, and `/systems/` + "" addresses the collection.
     func testAnEmptyIDIsNoID() throws {
-        let item = try JSONValue.parse(#"{"id":"","command@id":"","reportTime":"2026-11-29T10:00:01Z","stde":"COMPLETED","mes@sage":"done"}"#)
+        let item = try JSONValue.parse(
+            #"{"id":"","command@id":"","reportTime":"2026-11-29T10:00:01Z","stde":"COMPLETED","mes@sage":"done"}"#)
         XCTAssertNil(NodeSystem(item))
         XCTAssertNil(NodeDatastream(item))
         XCTAssertNil(CommandReport(item))

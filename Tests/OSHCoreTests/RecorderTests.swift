@@ -27,7 +27,7 @@ final class RecorderTests: XCTestCase {
         r.clockOffset = 1_800_000_000
         var live = RateThinner()
         var liveCount = 0
-        for k in 0..<1000 { // 10 s of a 100 Hz source with jitter
+        for k in 0..<1000 {  // 10 s of a 100 Hz source with jitter
             let t = 10 + Double(k) * 0.01 + (k % 3 == 0 ? 0.0004 : -0.0003)
             let isLive = live.admits(t, rate: 10)
             if isLive { liveCount += 1 }
@@ -59,7 +59,9 @@ final class RecorderTests: XCTestCase {
         sink.failing = false
         // Every access unit is kept (a P-frame cannot be thinned), whatever the rate says.
         for k in 0..<10 {
-            [UInt8(k)].withUnsafeBytes { r.offerVideo(1, monotonicTime: 3 + Double(k) * 0.001, accessUnit: $0, keyFrame: k == 0, live: k == 0) }
+            [UInt8(k)].withUnsafeBytes {
+                r.offerVideo(1, monotonicTime: 3 + Double(k) * 0.001, accessUnit: $0, keyFrame: k == 0, live: k == 0)
+            }
         }
         XCTAssertEqual(sink.video.count, 10)
         XCTAssertEqual(sink.video.map(\.key), [true] + [Bool](repeating: false, count: 9))

@@ -16,8 +16,9 @@ final class RecordingFormatTests: XCTestCase {
     private func accessUnit(_ au: [UInt8], keyFrame: Bool, time: Double = 1_773_853_001.5) -> [UInt8] {
         var header = [UInt8](repeating: 0, count: RecordingRecord.headerBytes)
         let crc = header.withUnsafeMutableBytes { h -> UInt32 in
-            RecordingRecord.encodeHeader(kind: keyFrame ? .keyFrame : .accessUnit, key: 9, time: time,
-                                         payloadLength: au.count, into: h.baseAddress!)
+            RecordingRecord.encodeHeader(
+                kind: keyFrame ? .keyFrame : .accessUnit, key: 9, time: time,
+                payloadLength: au.count, into: h.baseAddress!)
             return au.withUnsafeBytes { RecordingRecord.crc(header: h.baseAddress!, payload: $0) }
         }
         return header + au + withUnsafeBytes(of: crc.littleEndian) { Array($0) }
@@ -85,11 +86,11 @@ final class RecordingFormatTests: XCTestCase {
 
     func testWrongVersionKindAndImpossibleLengthsAreInvalid() {
         var r = values()
-        r[2] = 1 // a spool record
+        r[2] = 1  // a spool record
         XCTAssertEqual(parse(r), .invalid)
         r = values(); r[3] = 3
         XCTAssertEqual(parse(r), .invalid)
-        r = values(); r[16] = 33 // a values payload that is not whole doubles
+        r = values(); r[16] = 33  // a values payload that is not whole doubles
         XCTAssertEqual(parse(r), .invalid)
         r = accessUnit([1, 2, 3], keyFrame: true)
         withUnsafeBytes(of: UInt32(RecordingRecord.maxPayload + 1).littleEndian) { for i in 0..<4 { r[16 + i] = $0[i] } }
@@ -142,8 +143,9 @@ final class RecordingFormatTests: XCTestCase {
         defer { buf.deallocate() }
         for (kind, live) in [(RecordingRecord.Kind.values, true), (.keyFrame, true), (.accessUnit, false)] {
             RecordingRecord.encodeHeader(kind: kind, live: live, key: 7, time: 1.5, payloadLength: 8, into: buf)
-            XCTAssertEqual(RecordingRecord.header(UnsafeRawBufferPointer(start: buf, count: 20), at: 0),
-                           .record(RecordingRecord.Header(kind: kind, live: live, key: 7, time: 1.5, payloadLength: 8)))
+            XCTAssertEqual(
+                RecordingRecord.header(UnsafeRawBufferPointer(start: buf, count: 20), at: 0),
+                .record(RecordingRecord.Header(kind: kind, live: live, key: 7, time: 1.5, payloadLength: 8)))
         }
         // Bit 7 beside a kind that does not exist is still no record.
         buf.storeBytes(of: UInt8(0x83), toByteOffset: 3, as: UInt8.self)

@@ -55,8 +55,9 @@ final class RoundTripTests: XCTestCase {
                     for (i, li) in layout.valueLeaves.enumerated() {
                         let leaf = layout.leaves[li]
                         let got = try XCTUnwrap(record[leaf.path]?.double, "\(spec.outputName)\(leaf.path)")
-                        XCTAssertEqual(got.bitPattern, expected(v[i], leaf.kind).bitPattern,
-                                       "\(spec.outputName)\(leaf.path): \(got) vs \(v[i])")
+                        XCTAssertEqual(
+                            got.bitPattern, expected(v[i], leaf.kind).bitPattern,
+                            "\(spec.outputName)\(leaf.path): \(got) vs \(v[i])")
                     }
                 }
                 // The three forms decode to identical records.

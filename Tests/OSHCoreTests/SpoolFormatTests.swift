@@ -3,11 +3,15 @@ import XCTest
 
 /// The spool's record and cursor encodings: every kind of damage is refused, never misread.
 final class SpoolFormatTests: XCTestCase {
-    private func record(key: UInt32 = 7, time: Double = 1_773_853_000.125, values: [Double] = [1013.25, -0.5, .nan],
-                        heldBoot: UInt64? = nil) -> [UInt8] {
+    private func record(
+        key: UInt32 = 7, time: Double = 1_773_853_000.125, values: [Double] = [1013.25, -0.5, .nan],
+        heldBoot: UInt64? = nil
+    ) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: SpoolRecord.size(values: values.count, held: heldBoot != nil))
         let n = out.withUnsafeMutableBytes { o in
-            values.withUnsafeBufferPointer { SpoolRecord.encode(key: key, time: time, values: $0, into: o.baseAddress!, heldBoot: heldBoot) }
+            values.withUnsafeBufferPointer {
+                SpoolRecord.encode(key: key, time: time, values: $0, into: o.baseAddress!, heldBoot: heldBoot)
+            }
         }
         XCTAssertEqual(n, out.count)
         return out
@@ -18,8 +22,8 @@ final class SpoolFormatTests: XCTestCase {
     }
 
     func testCRC32AndKeyAreTheStandardOnes() {
-        XCTAssertEqual(Array("123456789".utf8).withUnsafeBytes { CRC32.checksum($0) }, 0xCBF4_3926) // the check value
-        XCTAssertEqual(SpoolRecord.key(outputName: ""), 0x811C_9DC5) // FNV-1a offset basis
+        XCTAssertEqual(Array("123456789".utf8).withUnsafeBytes { CRC32.checksum($0) }, 0xCBF4_3926)  // the check value
+        XCTAssertEqual(SpoolRecord.key(outputName: ""), 0x811C_9DC5)  // FNV-1a offset basis
         XCTAssertEqual(SpoolRecord.key(outputName: "a"), 0xE40C_292C)
         XCTAssertNotEqual(SpoolRecord.key(outputName: "barometer"), SpoolRecord.key(outputName: "gps_data"))
     }
@@ -78,7 +82,7 @@ final class SpoolFormatTests: XCTestCase {
     func testResyncFindsTheNextRecordAfterGarbage() {
         let a = record(key: 1), b = record(key: 2)
         var bytes = a
-        bytes[20] ^= 0xFF // damage a
+        bytes[20] ^= 0xFF  // damage a
         bytes += [0x00, 0xA5, 0x13] + b
         XCTAssertEqual(parse(bytes), .invalid)
         var at = 0
@@ -106,7 +110,7 @@ final class SpoolFormatTests: XCTestCase {
         XCTAssertEqual(SpoolCursor.newest(decode(a), decode(b)), newer)
         for cut in 0..<SpoolCursor.slotBytes {
             var torn = b
-            for i in cut..<torn.count { torn[i] = 0 } // the write stopped after `cut` bytes
+            for i in cut..<torn.count { torn[i] = 0 }  // the write stopped after `cut` bytes
             XCTAssertEqual(SpoolCursor.newest(decode(a), decode(torn)), older, "torn at \(cut)")
         }
         XCTAssertNil(SpoolCursor.newest(nil, nil))

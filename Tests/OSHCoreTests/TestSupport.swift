@@ -21,7 +21,13 @@ func compactJSON(_ s: String) -> String {
     for b in s.utf8 {
         if inString {
             out.append(b)
-            if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") { inString = false }
+            if escaped {
+                escaped = false
+            } else if b == UInt8(ascii: "\\") {
+                escaped = true
+            } else if b == UInt8(ascii: "\"") {
+                inString = false
+            }
         } else if b == UInt8(ascii: "\"") {
             inString = true
             out.append(b)

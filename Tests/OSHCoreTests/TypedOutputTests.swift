@@ -13,26 +13,37 @@ final class TypedOutputTests: XCTestCase {
         var spec = OutputCatalogue.gps(o)
         let a = spec.leaves
         let b = spec.leaves
-        XCTAssertEqual(a.withUnsafeBufferPointer { $0.baseAddress }, b.withUnsafeBufferPointer { $0.baseAddress },
-                       "two reads of one spec's leaves must share one stored array")
+        XCTAssertEqual(
+            a.withUnsafeBufferPointer { $0.baseAddress }, b.withUnsafeBufferPointer { $0.baseAddress },
+            "two reads of one spec's leaves must share one stored array")
         spec.record = OutputCatalogue.barometer(o).record
         XCTAssertEqual(spec.leaves.map(\.path), ["/time", "/pressure", "/relativeAltitude"], "a new record is walked again")
     }
 
     func testEveryCatalogueOutputHasItsKind() {
         let kinds = OutputCatalogue.all(o).map(\.kind)
-        XCTAssertEqual(kinds, [.quatOrientation, .eulerOrientation, .accelerometer, .gyroscope, .magnetometer, .barometer,
-                               .temperature, .humidity, .gps, .video, .audioLevel, .deviceHealth])
-        XCTAssertEqual(OutputCatalogue.all(OutputOptions(uid: "u", imuChip: "ICM20948", magnetometerChip: "AK09916")).first { $0.kind == .magnetometer }?.outputName,
-                       "AK09916_Magnetometer_data")
+        XCTAssertEqual(
+            kinds,
+            [
+                .quatOrientation, .eulerOrientation, .accelerometer, .gyroscope, .magnetometer, .barometer,
+                .temperature, .humidity, .gps, .video, .audioLevel, .deviceHealth,
+            ])
+        XCTAssertEqual(
+            OutputCatalogue.all(OutputOptions(uid: "u", imuChip: "ICM20948", magnetometerChip: "AK09916")).first {
+                $0.kind == .magnetometer
+            }?.outputName,
+            "AK09916_Magnetometer_data")
     }
 
     /// The name `schema`, `config check` and `run` give the magnetometer: its own chip's.
     func testTheMagnetometerIsNamedAfterItsOwnChip() {
         XCTAssertEqual(OutputCatalogue.magnetometer(o).outputName, "AK8963_Magnetometer_data")
-        XCTAssertEqual(OutputCatalogue.magnetometer(OutputOptions(uid: "u", imuChip: "MPU9250", magnetometerChip: "AK8963")).outputName,
-                       "AK8963_Magnetometer_data")
-        XCTAssertEqual(OutputCatalogue.magnetometer(OutputOptions(uid: "u", imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")).outputName, "LSM6DSO_Magnetometer_data")
+        XCTAssertEqual(
+            OutputCatalogue.magnetometer(OutputOptions(uid: "u", imuChip: "MPU9250", magnetometerChip: "AK8963")).outputName,
+            "AK8963_Magnetometer_data")
+        XCTAssertEqual(
+            OutputCatalogue.magnetometer(OutputOptions(uid: "u", imuChip: "LSM6DSO", magnetometerChip: "LSM6DSO")).outputName,
+            "LSM6DSO_Magnetometer_data")
         XCTAssertEqual(ChipTable.known.builtInMagnetometer("mpu-9250"), "AK8963")
         XCTAssertEqual(ChipTable.known.builtInMagnetometer("ICM-20948"), "AK09916")
         XCTAssertNil(ChipTable.known.builtInMagnetometer("LSM6DSOX"))

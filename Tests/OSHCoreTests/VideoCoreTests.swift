@@ -49,7 +49,8 @@ final class VideoCoreTests: XCTestCase {
 
     func testEncoderDecisionIsRpicamAppsRule() {
         XCTAssertEqual(VideoEncoderDecision.decide(captureFormat: .h264, m2mDevice: "/dev/video11", preference: .auto).kind, .cameraH264)
-        XCTAssertEqual(VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: "/dev/video11", preference: .auto).kind, .m2m("/dev/video11"))
+        XCTAssertEqual(
+            VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: "/dev/video11", preference: .auto).kind, .m2m("/dev/video11"))
         XCTAssertEqual(VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: nil, preference: .auto).kind, .x264)
         XCTAssertEqual(VideoEncoderDecision.decide(captureFormat: .i420, m2mDevice: "/dev/video11", preference: .software).kind, .x264)
         let refused = VideoEncoderDecision.decide(captureFormat: .i420, m2mDevice: nil, preference: .hardware)
@@ -63,8 +64,9 @@ final class VideoCoreTests: XCTestCase {
         let demanded = VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: nil, unusable: why, preference: .hardware)
         XCTAssertNil(demanded.kind)
         XCTAssertTrue(demanded.reason.contains("(/dev/video1 (vicodec) encodes FWHT, not H.264)"), demanded.reason)
-        let found = VideoEncoderDecision.decide(captureFormat: .yuyv, m2mDevice: "/dev/video11", m2mCard: "bcm2835-codec-encode",
-                                                unusable: why, preference: .auto)
+        let found = VideoEncoderDecision.decide(
+            captureFormat: .yuyv, m2mDevice: "/dev/video11", m2mCard: "bcm2835-codec-encode",
+            unusable: why, preference: .auto)
         XCTAssertEqual(found.reason, "hardware H.264 encoder bcm2835-codec-encode found at /dev/video11")
     }
 

@@ -40,9 +40,10 @@ final class VideoPublisherTests: XCTestCase {
         var settings = PublisherSettings()
         settings.jitter = 0
         let spec = OutputCatalogue.barometer(OutputOptions(uid: "urn:osh:rpi:10000000abcdef12"))
-        let p = Publisher(ring: ObservationRing(capacity: 100, maxValues: 8, datastreams: 1),
-                          encoders: [try ObservationEncoder(spec: spec, format: .omJSON)], transport: t,
-                          settings: settings, now: { 100 })
+        let p = Publisher(
+            ring: ObservationRing(capacity: 100, maxValues: 8, datastreams: 1),
+            encoders: [try ObservationEncoder(spec: spec, format: .omJSON)], transport: t,
+            settings: settings, now: { 100 })
         p.clockOffset = 1_773_853_000
         p.setDatastreamID(0, "baro1")
         let vt = Transport()

@@ -6,8 +6,10 @@ private enum Got: Equatable {
     case text(String), binary([UInt8]), ping([UInt8]), pong([UInt8]), close(UInt16, String)
 }
 
-private func parse(_ bytes: [UInt8], role: WebSocketRole = .client, max: Int = 1 << 20,
-                   chunk: Int = Int.max) throws -> [Got] {
+private func parse(
+    _ bytes: [UInt8], role: WebSocketRole = .client, max: Int = 1 << 20,
+    chunk: Int = Int.max
+) throws -> [Got] {
     let p = WebSocketFrameParser(role: role, maxMessageBytes: max)
     var out: [Got] = []
     var i = 0
@@ -103,12 +105,12 @@ final class WebSocketFrameTests: XCTestCase {
         WebSocketFrameWriter.writeClose(code: 1000, reason: String(repeating: "é", count: 100), mask: 1, to: out)
         let got = try parse(out.array, role: .server)
         guard case .close(1000, let r) = got.first else { return XCTFail("\(got)") }
-        XCTAssertEqual(r.utf8.count, 122) // cut on a character boundary within 123 bytes
+        XCTAssertEqual(r.utf8.count, 122)  // cut on a character boundary within 123 bytes
     }
 
     func testMalformedFramesRejected() {
-        XCTAssertEqual(frameError([0xC1, 0x00]), .reservedBitsSet)          // RSV1
-        XCTAssertEqual(frameError([0x91, 0x00]), .reservedBitsSet)          // RSV3... (0x10)
+        XCTAssertEqual(frameError([0xC1, 0x00]), .reservedBitsSet)  // RSV1
+        XCTAssertEqual(frameError([0x91, 0x00]), .reservedBitsSet)  // RSV3... (0x10)
         XCTAssertEqual(frameError([0x83, 0x00]), .unknownOpcode(3))
         XCTAssertEqual(frameError([0x8B, 0x00]), .unknownOpcode(0xB))
         XCTAssertEqual(frameError([0x89, 0x7E, 0x00, 0x7E] + [UInt8](repeating: 0, count: 126)), .controlFrameTooLong(126))
@@ -123,9 +125,9 @@ final class WebSocketFrameTests: XCTestCase {
         let f = [0x02, 0x7E, 0x00, 0xC8] + [UInt8](repeating: 1, count: 200) + [0x80, 0x7E, 0x00, 0xC8]
         XCTAssertEqual(frameError(f, max: 300), .messageTooLarge(limit: 300))
         XCTAssertEqual(frameError([0x81, 0x02, 0xC3, 0x28]), .invalidUTF8)
-        XCTAssertEqual(frameError([0x81, 0x03, 0xED, 0xA0, 0x80]), .invalidUTF8) // surrogate
-        XCTAssertEqual(frameError([0x81, 0x02, 0xC0, 0x80]), .invalidUTF8)       // overlong
-        XCTAssertEqual(frameError([0x81, 0x01, 0xE2]), .invalidUTF8)             // truncated
+        XCTAssertEqual(frameError([0x81, 0x03, 0xED, 0xA0, 0x80]), .invalidUTF8)  // surrogate
+        XCTAssertEqual(frameError([0x81, 0x02, 0xC0, 0x80]), .invalidUTF8)  // overlong
+        XCTAssertEqual(frameError([0x81, 0x01, 0xE2]), .invalidUTF8)  // truncated
         XCTAssertEqual(frameError([0x88, 0x01, 0x03]), .badClosePayload("a 1-byte body"))
         XCTAssertEqual(frameError([0x88, 0x02, 0x03, 0xED]), .badClosePayload("status code 1005 is not allowed"))
         XCTAssertEqual(WebSocketFrameError.invalidUTF8.closeCode, 1007)
@@ -139,20 +141,24 @@ final class WebSocketFrameTests: XCTestCase {
 
     func testUTF8Check() {
         XCTAssertTrue(UTF8Check.isValid(Array("κόσμε 𝄞 ok".utf8)))
-        XCTAssertFalse(UTF8Check.isValid([0xF4, 0x90, 0x80, 0x80])) // > U+10FFFF
+        XCTAssertFalse(UTF8Check.isValid([0xF4, 0x90, 0x80, 0x80]))  // > U+10FFFF
         XCTAssertFalse(UTF8Check.isValid([0xFF]))
-        XCTAssertFalse(UTF8Check.isValid([0xE0, 0x80, 0x80]))       // overlong 3-byte
+        XCTAssertFalse(UTF8Check.isValid([0xE0, 0x80, 0x80]))  // overlong 3-byte
     }
 
     /// libFuzzer-style robustness: seeded mutations of valid frame streams, 20 000 cases, both roles,
     /// random chunking. The parser must only ever return events or throw, never crash or hang.
     func testRandomMutationsNeverCrash() {
         var rng = SplitMix64(seed: 0x5EED_6455)
-        let seeds: [[UInt8]] = [unmaskedHello, maskedHello, fragmented, ping, maskedPong,
-                                [0x82, 0x7E, 0x01, 0x00] + [UInt8](repeating: 7, count: 256),
-                                [0x88, 0x02, 0x03, 0xE8], [0x81, 0x00]]
-        let parsers = [WebSocketFrameParser(role: .client, maxMessageBytes: 4096),
-                       WebSocketFrameParser(role: .server, maxMessageBytes: 4096)]
+        let seeds: [[UInt8]] = [
+            unmaskedHello, maskedHello, fragmented, ping, maskedPong,
+            [0x82, 0x7E, 0x01, 0x00] + [UInt8](repeating: 7, count: 256),
+            [0x88, 0x02, 0x03, 0xE8], [0x81, 0x00],
+        ]
+        let parsers = [
+            WebSocketFrameParser(role: .client, maxMessageBytes: 4096),
+            WebSocketFrameParser(role: .server, maxMessageBytes: 4096),
+        ]
         var events = 0, errors = 0
         for _ in 0..<20_000 {
             var b: [UInt8] = []
@@ -188,8 +194,9 @@ final class WebSocketHandshakeTests: XCTestCase {
     func testSHA1Vectors() {
         XCTAssertEqual(Hex.string(SHA1.hash("")), "da39a3ee5e6b4b0d3255bfef95601890afd80709")
         XCTAssertEqual(Hex.string(SHA1.hash("abc")), "a9993e364706816aba3e25717850c26c9cd0d89d")
-        XCTAssertEqual(Hex.string(SHA1.hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
-                       "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
+        XCTAssertEqual(
+            Hex.string(SHA1.hash("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")),
+            "84983e441c3bd26ebaae4aa1f95129e5e54670f1")
         var s = SHA1()
         for _ in 0..<1000 { s.update([UInt8](repeating: 0x61, count: 1000)) }
         XCTAssertEqual(Hex.string(s.finalize()), "34aa973cd4c4daa4f61eeb2bdbad27316534016f")
@@ -203,24 +210,32 @@ final class WebSocketHandshakeTests: XCTestCase {
     }
 
     func testRequestAndResponseCheck() throws {
-        let req = WebSocketHandshake.request(path: "/sensorhub/api/controlstreams/abc/commands", host: "127.0.0.1:8181",
-                                             key: "dGhlIHNhbXBsZSBub25jZQ==",
-                                             extraHeaders: [HTTPHeader("Authorization", "Basic YTpi")])
+        let req = WebSocketHandshake.request(
+            path: "/sensorhub/api/controlstreams/abc/commands", host: "127.0.0.1:8181",
+            key: "dGhlIHNhbXBsZSBub25jZQ==",
+            extraHeaders: [HTTPHeader("Authorization", "Basic YTpi")])
         let text = String(decoding: req, as: UTF8.self)
         XCTAssertTrue(text.hasPrefix("GET /sensorhub/api/controlstreams/abc/commands HTTP/1.1\r\nHost: 127.0.0.1:8181\r\n"))
-        XCTAssertTrue(text.contains("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"))
+        XCTAssertTrue(
+            text.contains(
+                "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n")
+        )
         XCTAssertTrue(text.hasSuffix("Authorization: Basic YTpi\r\n\r\n"))
         let parsedReq = try WebSocketHandshake.parseHead(req[...])
         XCTAssertEqual(parsedReq.method, "GET")
-        XCTAssertEqual(try WebSocketHandshake.checkRequest(method: "GET", upgrade: parsedReq.header("upgrade"),
-                                                           connection: parsedReq.header("connection"),
-                                                           key: parsedReq.header("sec-websocket-key"),
-                                                           version: parsedReq.header("Sec-WebSocket-Version")),
-                       "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        XCTAssertEqual(
+            try WebSocketHandshake.checkRequest(
+                method: "GET", upgrade: parsedReq.header("upgrade"),
+                connection: parsedReq.header("connection"),
+                key: parsedReq.header("sec-websocket-key"),
+                version: parsedReq.header("Sec-WebSocket-Version")),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
 
-        let ok = Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\u{81}".utf8)
+        let ok = Array(
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n\u{81}"
+                .utf8)
         let end = try XCTUnwrap(WebSocketHandshake.headEnd(ok))
-        XCTAssertEqual(end, ok.count - 2) // "\u{81}" is two UTF-8 bytes
+        XCTAssertEqual(end, ok.count - 2)  // "\u{81}" is two UTF-8 bytes
         let head = try WebSocketHandshake.parseHead(ok[0..<end])
         XCTAssertNoThrow(try WebSocketHandshake.checkResponse(head, key: "dGhlIHNhbXBsZSBub25jZQ=="))
         XCTAssertThrowsError(try WebSocketHandshake.checkResponse(head, key: "AAAAAAAAAAAAAAAAAAAAAA==")) {
@@ -234,7 +249,9 @@ final class WebSocketHandshakeTests: XCTestCase {
         XCTAssertThrowsError(try WebSocketHandshake.checkResponse(noUpgrade, key: "x")) {
             XCTAssertEqual($0 as? WebSocketHandshakeError, .missingUpgradeHeader)
         }
-        XCTAssertThrowsError(try WebSocketHandshake.checkRequest(method: "GET", upgrade: "websocket", connection: "Upgrade",
-                                                                 key: "short", version: "13"))
+        XCTAssertThrowsError(
+            try WebSocketHandshake.checkRequest(
+                method: "GET", upgrade: "websocket", connection: "Upgrade",
+                key: "short", version: "13"))
     }
 }

@@ -9,22 +9,33 @@ final class WireRulesTests: XCTestCase {
     private func allBodies() -> [(String, String)] {
         var out: [(String, String)] = []
         for north in NorthReference.allCases {
-            let o = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12:mast", north: north, videoWidth: 1280, videoHeight: 720,
-                                  imuChip: "ICM20948", magnetometerChip: "AK09916", barometerChip: "BMP390")
+            let o = OutputOptions(
+                uid: "urn:osh:rpi:10000000abcdef12:mast", north: north, videoWidth: 1280, videoHeight: 720,
+                imuChip: "ICM20948", magnetometerChip: "AK09916", barometerChip: "BMP390")
             for spec in OutputCatalogue.all(o) {
                 for f in ScalarFormat.allCases {
                     out.append(("\(spec.outputName) \(f) \(north)", DatastreamBody.string(spec, systemLabel: "Pi [x]", scalarFormat: f)))
                 }
             }
-            out.append(("system", SystemBody.string(SystemDescription(uid: o.uid, label: "Pi [x]", serial: "10000000abcdef12",
-                                                                        validFrom: 1_773_853_535, outputs: OutputCatalogue.all(o)))))
+            out.append(
+                (
+                    "system",
+                    SystemBody.string(
+                        SystemDescription(
+                            uid: o.uid, label: "Pi [x]", serial: "10000000abcdef12",
+                            validFrom: 1_773_853_535, outputs: OutputCatalogue.all(o)))
+                ))
         }
         out.append(("feature", SamplingFeature.string(systemUID: "urn:osh:rpi:10000000abcdef12")))
-        let choice = DataComponent(.choice(DataChoice(items: [
-            DataComponent(.quantity(Quantity(uom: .code("Hz"), constraint: AllowedValues(intervals: [ClosedInterval(0.1, 100)]))), name: "setRate"),
-            DataComponent(.boolean(BooleanComponent()), name: "enable"),
-            DataComponent(.category(Category(constraint: AllowedTokens(values: ["a", "b"]))), name: "output"),
-        ])), name: "device_control", definition: SWE.property("DeviceControl"))
+        let choice = DataComponent(
+            .choice(
+                DataChoice(items: [
+                    DataComponent(
+                        .quantity(Quantity(uom: .code("Hz"), constraint: AllowedValues(intervals: [ClosedInterval(0.1, 100)]))),
+                        name: "setRate"),
+                    DataComponent(.boolean(BooleanComponent()), name: "enable"),
+                    DataComponent(.category(Category(constraint: AllowedTokens(values: ["a", "b"]))), name: "output"),
+                ])), name: "device_control", definition: SWE.property("DeviceControl"))
         out.append(("control", ControlStreamBody.string(name: "Pi - device_control", inputName: "device_control", parameters: choice)))
         return out
     }
@@ -66,7 +77,8 @@ final class WireRulesTests: XCTestCase {
     /// The scanner must catch what the node rejects — checked on bodies broken on purpose.
     func testScannerCatchesMisorderedBodies() throws {
         let good = DatastreamBody.string(OutputCatalogue.gps(androidOptions()), systemLabel: "L", scalarFormat: .omJSON)
-        let typeSecond = good.replacingOccurrences(of: "{\"type\":\"Quantity\",\"name\":\"lat\"", with: "{\"name\":\"lat\",\"type\":\"Quantity\"")
+        let typeSecond = good.replacingOccurrences(
+            of: "{\"type\":\"Quantity\",\"name\":\"lat\"", with: "{\"name\":\"lat\",\"type\":\"Quantity\"")
         var violations = 0
         walk(try JSONValue.parse(typeSecond), "") { obj, _ in
             if let keys = obj.objectKeys, keys.contains("type"), keys.first != "type" { violations += 1 }

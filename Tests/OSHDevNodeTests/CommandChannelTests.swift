@@ -18,14 +18,18 @@ final class CommandChannelTests: XCTestCase {
         let node = DevNode(config: c)
         try node.start()
         addTeardownBlock { node.stop() }
-        let sys = try TestHTTP.request(port: node.port, "POST", api + "/systems",
-                                       headers: [("Accept", "application/json"), ("Content-Type", "application/sml+json")],
-                                       body: SystemBody.bytes(SystemDescription(uid: "urn:osh:rpi:chan", label: "Chan", serial: "c",
-                                                                                validFrom: 1.7e9, components: [])))
+        let sys = try TestHTTP.request(
+            port: node.port, "POST", api + "/systems",
+            headers: [("Accept", "application/json"), ("Content-Type", "application/sml+json")],
+            body: SystemBody.bytes(
+                SystemDescription(
+                    uid: "urn:osh:rpi:chan", label: "Chan", serial: "c",
+                    validFrom: 1.7e9, components: [])))
         let sysID = try XCTUnwrap(sys.locationID, sys.text)
-        let cs = try TestHTTP.request(port: node.port, "POST", api + "/systems/\(sysID)/controlstreams",
-                                      headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
-                                      body: DeviceControl.body(systemLabel: "Chan", outputNames: ["gps_data"]))
+        let cs = try TestHTTP.request(
+            port: node.port, "POST", api + "/systems/\(sysID)/controlstreams",
+            headers: [("Accept", "application/json"), ("Content-Type", "application/json")],
+            body: DeviceControl.body(systemLabel: "Chan", outputNames: ["gps_data"]))
         return (node, try XCTUnwrap(cs.locationID, cs.text))
     }
 
@@ -95,7 +99,8 @@ final class CommandChannelTests: XCTestCase {
         let op = try TestHTTP.connect(port: node.port, timeout: 5)
         defer { close(op) }
         let body = Array(#"{"parameters":{"identify":{"duration":3}}}"#.utf8)
-        let postHead = "POST \(api)/controlstreams/\(csID)/commands HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        let postHead =
+            "POST \(api)/controlstreams/\(csID)/commands HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
             + "Accept: application/json\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
         try TestHTTP.sendAll(op, Array(postHead.utf8) + body)
         let got = try events(fd, [], count: 1)
@@ -128,13 +133,15 @@ final class CommandChannelTests: XCTestCase {
         let (node, csID) = try startNode()
         let message = "Command accepted but request timed out before command was acknowledged by receiving system"
         let body = Array(#"{"parameters":{"setRate":{"outputName":"gps_data","rate":1}}}"#.utf8)
-        let json = try TestHTTP.request(port: node.port, "POST", api + "/controlstreams/\(csID)/commands",
-                                        headers: [("Accept", "application/json"), ("Content-Type", "application/json")], body: body)
+        let json = try TestHTTP.request(
+            port: node.port, "POST", api + "/controlstreams/\(csID)/commands",
+            headers: [("Accept", "application/json"), ("Content-Type", "application/json")], body: body)
         XCTAssertEqual(json.status, 202)
         XCTAssertEqual(json.header("Content-Type"), "application/json")
         XCTAssertEqual(NodeError.parse(json.body).message, message)
-        let html = try TestHTTP.request(port: node.port, "POST", api + "/controlstreams/\(csID)/commands",
-                                        headers: [("Accept", "text/html"), ("Content-Type", "application/json")], body: body)
+        let html = try TestHTTP.request(
+            port: node.port, "POST", api + "/controlstreams/\(csID)/commands",
+            headers: [("Accept", "text/html"), ("Content-Type", "application/json")], body: body)
         XCTAssertEqual(html.status, 202)
         XCTAssertEqual(html.header("Content-Type"), "text/html;charset=iso-8859-1")
         XCTAssertTrue(html.text.contains("<tr><th>MESSAGE:</th><td>\(message)</td></tr>"), html.text)

@@ -30,7 +30,9 @@ final class DevNodeJournalTests: XCTestCase {
         return node
     }
 
-    private func send(_ node: DevNode, _ method: String, _ path: String, _ contentType: String? = nil, _ body: String? = nil) throws -> TestResponse {
+    private func send(
+        _ node: DevNode, _ method: String, _ path: String, _ contentType: String? = nil, _ body: String? = nil
+    ) throws -> TestResponse {
         var h = [("Accept", "application/json")]
         if let ct = contentType { h.append(("Content-Type", ct)) }
         return try TestHTTP.request(port: node.port, method, api + path, headers: h, body: body.map { Array($0.utf8) })
@@ -43,16 +45,20 @@ final class DevNodeJournalTests: XCTestCase {
     }
 
     private var system: String {
-        SystemBody.string(SystemDescription(uid: uid, label: "Journal Pi", serial: "0001", validFrom: 1_773_853_378,
-                                            outputs: [OutputCatalogue.gps(OutputOptions(uid: uid))]))
+        SystemBody.string(
+            SystemDescription(
+                uid: uid, label: "Journal Pi", serial: "0001", validFrom: 1_773_853_378,
+                outputs: [OutputCatalogue.gps(OutputOptions(uid: uid))]))
     }
 
     private func datastream(_ output: String) -> String {
         #"{"name":"Weather","outputName":""# + output + #"","schema":{"obsFormat":"application/om+json","resultSchema":"#
-            + #"{"type":"DataRecord","name":""# + output + #"","fields":[{"type":"Quantity","name":"temp","definition":"http://x/temp","uom":{"code":"Cel"}}]}}}"#
+            + #"{"type":"DataRecord","name":""# + output
+            + #"","fields":[{"type":"Quantity","name":"temp","definition":"http://x/temp","uom":{"code":"Cel"}}]}}}"#
     }
 
-    private let controlStream = #"{"name":"Pan","inputName":"ptz","schema":{"commandFormat":"application/json","parametersSchema":{"type":"DataRecord","name":"ptz","fields":[{"type":"Quantity","name":"rpan","uom":{"code":"deg"}}]}}}"#
+    private let controlStream =
+        #"{"name":"Pan","inputName":"ptz","schema":{"commandFormat":"application/json","parametersSchema":{"type":"DataRecord","name":"ptz","fields":[{"type":"Quantity","name":"rpan","uom":{"code":"deg"}}]}}}"#
 
     private func systemCount(_ node: DevNode) throws -> Int? {
         ((try send(node, "GET", "/systems").json as? [String: Any])?["items"] as? [Any])?.count
@@ -76,8 +82,9 @@ final class DevNodeJournalTests: XCTestCase {
         let ds2 = try created(node, "/systems/\(sys)/datastreams", "application/json", datastream("climate"))
         XCTAssertEqual(try send(node, "DELETE", "/datastreams/\(gone)").status, 204)
         let cs = try created(node, "/systems/\(sys)/controlstreams", "application/json", controlStream)
-        let foi = try created(node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
-                              #"{"type":"Feature","properties":{"uid":"urn:osh:foi:journal-site","name":"Site"},"geometry":null}"#)
+        let foi = try created(
+            node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
+            #"{"type":"Feature","properties":{"uid":"urn:osh:foi:journal-site","name":"Site"},"geometry":null}"#)
         XCTAssertEqual(try send(node, "PUT", "/systems/\(sys)", "application/sml+json", system).status, 204)
         XCTAssertEqual(try send(node, "POST", "/datastreams/\(ds2)/observations", "application/om+json", obs).status, 201)
         var bodies: [String: String] = [:]
@@ -96,7 +103,9 @@ final class DevNodeJournalTests: XCTestCase {
         XCTAssertEqual(written.last, "", "every record ends with its newline")
 
         let node = try startNode()
-        XCTAssertEqual(node.journalNotes, ["journal \(journal): 8 changes replayed — systems: 1, datastreams: 2, control streams: 1, sampling features: 1"])
+        XCTAssertEqual(
+            node.journalNotes,
+            ["journal \(journal): 8 changes replayed — systems: 1, datastreams: 2, control streams: 1, sampling features: 1"])
         XCTAssertEqual(node.systemID(uid: uid), before.sys)
         XCTAssertEqual(node.datastreamIDs(systemID: before.sys), before.ds)
         XCTAssertEqual(try systemCount(node), 1)
@@ -117,7 +126,9 @@ final class DevNodeJournalTests: XCTestCase {
         let again = try send(node, "POST", "/systems", "application/sml+json", system)
         XCTAssertEqual(again.status, 201)
         XCTAssertEqual(again.locationID, before.sys)
-        XCTAssertEqual(try send(node, "POST", "/systems/\(before.sys)/datastreams", "application/json", datastream("weather")).locationID, before.ds[0])
+        XCTAssertEqual(
+            try send(node, "POST", "/systems/\(before.sys)/datastreams", "application/json", datastream("weather")).locationID, before.ds[0]
+        )
         XCTAssertEqual(try systemCount(node), 1)
         XCTAssertEqual(node.datastreamIDs(systemID: before.sys), before.ds)
 
@@ -151,7 +162,8 @@ final class DevNodeJournalTests: XCTestCase {
         h.closeFile()
 
         let node = try startNode()
-        XCTAssertEqual(node.journalNotes.first, "journal \(journal):11: the last record was cut short (a power cut while writing?); ignored")
+        XCTAssertEqual(
+            node.journalNotes.first, "journal \(journal):11: the last record was cut short (a power cut while writing?); ignored")
         XCTAssertEqual(node.systemID(uid: uid), before.sys)
         XCTAssertEqual(node.datastreamIDs(systemID: before.sys), before.ds)
         let now = try Data(contentsOf: URL(fileURLWithPath: journal))
@@ -168,7 +180,8 @@ final class DevNodeJournalTests: XCTestCase {
         let headerOnly = dir + "/torn-header.journal"
         _ = FileManager.default.createFile(atPath: headerOnly, contents: Data(#"{"type":"header","jour"#.utf8))
         let fresh = try startNode(headerOnly)
-        XCTAssertEqual(fresh.journalNotes.first, "journal \(headerOnly):1: the header was cut short (a power cut while writing?); starting empty")
+        XCTAssertEqual(
+            fresh.journalNotes.first, "journal \(headerOnly):1: the header was cut short (a power cut while writing?); starting empty")
         XCTAssertEqual(try systemCount(fresh), 0)
     }
 
@@ -203,8 +216,10 @@ final class DevNodeJournalTests: XCTestCase {
         text = good
         text[0] = text[0].replacingOccurrences(of: #""version":1"#, with: #""version":2"#)
         m = try refused(text.joined(separator: "\n"))
-        XCTAssertEqual(m, dir + "/bad.journal:1: written by a different development node (journal version 2, this node reads version 1); "
-                       + "delete the file to start empty")
+        XCTAssertEqual(
+            m,
+            dir + "/bad.journal:1: written by a different development node (journal version 2, this node reads version 1); "
+                + "delete the file to start empty")
 
         // A record the handlers now answer differently (a node whose rules changed).
         text = good
@@ -222,8 +237,10 @@ final class DevNodeJournalTests: XCTestCase {
         XCTAssertEqual(try startNode(dir + "/empty.journal").journalNotes.count, 1, "an empty file is a new journal")
         let node = makeNode(dir + "/no/such/dir/node.journal")
         XCTAssertThrowsError(try node.start()) {
-            XCTAssertEqual("\($0)", "cannot open the journal \(self.dir)/no/such/dir/node.journal: No such file or directory — "
-                           + "check that its directory exists and this user may write there")
+            XCTAssertEqual(
+                "\($0)",
+                "cannot open the journal \(self.dir)/no/such/dir/node.journal: No such file or directory — "
+                    + "check that its directory exists and this user may write there")
         }
         XCTAssertThrowsError(try makeNode(dir).start()) {
             XCTAssertEqual("\($0)", "cannot open the journal \(self.dir): it is a directory; name a file (it is created if missing)")
@@ -234,8 +251,9 @@ final class DevNodeJournalTests: XCTestCase {
     }
 
     func testRecordsRoundTripAndIDsFollowFromSaltAndCounter() throws {
-        let binary = JournalRequest(counter: 7, time: 1_773_853_378.123456, method: "PUT", uri: "/sensorhub/api/systems/x?f=1",
-                                    contentType: nil, body: [0xff, 0x00, 0x0a], status: 204, answer: "")
+        let binary = JournalRequest(
+            counter: 7, time: 1_773_853_378.123456, method: "PUT", uri: "/sensorhub/api/systems/x?f=1",
+            contentType: nil, body: [0xff, 0x00, 0x0a], status: 204, answer: "")
         let text = JournalText.line(.request(binary))
         XCTAssertEqual(text.last, UInt8(ascii: "\n"))
         XCTAssertEqual(text.filter { $0 == UInt8(ascii: "\n") }.count, 1, "one line, whatever the body holds")
@@ -255,8 +273,10 @@ final class DevNodeJournalTests: XCTestCase {
         b.counter = 3
         XCTAssertEqual(b.next(), ids[3])
         XCTAssertTrue(DevNodeJournal.changesResources(method: "POST", path: "/sensorhub/api/systems/a/fois", apiPath: "/sensorhub/api"))
-        XCTAssertFalse(DevNodeJournal.changesResources(method: "POST", path: "/sensorhub/api/datastreams/a/observations", apiPath: "/sensorhub/api"))
-        XCTAssertFalse(DevNodeJournal.changesResources(method: "POST", path: "/sensorhub/api/controlstreams/a/status", apiPath: "/sensorhub/api"))
+        XCTAssertFalse(
+            DevNodeJournal.changesResources(method: "POST", path: "/sensorhub/api/datastreams/a/observations", apiPath: "/sensorhub/api"))
+        XCTAssertFalse(
+            DevNodeJournal.changesResources(method: "POST", path: "/sensorhub/api/controlstreams/a/status", apiPath: "/sensorhub/api"))
         XCTAssertTrue(DevNodeJournal.changesResources(method: "DELETE", path: "/sensorhub/api/controlstreams/a", apiPath: "/sensorhub/api"))
     }
 }

@@ -22,13 +22,15 @@ extension DevNodeTests {
         let (node, path) = try ledgerNode()
         let sys = try createSystem(node)
         let weather = try createDatastream(node, system: sys)
-        let batch = #"[{"phenomenonTime":"2026-03-18T17:05:36.951Z","result":{"temp":1,"hum":2}},"#
+        let batch =
+            #"[{"phenomenonTime":"2026-03-18T17:05:36.951Z","result":{"temp":1,"hum":2}},"#
             + #"{"phenomenonTime":"2026-03-18T17:05:37Z","result":{"temp":3,"hum":4}}]"#
         XCTAssertEqual(try post(node, "/datastreams/\(weather)/observations", "application/om+json", batch).status, 201)
         // Refused: no line.
         XCTAssertEqual(try post(node, "/datastreams/\(weather)/observations", "application/om+json", "[{}]").status, 500)
         let camera = OutputCatalogue.video(OutputOptions(uid: uid))
-        let video = try createDatastream(node, system: sys, body: DatastreamBody.string(camera, systemLabel: "Test Pi", scalarFormat: .omJSON))
+        let video = try createDatastream(
+            node, system: sys, body: DatastreamBody.string(camera, systemLabel: "Test Pi", scalarFormat: .omJSON))
         let buf = ByteBuffer()
         let frame: [UInt8] = [0, 0, 0, 1, 0x65, 0x88, 0x84]
         try frame.withUnsafeBytes { try VideoRecord.write(time: 1_773_853_538.5, frame: $0, to: buf) }
@@ -101,7 +103,8 @@ extension DevNodeTests {
         XCTAssertEqual(node.control("stats"), "stats systems=1 datastreams=0 observations=0")
 
         XCTAssertEqual(node.control("delete weather"), "error no datastream has the output name 'weather'")
-        for bad in ["mode status 99", "mode delay -1", "mode reject 200", "mode normal now", "mode", "delete", "stats 1", "", "frobnicate"] {
+        for bad in ["mode status 99", "mode delay -1", "mode reject 200", "mode normal now", "mode", "delete", "stats 1", "", "frobnicate"]
+        {
             XCTAssertTrue(node.control(bad).hasPrefix("error "), bad)
         }
         XCTAssertEqual(node.mode, .normal, "a refused line changes nothing")

@@ -40,7 +40,7 @@ final class DevNodeLifecycleTests: XCTestCase {
                 if (try? TestHTTP.request(port: port, "GET", "/sensorhub/api"))?.status == 200 { status.increment() }
                 answered.signal()
             }
-            usleep(100_000) // the request is in the node's handler
+            usleep(100_000)  // the request is in the node's handler
         }()
         XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(status.value, 1)

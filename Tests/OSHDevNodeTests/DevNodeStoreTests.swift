@@ -40,7 +40,8 @@ extension DevNodeTests {
         XCTAssertEqual(((listed.json as? [String: Any])?["items"] as? [Any])?.count, 3, listed.text)
         XCTAssertEqual(((try get(node, "/datastreams/\(ds)/stats").json as? [String: Any])?["count"] as? Int), 5)
 
-        let body = #"{"name":"Pan","inputName":"ptz","schema":{"commandFormat":"application/json","parametersSchema":{"type":"DataRecord","name":"ptz","fields":[{"type":"Quantity","name":"rpan","uom":{"code":"deg"}}]}}}"#
+        let body =
+            #"{"name":"Pan","inputName":"ptz","schema":{"commandFormat":"application/json","parametersSchema":{"type":"DataRecord","name":"ptz","fields":[{"type":"Quantity","name":"rpan","uom":{"code":"deg"}}]}}}"#
         let cs = try XCTUnwrap(try post(node, "/systems/\(sys)/controlstreams", "application/json", body).locationID)
         for code in ["ACCEPTED", "EXECUTING", "COMPLETED"] {
             let status = #"{"command@id":"0abc","statusCode":"\#(code)"}"#
@@ -55,8 +56,10 @@ extension DevNodeTests {
     func testStoredCommandsAreCappedPerControlStream() {
         let hub = CommandHub()
         for k in 0..<5 {
-            hub.store(StoredCommand(id: "c\(k)", controlStreamID: k % 2 == 0 ? "even" : "odd", issueTime: Double(k),
-                                    sender: "anonymous", parameters: .null), cap: 2)
+            hub.store(
+                StoredCommand(
+                    id: "c\(k)", controlStreamID: k % 2 == 0 ? "even" : "odd", issueTime: Double(k),
+                    sender: "anonymous", parameters: .null), cap: 2)
         }
         XCTAssertEqual(hub.commands("even").map(\.id), ["c2", "c4"])
         XCTAssertEqual(hub.commands("odd").map(\.id), ["c1", "c3"])

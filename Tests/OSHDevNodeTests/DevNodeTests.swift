@@ -25,8 +25,10 @@ final class DevNodeTests: XCTestCase {
         try TestHTTP.request(port: node.port, "GET", api + path, headers: headers)
     }
 
-    func send(_ node: DevNode, _ method: String, _ path: String, _ contentType: String?, _ body: String,
-              headers: [(String, String)] = [("Accept", "application/json")]) throws -> TestResponse {
+    func send(
+        _ node: DevNode, _ method: String, _ path: String, _ contentType: String?, _ body: String,
+        headers: [(String, String)] = [("Accept", "application/json")]
+    ) throws -> TestResponse {
         var h = headers
         if let ct = contentType { h.append(("Content-Type", ct)) }
         return try TestHTTP.request(port: node.port, method, api + path, headers: h, body: Array(body.utf8))
@@ -37,13 +39,16 @@ final class DevNodeTests: XCTestCase {
     }
 
     func postBytes(_ node: DevNode, _ path: String, _ contentType: String, _ body: [UInt8]) throws -> TestResponse {
-        try TestHTTP.request(port: node.port, "POST", api + path,
-                             headers: [("Accept", "application/json"), ("Content-Type", contentType)], body: body)
+        try TestHTTP.request(
+            port: node.port, "POST", api + path,
+            headers: [("Accept", "application/json"), ("Content-Type", contentType)], body: body)
     }
 
     func smlSystem(uid: String? = nil) -> String {
-        SystemBody.string(SystemDescription(uid: uid ?? self.uid, label: "Test Pi", serial: "0001", validFrom: 1_773_853_378,
-                                            outputs: [OutputCatalogue.gps(OutputOptions(uid: uid ?? self.uid))]))
+        SystemBody.string(
+            SystemDescription(
+                uid: uid ?? self.uid, label: "Test Pi", serial: "0001", validFrom: 1_773_853_378,
+                outputs: [OutputCatalogue.gps(OutputOptions(uid: uid ?? self.uid))]))
     }
 
     func createSystem(_ node: DevNode) throws -> String {
@@ -53,11 +58,11 @@ final class DevNodeTests: XCTestCase {
     }
 
     let omDatastream = """
-    {"name":"Weather","outputName":"weather","schema":{"obsFormat":"application/om+json","resultSchema":\
-    {"type":"DataRecord","name":"weather","fields":[\
-    {"type":"Quantity","name":"temp","definition":"http://x/temp","uom":{"code":"Cel"}},\
-    {"type":"Quantity","name":"hum","definition":"http://x/hum","uom":{"code":"%"}}]}}}
-    """
+        {"name":"Weather","outputName":"weather","schema":{"obsFormat":"application/om+json","resultSchema":\
+        {"type":"DataRecord","name":"weather","fields":[\
+        {"type":"Quantity","name":"temp","definition":"http://x/temp","uom":{"code":"Cel"}},\
+        {"type":"Quantity","name":"hum","definition":"http://x/hum","uom":{"code":"%"}}]}}}
+        """
 
     func createDatastream(_ node: DevNode, system: String, body: String? = nil) throws -> String {
         let r = try post(node, "/systems/\(system)/datastreams", "application/json", body ?? omDatastream)
@@ -117,21 +122,30 @@ final class DevNodeTests: XCTestCase {
         // SensorML: type must be the first member.
         let noType = try post(node, "/systems", "application/sml+json", #"{"uniqueId":"urn:x:1234567890","type":"PhysicalSystem"}"#)
         XCTAssertEqual(noType.status, 400)
-        XCTAssertEqual(noType.message, "Invalid payload: Invalid JSON: Required 'type' property as first member of JSON object @ $.uniqueId")
+        XCTAssertEqual(
+            noType.message, "Invalid payload: Invalid JSON: Required 'type' property as first member of JSON object @ $.uniqueId")
         // Outputs: type and name before anything else.
-        let io = try post(node, "/systems", "application/sml+json", """
+        let io = try post(
+            node, "/systems", "application/sml+json",
+            """
             {"type":"PhysicalSystem","uniqueId":"urn:x:1234567890","label":"x","outputs":[{"name":"o","definition":"d","type":"Quantity"}]}
             """)
-        XCTAssertEqual(io.message, "Invalid payload: Invalid JSON: JSON object must contain a 'type' property before the other members @ $.outputs[0].definition")
+        XCTAssertEqual(
+            io.message,
+            "Invalid payload: Invalid JSON: JSON object must contain a 'type' property before the other members @ $.outputs[0].definition")
         // GeoJSON: type may be anywhere, but uid ≥ 12 characters and name are required.
-        let geo = try post(node, "/systems", "application/geo+json", #"{"properties":{"uid":"urn:x:geo-system-1","name":"G"},"type":"Feature"}"#)
+        let geo = try post(
+            node, "/systems", "application/geo+json", #"{"properties":{"uid":"urn:x:geo-system-1","name":"G"},"type":"Feature"}"#)
         XCTAssertEqual(geo.status, 201, geo.text)
-        XCTAssertEqual(try post(node, "/systems", "application/json", #"{"type":"Feature","properties":{"uid":"urn:short","name":"G"}}"#).message,
-                       "Invalid payload: Feature UID should be at least 12 characters")
-        XCTAssertEqual(try post(node, "/systems", "application/geo+json", #"{"type":"Feature","properties":{"uid":"urn:x:long-enough-uid"}}"#).message,
-                       "Invalid payload: Missing feature name")
-        XCTAssertEqual(try post(node, "/systems", "application/sml+json; charset=utf-8", smlSystem()).message,
-                       "Unsupported format: application/sml+json; charset=utf-8")
+        XCTAssertEqual(
+            try post(node, "/systems", "application/json", #"{"type":"Feature","properties":{"uid":"urn:short","name":"G"}}"#).message,
+            "Invalid payload: Feature UID should be at least 12 characters")
+        XCTAssertEqual(
+            try post(node, "/systems", "application/geo+json", #"{"type":"Feature","properties":{"uid":"urn:x:long-enough-uid"}}"#).message,
+            "Invalid payload: Missing feature name")
+        XCTAssertEqual(
+            try post(node, "/systems", "application/sml+json; charset=utf-8", smlSystem()).message,
+            "Unsupported format: application/sml+json; charset=utf-8")
         XCTAssertEqual(try post(node, "/systems", nil, smlSystem()).message, "Missing content type")
     }
 
@@ -176,30 +190,38 @@ final class DevNodeTests: XCTestCase {
         let body = omDatastream.replacingOccurrences(of: #"{"type":"Quantity","name":"hum""#, with: #"{"name":"hum","type":"Quantity""#)
         let r = try post(node, "/systems/\(sys)/datastreams", "application/json", body)
         XCTAssertEqual(r.status, 400)
-        XCTAssertEqual(r.message, "Invalid JSON: Required 'type' property as first member of JSON object @ $.schema.resultSchema.fields[1].name")
+        XCTAssertEqual(
+            r.message, "Invalid JSON: Required 'type' property as first member of JSON object @ $.schema.resultSchema.fields[1].name")
         // In an encoding's members too.
         let video = DatastreamBody.string(OutputCatalogue.video(OutputOptions(uid: uid)), systemLabel: "Pi", scalarFormat: .omJSON)
         let bad = video.replacingOccurrences(of: #"{"type":"Block","ref":"/img""#, with: #"{"ref":"/img","type":"Block""#)
         XCTAssertNotEqual(bad, video)
-        XCTAssertEqual(try post(node, "/systems/\(sys)/datastreams", "application/json", bad).message,
-                       "Invalid JSON: Required 'type' property as first member of JSON object @ $.schema.recordEncoding.members[1].ref")
+        XCTAssertEqual(
+            try post(node, "/systems/\(sys)/datastreams", "application/json", bad).message,
+            "Invalid JSON: Required 'type' property as first member of JSON object @ $.schema.recordEncoding.members[1].ref")
     }
 
     func testDatastreamSchemaRules() throws {
         let node = try startNode()
         let sys = try createSystem(node)
-        let notFirst = #"{"outputName":"x","schema":{"resultSchema":{"type":"Quantity","name":"v","uom":{"code":"m"}},"obsFormat":"application/om+json"}}"#
+        let notFirst =
+            #"{"outputName":"x","schema":{"resultSchema":{"type":"Quantity","name":"v","uom":{"code":"m"}},"obsFormat":"application/om+json"}}"#
         let r1 = try post(node, "/systems/\(sys)/datastreams", "application/json", notFirst)
         XCTAssertEqual(r1.status, 400)
         XCTAssertEqual(r1.message, "Invalid payload: Missing property: schema/obsFormat")
-        let jsonFormat = #"{"outputName":"x","schema":{"obsFormat":"application/json","resultSchema":{"type":"Quantity","name":"v","uom":{"code":"m"}}}}"#
-        XCTAssertEqual(try post(node, "/systems/\(sys)/datastreams", "application/json", jsonFormat).message,
-                       "Unsupported format: application/json")
-        let noOutput = #"{"name":"x","schema":{"obsFormat":"application/om+json","resultSchema":{"type":"Quantity","name":"v","uom":{"code":"m"}}}}"#
-        XCTAssertEqual(try post(node, "/systems/\(sys)/datastreams", "application/json", noOutput).message,
-                       "Invalid payload: Missing property: outputName")
-        XCTAssertEqual(try post(node, "/systems/\(sys)/datastreams", "application/json; charset=utf-8", omDatastream).message,
-                       "Unsupported format: application/json; charset=utf-8")
+        let jsonFormat =
+            #"{"outputName":"x","schema":{"obsFormat":"application/json","resultSchema":{"type":"Quantity","name":"v","uom":{"code":"m"}}}}"#
+        XCTAssertEqual(
+            try post(node, "/systems/\(sys)/datastreams", "application/json", jsonFormat).message,
+            "Unsupported format: application/json")
+        let noOutput =
+            #"{"name":"x","schema":{"obsFormat":"application/om+json","resultSchema":{"type":"Quantity","name":"v","uom":{"code":"m"}}}}"#
+        XCTAssertEqual(
+            try post(node, "/systems/\(sys)/datastreams", "application/json", noOutput).message,
+            "Invalid payload: Missing property: outputName")
+        XCTAssertEqual(
+            try post(node, "/systems/\(sys)/datastreams", "application/json; charset=utf-8", omDatastream).message,
+            "Unsupported format: application/json; charset=utf-8")
         XCTAssertEqual(try post(node, "/systems/nosuchsys/datastreams", "application/json", omDatastream).status, 404)
         // Creating outside a system is not allowed.
         let root = try post(node, "/datastreams", "application/json", omDatastream)
@@ -261,15 +283,19 @@ final class DevNodeTests: XCTestCase {
         let order = try post(node, path, "application/om+json", #"{"phenomenonTime":"2026-03-18T17:05:35Z","result":{"hum":2,"temp":1}}"#)
         XCTAssertEqual(order.status, 400)
         XCTAssertEqual(order.message, "Invalid payload: Invalid JSON: Expected field 'temp' but was 'hum'")
-        let badValue = try post(node, path, "application/om+json", #"{"phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":"warm","hum":2}}"#)
+        let badValue = try post(
+            node, path, "application/om+json", #"{"phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":"warm","hum":2}}"#)
         XCTAssertEqual(badValue.status, 400)
         XCTAssertTrue(badValue.message?.hasSuffix(" at $.result.temp") ?? false, badValue.text)
         let noZone = try post(node, path, "application/om+json", #"{"phenomenonTime":"2026-03-18T17:05:35","result":{"temp":1,"hum":2}}"#)
         XCTAssertEqual(noZone.message, "Invalid payload: Invalid JSON: Invalid ISO8601 date/time at $.phenomenonTime")
-        let foi = try post(node, path, "application/om+json", #"{"foi@id":"not-an-id!","phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":1,"hum":2}}"#)
+        let foi = try post(
+            node, path, "application/om+json",
+            #"{"foi@id":"not-an-id!","phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":1,"hum":2}}"#)
         XCTAssertEqual(foi.status, 400)
         XCTAssertEqual(foi.message, "Invalid FOI ID")
-        let unknownFoi = try post(node, path, "application/om+json", #"{"foi@id":"0k0g","phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":1,"hum":2}}"#)
+        let unknownFoi = try post(
+            node, path, "application/om+json", #"{"foi@id":"0k0g","phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":1,"hum":2}}"#)
         XCTAssertEqual(unknownFoi.message, "Ingest Error: Invalid FOI ID")
         // Without phenomenonTime osh-core trips over its own null check: 500.
         XCTAssertEqual(try post(node, path, "application/om+json", #"{"result":{"temp":1,"hum":2}}"#).status, 500)
@@ -277,21 +303,27 @@ final class DevNodeTests: XCTestCase {
         XCTAssertEqual(node.stats.datastream(id: ds)?.observationCount, 0)
 
         // A registered sampling feature is a valid foi@id.
-        let f = try post(node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
-                         SamplingFeature.string(systemUID: uid))
+        let f = try post(
+            node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
+            SamplingFeature.string(systemUID: uid))
         XCTAssertEqual(f.status, 201, f.text)
         let foiID = try XCTUnwrap(f.locationID)
-        XCTAssertEqual(try post(node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
-                                SamplingFeature.string(systemUID: uid)).locationID, foiID)
+        XCTAssertEqual(
+            try post(
+                node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
+                SamplingFeature.string(systemUID: uid)
+            ).locationID, foiID)
         let found = try get(node, "/samplingFeatures?uid=" + CSURL.percentEncode(SamplingFeature.foiUID(forSystemUID: uid)))
         XCTAssertEqual((((found.json as? [String: Any])?["items"] as? [[String: Any]])?.first?["id"] as? String), foiID)
         XCTAssertEqual(try get(node, "/samplingFeatures/\(foiID)").status, 200)
-        let withFoi = try post(node, path, "application/om+json",
-                               #"{"foi@id":"\#(foiID)","phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":1,"hum":2}}"#)
+        let withFoi = try post(
+            node, path, "application/om+json",
+            #"{"foi@id":"\#(foiID)","phenomenonTime":"2026-03-18T17:05:35Z","result":{"temp":1,"hum":2}}"#)
         XCTAssertEqual(withFoi.status, 201, withFoi.text)
         XCTAssertEqual(node.observations(datastreamID: ds).first?.foiID, foiID)
-        let shortUID = try post(node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
-                                #"{"type":"Feature","properties":{"uid":"urn:x","name":"n"}}"#)
+        let shortUID = try post(
+            node, "/systems/\(sys)/samplingFeatures", "application/geo+json",
+            #"{"type":"Feature","properties":{"uid":"urn:x","name":"n"}}"#)
         XCTAssertEqual(shortUID.message, "Invalid payload: Feature UID should be at least 12 characters")
     }
 
@@ -333,8 +365,9 @@ final class DevNodeTests: XCTestCase {
         // Every body as the agent sends it (the video's re-registration replaces the layout).
         for spec in OutputCatalogue.all(OutputOptions(uid: uid)) {
             for format in ScalarFormat.allCases {
-                let r = try post(node, "/systems/\(sys)/datastreams", "application/json",
-                                 DatastreamBody.string(spec, systemLabel: "Test Pi", scalarFormat: format))
+                let r = try post(
+                    node, "/systems/\(sys)/datastreams", "application/json",
+                    DatastreamBody.string(spec, systemLabel: "Test Pi", scalarFormat: format))
                 XCTAssertEqual(r.status, 201, "\(spec.outputName) \(format): \(r.text)")
                 guard spec.outputName.hasSuffix("_Magnetometer_data"), format == .sweJSON, let ds = r.locationID else { continue }
                 let stored = try get(node, "/datastreams/\(ds)/schema?obsFormat=application%2Fswe%2Bjson")
@@ -348,7 +381,8 @@ final class DevNodeTests: XCTestCase {
     func testSweJSONRules() throws {
         let node = try startNode()
         let sys = try createSystem(node)
-        let body = #"{"outputName":"baro","schema":{"obsFormat":"application/swe+json","recordSchema":{"type":"DataRecord","fields":[{"type":"Time","name":"time","definition":"http://www.opengis.net/def/property/OGC/0/SamplingTime","uom":{"href":"http://www.opengis.net/def/uom/ISO-8601/0/Gregorian"}},{"type":"Quantity","name":"pressure","uom":{"code":"hPa"}}]}}}"#
+        let body =
+            #"{"outputName":"baro","schema":{"obsFormat":"application/swe+json","recordSchema":{"type":"DataRecord","fields":[{"type":"Time","name":"time","definition":"http://www.opengis.net/def/property/OGC/0/SamplingTime","uom":{"href":"http://www.opengis.net/def/uom/ISO-8601/0/Gregorian"}},{"type":"Quantity","name":"pressure","uom":{"code":"hPa"}}]}}}"#
         let ds = try createDatastream(node, system: sys, body: body)
         let path = "/datastreams/\(ds)/observations"
         let ok = try post(node, path, "application/swe+json", #"{"time":"2026-03-18T17:05:36.000Z","pressure":1013.25}"#)
@@ -356,10 +390,14 @@ final class DevNodeTests: XCTestCase {
         XCTAssertEqual(node.stats.datastream(id: ds)?.phenomenonTimes, [1_773_853_536])
         let array = try post(node, path, "application/swe+json", #"[{"time":"2026-03-18T17:05:36.000Z","pressure":1013.25}]"#)
         XCTAssertEqual(array.status, 400)
-        XCTAssertEqual(array.message, "Invalid payload: java.lang.IllegalStateException: Expected BEGIN_OBJECT but was BEGIN_ARRAY at line 1 column 2 path $")
+        XCTAssertEqual(
+            array.message,
+            "Invalid payload: java.lang.IllegalStateException: Expected BEGIN_OBJECT but was BEGIN_ARRAY at line 1 column 2 path $")
         let order = try post(node, path, "application/swe+json", #"{"pressure":1013.25,"time":"2026-03-18T17:05:36.000Z"}"#)
         XCTAssertEqual(order.message, "Invalid payload: Expected field 'time' but was 'pressure'")
-        let two = try post(node, path, "application/swe+json", #"{"time":"2026-03-18T17:05:36.000Z","pressure":1}{"time":"2026-03-18T17:05:37.000Z","pressure":2}"#)
+        let two = try post(
+            node, path, "application/swe+json",
+            #"{"time":"2026-03-18T17:05:36.000Z","pressure":1}{"time":"2026-03-18T17:05:37.000Z","pressure":2}"#)
         XCTAssertEqual(two.status, 400)
         XCTAssertTrue(two.message?.hasPrefix("Invalid payload: Malformed JSON") ?? false, two.text)
         XCTAssertEqual(node.stats.datastream(id: ds)?.observationCount, 1)
@@ -369,8 +407,9 @@ final class DevNodeTests: XCTestCase {
         let node = try startNode()
         let sys = try createSystem(node)
         let video = OutputCatalogue.video(OutputOptions(uid: uid))
-        let ds = try createDatastream(node, system: sys,
-                                      body: DatastreamBody.string(video, systemLabel: "Test Pi", scalarFormat: .omJSON))
+        let ds = try createDatastream(
+            node, system: sys,
+            body: DatastreamBody.string(video, systemLabel: "Test Pi", scalarFormat: .omJSON))
         let frame1: [UInt8] = [0, 0, 0, 1, 0x67, 0x42, 0, 0x1e, 0, 0, 0, 1, 0x65, 0x88, 0x84]
         let frame2: [UInt8] = [0, 0, 0, 1, 0x41, 0x9a, 0x02]
         let buf = ByteBuffer()
@@ -395,9 +434,11 @@ final class DevNodeTests: XCTestCase {
         XCTAssertEqual(try postBytes(node, "/datastreams/\(ds)/observations", "application/swe+binary", bigBuf.array).status, 201)
         XCTAssertEqual(node.observations(datastreamID: ds).last?["/img"], .block(big))
         // A truncated record is refused; a JSON body for a compressed stream is an unsupported format.
-        XCTAssertEqual(try postBytes(node, "/datastreams/\(ds)/observations", "application/swe+binary", Array(buf.array.dropLast())).status, 400)
-        XCTAssertEqual(try post(node, "/datastreams/\(ds)/observations", "application/swe+json", "{}").message,
-                       "Unsupported format: application/swe+json")
+        XCTAssertEqual(
+            try postBytes(node, "/datastreams/\(ds)/observations", "application/swe+binary", Array(buf.array.dropLast())).status, 400)
+        XCTAssertEqual(
+            try post(node, "/datastreams/\(ds)/observations", "application/swe+json", "{}").message,
+            "Unsupported format: application/swe+json")
         let listed = try get(node, "/datastreams/\(ds)/observations")
         XCTAssertTrue(listed.text.contains("Compressed binary result not shown in JSON"), listed.text)
         let schema = try get(node, "/datastreams/\(ds)/schema?obsFormat=application%2Fswe%2Bbinary")
@@ -413,9 +454,10 @@ final class DevNodeTests: XCTestCase {
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
             for k in 0..<20 {
                 let body = #"{"phenomenonTime":"2026-03-18T17:05:\#(String(format: "%02d", k))Z","result":{"temp":\#(worker),"hum":\#(k)}}"#
-                let r = try? TestHTTP.request(port: port, "POST", path,
-                                              headers: [("Accept", "application/json"), ("Content-Type", "application/om+json")],
-                                              body: Array(body.utf8))
+                let r = try? TestHTTP.request(
+                    port: port, "POST", path,
+                    headers: [("Accept", "application/json"), ("Content-Type", "application/om+json")],
+                    body: Array(body.utf8))
                 if r?.status != 201 { failures.increment() }
             }
         }
@@ -429,7 +471,8 @@ final class DevNodeTests: XCTestCase {
     func testControlStreamsAndStatus() throws {
         let node = try startNode()
         let sys = try createSystem(node)
-        let body = #"{"name":"Pan","inputName":"ptz","schema":{"commandFormat":"application/json","parametersSchema":{"type":"DataRecord","name":"ptz","fields":[{"type":"Quantity","name":"rpan","uom":{"code":"deg"}}]}}}"#
+        let body =
+            #"{"name":"Pan","inputName":"ptz","schema":{"commandFormat":"application/json","parametersSchema":{"type":"DataRecord","name":"ptz","fields":[{"type":"Quantity","name":"rpan","uom":{"code":"deg"}}]}}}"#
         let r = try post(node, "/systems/\(sys)/controlstreams", "application/json", body)
         XCTAssertEqual(r.status, 201, r.text)
         let cs = try XCTUnwrap(r.locationID)
@@ -439,16 +482,18 @@ final class DevNodeTests: XCTestCase {
         let noInput = try post(node, "/systems/\(sys)/controlstreams", "application/json", #"{"name":"x","schema":{}}"#)
         XCTAssertEqual(noInput.message, "Invalid payload: Missing property: inputName")
         let typeLate = body.replacingOccurrences(of: #"{"type":"Quantity","name":"rpan""#, with: #"{"name":"rpan","type":"Quantity""#)
-        XCTAssertEqual(try post(node, "/systems/\(sys)/controlstreams", "application/json", typeLate).message,
-                       "Invalid JSON: Required 'type' property as first member of JSON object @ $.schema.parametersSchema.fields[0].name")
+        XCTAssertEqual(
+            try post(node, "/systems/\(sys)/controlstreams", "application/json", typeLate).message,
+            "Invalid JSON: Required 'type' property as first member of JSON object @ $.schema.parametersSchema.fields[0].name")
 
         let status = try post(node, "/controlstreams/\(cs)/status", "application/json", #"{"command@id":"0abc","statusCode":"COMPLETED"}"#)
         XCTAssertEqual(status.status, 201, status.text)
         let missing = try post(node, "/controlstreams/\(cs)/status", "application/json", #"{"statusCode":"COMPLETED"}"#)
         XCTAssertEqual(missing.status, 400)
         XCTAssertEqual(missing.message, "Invalid payload: Missing property: command@id")
-        let arrayTime = try post(node, "/controlstreams/\(cs)/status", "application/json",
-                                 #"{"command@id":"0abc","statusCode":"COMPLETED","executionTime":["2026-03-18T17:05:35Z","2026-03-18T17:05:36Z"]}"#)
+        let arrayTime = try post(
+            node, "/controlstreams/\(cs)/status", "application/json",
+            #"{"command@id":"0abc","statusCode":"COMPLETED","executionTime":["2026-03-18T17:05:35Z","2026-03-18T17:05:36Z"]}"#)
         XCTAssertEqual(arrayTime.status, 400)
         XCTAssertEqual(try post(node, "/controlstreams", "application/json", body).status, 405)
     }
@@ -460,9 +505,11 @@ final class DevNodeTests: XCTestCase {
         let none = try get(node, "")
         XCTAssertEqual(none.status, 401)
         XCTAssertEqual(none.header("WWW-Authenticate"), "Basic realm=\"OSH\"")
-        let wrong = try get(node, "", headers: [("Accept", "application/json"), ("Authorization", "Basic " + Base64.encode(Array("admin:nope".utf8)))])
+        let wrong = try get(
+            node, "", headers: [("Accept", "application/json"), ("Authorization", "Basic " + Base64.encode(Array("admin:nope".utf8)))])
         XCTAssertEqual(wrong.status, 401)
-        let right = try get(node, "", headers: [("Accept", "application/json"), ("Authorization", "Basic " + Base64.encode(Array("admin:admin".utf8)))])
+        let right = try get(
+            node, "", headers: [("Accept", "application/json"), ("Authorization", "Basic " + Base64.encode(Array("admin:admin".utf8)))])
         XCTAssertEqual(right.status, 200)
     }
 
@@ -574,7 +621,7 @@ final class DevNodeTests: XCTestCase {
         XCTAssertEqual(insecure.status, 0, insecure.output)
         XCTAssertEqual(insecure.output, "200")
         let verified = try runTool("curl", ["-sS", "-o", "/dev/null", node.apiRoot])
-        XCTAssertEqual(verified.status, 60, verified.output) // peer certificate cannot be authenticated
+        XCTAssertEqual(verified.status, 60, verified.output)  // peer certificate cannot be authenticated
         let pinned = try runTool("curl", ["-sS", "--cacert", cert.certPath, "-o", "/dev/null", "-w", "%{http_code}", node.apiRoot])
         XCTAssertEqual(pinned.output, "200", pinned.output)
         // Plain HTTP to the TLS port does not get an API answer.

@@ -11,9 +11,10 @@ final class SWECommonValidationTests: XCTestCase {
         .deletingLastPathComponent().deletingLastPathComponent()
     private static let script = repo.appendingPathComponent("scripts/validate-swe.py").path
 
-    private let ptz = PTZCalibration(pan: ServoAxisCalibration(channel: 0, lowerLimit: -80, upperLimit: 80),
-                                     tilt: ServoAxisCalibration(channel: 1, lowerLimit: -30, upperLimit: 60),
-                                     presets: [("home", 0, 0), ("gate", 45, -10)])
+    private let ptz = PTZCalibration(
+        pan: ServoAxisCalibration(channel: 0, lowerLimit: -80, upperLimit: 80),
+        tilt: ServoAxisCalibration(channel: 1, lowerLimit: -30, upperLimit: 60),
+        presets: [("home", 0, 0), ("gate", 45, -10)])
 
     /// Every datastream and control-stream body, over every option that changes one: north,
     /// IMU and barometer chip, a second video size, both scalar formats; identical bodies once.
@@ -29,18 +30,24 @@ final class SWECommonValidationTests: XCTestCase {
             for imu in ChipTable.known.imuNames {
                 for baro in ChipTable.known.barometerNames {
                     for (w, h) in [(640, 480), (1280, 720)] {
-                        let o = OutputOptions(uid: "urn:osh:rpi:10000000abcdef12:mast", north: north, videoWidth: w,
-                                              videoHeight: h, imuChip: imu,
-                                              magnetometerChip: ChipTable.known.builtInMagnetometer(imu) ?? imu, barometerChip: baro)
+                        let o = OutputOptions(
+                            uid: "urn:osh:rpi:10000000abcdef12:mast", north: north, videoWidth: w,
+                            videoHeight: h, imuChip: imu,
+                            magnetometerChip: ChipTable.known.builtInMagnetometer(imu) ?? imu, barometerChip: baro)
                         let specs = OutputCatalogue.all(o) + [PTZSchema.positionOutput(ptz)]
                         for spec in specs {
                             for f in ScalarFormat.allCases {
-                                add("\(spec.outputName).\(f == .omJSON ? "om-json" : "swe-json")",
+                                add(
+                                    "\(spec.outputName).\(f == .omJSON ? "om-json" : "swe-json")",
                                     DatastreamBody.string(spec, systemLabel: "Pi Sensors [mast]", scalarFormat: f))
                             }
                         }
-                        add("device_control", String(decoding: DeviceControl.body(systemLabel: "Pi Sensors [mast]",
-                                                                                  outputNames: specs.map(\.outputName)), as: UTF8.self))
+                        add(
+                            "device_control",
+                            String(
+                                decoding: DeviceControl.body(
+                                    systemLabel: "Pi Sensors [mast]",
+                                    outputNames: specs.map(\.outputName)), as: UTF8.self))
                     }
                 }
             }
@@ -90,14 +97,20 @@ final class SWECommonValidationTests: XCTestCase {
     func testValidatorRejectsAndroidsBodies() throws {
         let python = try pythonWithJSONSchema()
         let android = Self.repo.appendingPathComponent("Tests/OSHCoreTests/Fixtures/android")
-        let r = try runTool(python, [Self.script, android.appendingPathComponent("LSM6DSO_Magnetometer_data.om-json.json").path,
-                                          android.appendingPathComponent("camera0_H264.swe-binary.json").path,
-                                          android.appendingPathComponent("barometer.ios.json").path])
+        let r = try runTool(
+            python,
+            [
+                Self.script, android.appendingPathComponent("LSM6DSO_Magnetometer_data.om-json.json").path,
+                android.appendingPathComponent("camera0_H264.swe-binary.json").path,
+                android.appendingPathComponent("barometer.ios.json").path,
+            ])
         XCTAssertEqual(r.status, 1, r.output)
-        for expected in ["/schema/resultSchema/fields/0: 'label' is a required property",
-                         "/schema/resultSchema/fields/0/coordinates/2: 'definition' is a required property",
-                         "/schema/recordSchema/fields/1/elementType/elementType/fields/0: 'label' is a required property",
-                         "/schema: 'encoding' is a required property"] {
+        for expected in [
+            "/schema/resultSchema/fields/0: 'label' is a required property",
+            "/schema/resultSchema/fields/0/coordinates/2: 'definition' is a required property",
+            "/schema/recordSchema/fields/1/elementType/elementType/fields/0: 'label' is a required property",
+            "/schema: 'encoding' is a required property",
+        ] {
             XCTAssertTrue(r.output.contains(expected), "missing «\(expected)» in\n\(r.output)")
         }
         XCTAssertTrue(r.output.contains("validate-swe: 0/3 documents valid"), r.output)

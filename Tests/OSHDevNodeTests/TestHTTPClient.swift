@@ -41,8 +41,10 @@ struct TestResponse {
 
 enum TestHTTP {
     /// Sends one request to 127.0.0.1:`port` and reads the answer until the server closes.
-    static func request(port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [],
-                        body: [UInt8]? = nil, timeout: Double = 10) throws -> TestResponse {
+    static func request(
+        port: UInt16, _ method: String, _ target: String, headers: [(String, String)] = [],
+        body: [UInt8]? = nil, timeout: Double = 10
+    ) throws -> TestResponse {
         let fd = try connect(port: port, timeout: timeout)
         defer { close(fd) }
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
@@ -146,9 +148,13 @@ func makeSelfSignedCertificate() throws -> (certPEM: String, keyPEM: String, cer
     let dir = NSTemporaryDirectory() + "osh-devnode-tls-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     let key = dir + "/key.pem", cert = dir + "/cert.pem"
-    let r = try runTool("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
-                                    "-days", "2", "-subj", "/CN=localhost",
-                                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+    let r = try runTool(
+        "openssl",
+        [
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+            "-days", "2", "-subj", "/CN=localhost",
+            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        ])
     guard r.status == 0 else { throw TestHTTPError(call: "openssl req: " + r.output, errno: 0) }
     return (try String(contentsOfFile: cert, encoding: .utf8), try String(contentsOfFile: key, encoding: .utf8), cert)
 }

@@ -38,8 +38,11 @@ final class AudioCaptureTests: XCTestCase {
     }
 
     /// Captures the whole of `wavPath` through ALSA and meters it in 100 ms windows.
-    private func captureLevels(_ wavPath: String, window: Double = 0.1) throws
-        -> (levels: [AudioLevel], format: AudioCaptureFormat?, capture: ALSACapture) {
+    private func captureLevels(
+        _ wavPath: String, window: Double = 0.1
+    ) throws
+        -> (levels: [AudioLevel], format: AudioCaptureFormat?, capture: ALSACapture)
+    {
         let replay = try ALSAFileReplay.prepare(wavPath: wavPath, directory: dir)
         let loop = try EventLoop()
         let capture = ALSACapture(loop: loop, device: replay.device, request: replay.request, configText: replay.configText)
@@ -74,8 +77,10 @@ final class AudioCaptureTests: XCTestCase {
     }
 
     func testReferenceWAVsThroughLibasoundMatchSoX() throws {
-        let files = ["sine_1k_-20dBFS.wav", "silence.wav", "sine_1k_clipped_+6dB.wav", "sine_1k_0dBFS.wav",
-                     "sine_1k_-6dBFS.wav", "square_1k_0dBFS.wav", "pinknoise_vol-20dB.wav"]
+        let files = [
+            "sine_1k_-20dBFS.wav", "silence.wav", "sine_1k_clipped_+6dB.wav", "sine_1k_0dBFS.wav",
+            "sine_1k_-6dBFS.wav", "square_1k_0dBFS.wav", "pinknoise_vol-20dB.wav",
+        ]
         for file in files {
             let (levels, format, capture) = try captureLevels(Self.audioFixtures.appendingPathComponent(file).path)
             let want = try referenceWindows(file)
@@ -85,8 +90,11 @@ final class AudioCaptureTests: XCTestCase {
                 XCTAssertEqual(got.rmsdB, ref.rms, accuracy: 0.05, "\(file) window \(i) RMS")
                 XCTAssertEqual(got.peakdB, ref.peak, accuracy: 0.05, "\(file) window \(i) peak")
             }
-            XCTAssertEqual(format, AudioCaptureFormat(sampleFormat: .s16, sampleRate: 48000, channels: 1,
-                                                      periodFrames: 960, bufferFrames: 3840), file)
+            XCTAssertEqual(
+                format,
+                AudioCaptureFormat(
+                    sampleFormat: .s16, sampleRate: 48000, channels: 1,
+                    periodFrames: 960, bufferFrames: 3840), file)
             XCTAssertEqual(capture.xruns, 0)
             if file == "silence.wav" { XCTAssertTrue(levels.allSatisfy { $0.rmsdB == -160 && $0.peakdB == -160 }) }
             if file.contains("clipped") { XCTAssertTrue(levels.allSatisfy { $0.peakdB == 0 }) }
@@ -101,8 +109,8 @@ final class AudioCaptureTests: XCTestCase {
         var data: [UInt8] = []
         for i in 0..<h.frames {
             let lo = src[h.dataOffset + 2 * i], hi = src[h.dataOffset + 2 * i + 1]
-            data += [0, 0, lo, hi]                                      // S16 << 16 = S32
-            data += i % 2 == 0 ? [0xFF, 0xFF, 0xFF, 0x7F] : [0, 0, 0, 0x80] // the loud second channel
+            data += [0, 0, lo, hi]  // S16 << 16 = S32
+            data += i % 2 == 0 ? [0xFF, 0xFF, 0xFF, 0x7F] : [0, 0, 0, 0x80]  // the loud second channel
         }
         func le32(_ v: Int) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
         func le16(_ v: Int) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
@@ -139,8 +147,9 @@ final class AudioCaptureTests: XCTestCase {
     /// A consumer that stops (or restarts) the capture from inside the chunk callback, while it
     /// is still reading the samples: the buffer must outlive the callback.
     func testStopAndRestartFromInsideTheCallback() throws {
-        let replay = try ALSAFileReplay.prepare(wavPath: Self.audioFixtures.appendingPathComponent("sine_1k_-6dBFS.wav").path,
-                                                directory: dir)
+        let replay = try ALSAFileReplay.prepare(
+            wavPath: Self.audioFixtures.appendingPathComponent("sine_1k_-6dBFS.wav").path,
+            directory: dir)
         let loop = try EventLoop()
         let capture = ALSACapture(loop: loop, device: replay.device, request: replay.request, configText: replay.configText)
         capture.pacing = 0.0005
@@ -150,8 +159,8 @@ final class AudioCaptureTests: XCTestCase {
             chunks += 1
             guard case .s16(let s) = chunk.samples else { return XCTFail("S16 expected") }
             capture.stop()
-            if chunks == 1 { capture.start() } // reopen while the first buffer is still being read
-            peaks.append(s.max() ?? 0)         // still readable after stop()
+            if chunks == 1 { capture.start() }  // reopen while the first buffer is still being read
+            peaks.append(s.max() ?? 0)  // still readable after stop()
         }
         capture.start()
         let deadline = Clock.monotonicNanoseconds() + 2_000_000_000
@@ -176,7 +185,7 @@ final class AudioCaptureTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(capture.openAttempts, 3)
         guard case .disconnected(let why, let wait) = capture.state else { return XCTFail("state \(capture.state)") }
         XCTAssertTrue(why.contains("'osh_no_such_pcm'"), why)
-        XCTAssertTrue(why.contains("arecord -L"), why) // says what to do
+        XCTAssertTrue(why.contains("arecord -L"), why)  // says what to do
         XCTAssertEqual(wait, 0.02)
         XCTAssertEqual(loop.sourceCount, 1, "only the retry timer")
         capture.stop()

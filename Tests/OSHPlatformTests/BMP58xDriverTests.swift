@@ -11,7 +11,9 @@ final class BMP58xDriverTests: XCTestCase {
     private func rows() throws -> [[String: String]] {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("OSHCoreTests/Fixtures/baro/bmp58x_vectors.csv")
-        var lines = try String(contentsOf: url, encoding: .utf8).split(whereSeparator: \.isNewline).map { $0.split(separator: ",").map(String.init) }
+        var lines = try String(contentsOf: url, encoding: .utf8).split(whereSeparator: \.isNewline).map {
+            $0.split(separator: ",").map(String.init)
+        }
         let header = lines.removeFirst()
         return lines.map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
     }
@@ -22,8 +24,10 @@ final class BMP58xDriverTests: XCTestCase {
     }
 
     /// A chip on a fresh bus; `autoConvert` off: it measures only when told.
-    private func board(_ chip: String = "BMP581", address: UInt8? = nil, autoConvert: Bool = true,
-                       environment: @escaping BarometerEnvironment = { (1013.25, 21.5) }) throws -> (SimulatedI2CBus, SimulatedBMP58x) {
+    private func board(
+        _ chip: String = "BMP581", address: UInt8? = nil, autoConvert: Bool = true,
+        environment: @escaping BarometerEnvironment = { (1013.25, 21.5) }
+    ) throws -> (SimulatedI2CBus, SimulatedBMP58x) {
         let bus = SimulatedI2CBus()
         let device = try SimulatedBarometerBoard.attach(to: bus, chip: chip, address: address, environment: environment)
         let sim = try XCTUnwrap(device as? SimulatedBMP58x)
@@ -63,7 +67,8 @@ final class BMP58xDriverTests: XCTestCase {
     func testIdentifiesBothChipsAndRefusesTheOther() throws {
         for (name, id) in [("BMP581", UInt8(0x50)), ("BMP585", 0x51)] {
             let (bus, _) = try board(name)
-            let d = try XCTUnwrap(BarometerDrivers.driver(for: try XCTUnwrap(BarometerDrivers.identity(named: name)), bus: bus, address: 0x47))
+            let d = try XCTUnwrap(
+                BarometerDrivers.driver(for: try XCTUnwrap(BarometerDrivers.identity(named: name)), bus: bus, address: 0x47))
             XCTAssertEqual(try d.identify(), id)
             XCTAssertEqual(d.calibrationBytes, [])
             XCTAssertEqual(d.label, "\(name) at 0x47 on /dev/i2c-1")
@@ -126,8 +131,9 @@ final class BMP58xDriverTests: XCTestCase {
         // Reset; standby with deep standby off; DSP_CONFIG (compensation on, filtered data
         // registers); IIR coefficient 3 for P and T; data-ready source; P×4 T×1 with press_en;
         // ODR 1 Hz (code 0x1C), deep standby off, normal mode.
-        XCTAssertEqual(sim.writes.map { [$0.register, $0.value] },
-                       [[0x7E, 0xB6], [0x37, 0x80], [0x30, 0x2B], [0x31, 0x12], [0x15, 0x01], [0x36, 0x50], [0x37, 0xF1]])
+        XCTAssertEqual(
+            sim.writes.map { [$0.register, $0.value] },
+            [[0x7E, 0xB6], [0x37, 0x80], [0x30, 0x2B], [0x31, 0x12], [0x15, 0x01], [0x36, 0x50], [0x37, 0xF1]])
         XCTAssertEqual(sim.registers[0x38], 0x80 | 0x10, "OSR_EFF: valid, P×4 T×1")
         XCTAssertEqual((d as? BMP58xDriver)?.written.odr, 0xF1)
         XCTAssertEqual(sim.resets, 1)
@@ -170,7 +176,7 @@ final class BMP58xDriverTests: XCTestCase {
 
     func testAChipThatFlagsTheConfigurationIsAClearError() throws {
         let (bus, sim) = try board()
-        sim.conversionScale = 1.5 // a part slower than typical: 70 Hz does not fit P×16 on it
+        sim.conversionScale = 1.5  // a part slower than typical: 70 Hz does not fit P×16 on it
         let d = try BarometerDrivers.open(bus: bus, chip: "BMP581", address: nil)
         XCTAssertThrowsError(try d.configure(BarometerConfiguration(rateHz: 100, oversampling: .highResolution))) { e in
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)

@@ -57,8 +57,9 @@ final class BarometerDriverTests: XCTestCase {
         XCTAssertEqual(all.count, 151)
         for r in all {
             let bus = SimulatedI2CBus(recordsTrace: false)
-            let chip = try SimulatedBMx280(chipID: 0x60, calibration: bytes(r["regs_0x88_0xA1_hex"] ?? ""),
-                                           humidity: bytes(r["regs_0xE1_0xE7_hex"] ?? ""))
+            let chip = try SimulatedBMx280(
+                chipID: 0x60, calibration: bytes(r["regs_0x88_0xA1_hex"] ?? ""),
+                humidity: bytes(r["regs_0xE1_0xE7_hex"] ?? ""))
             chip.fixedRaw = BMx280Raw(adcT: int(r["adc_T"]), adcP: int(r["adc_P"]), adcH: int(r["adc_H"]))
             bus.attach(chip, at: 0x77)
             let driver = try BarometerDrivers.open(bus: bus, chip: "auto", address: nil)
@@ -141,7 +142,8 @@ final class BarometerDriverTests: XCTestCase {
         chip.humidityPercent = 55
         let driver = try BarometerDrivers.open(bus: bus, chip: "BME280", address: 0x77)
         // BME280 t_sb code 6 is 10 ms (not 2000 ms): 500 ms is still the longest that fits 1 Hz.
-        XCTAssertEqual(chip.writes.map { [$0.register, $0.value] }, [[0xE0, 0xB6], [0xF4, 0x00], [0xF2, 0x01], [0xF5, 0x88], [0xF4, 0x2F]])
+        XCTAssertEqual(
+            chip.writes.map { [$0.register, $0.value] }, [[0xE0, 0xB6], [0xF4, 0x00], [0xF2, 0x01], [0xF5, 0x88], [0xF4, 0x2F]])
         let r = try XCTUnwrap(try driver.read())
         XCTAssertEqual(r.pressureHPa, 1000, accuracy: 0.01)
         XCTAssertEqual(r.celsius, 20, accuracy: 0.01)
@@ -157,8 +159,9 @@ final class BarometerDriverTests: XCTestCase {
         XCTAssertEqual(driver.identity.name, "BMP390")
         XCTAssertEqual(driver.address, 0x77)
         // CMD soft reset; sleep; OSR T×1 P×4; ODR 200/2^7 = 1.56 Hz (≥ 1 Hz); IIR coefficient 3; normal, P+T on.
-        XCTAssertEqual(chip.writes.map { [$0.register, $0.value] },
-                       [[0x7E, 0xB6], [0x1B, 0x00], [0x1C, 0x02], [0x1D, 0x07], [0x1F, 0x04], [0x1B, 0x33]])
+        XCTAssertEqual(
+            chip.writes.map { [$0.register, $0.value] },
+            [[0x7E, 0xB6], [0x1B, 0x00], [0x1C, 0x02], [0x1D, 0x07], [0x1F, 0x04], [0x1B, 0x33]])
         let r = try XCTUnwrap(try driver.read())
         XCTAssertEqual(r.pressureHPa, 950.5, accuracy: 0.001)
         XCTAssertEqual(r.celsius, 12.25, accuracy: 0.001)
@@ -167,8 +170,8 @@ final class BarometerDriverTests: XCTestCase {
         XCTAssertEqual(BMP3Driver.odrCode(rateHz: 25, p: 2, t: 0), 3)
         // The modelled chip refuses an ODR faster than the conversion, and the driver would say so.
         try bus.writeRegister(0x77, 0x1B, 0x00)
-        try bus.writeRegister(0x77, 0x1C, 0x05) // P×32
-        try bus.writeRegister(0x77, 0x1D, 0x00) // 200 Hz
+        try bus.writeRegister(0x77, 0x1C, 0x05)  // P×32
+        try bus.writeRegister(0x77, 0x1D, 0x00)  // 200 Hz
         try bus.writeRegister(0x77, 0x1B, 0x33)
         XCTAssertEqual(try bus.readRegister(0x77, 0x02) & 0x04, 0x04, "conf_err")
         XCTAssertEqual(try bus.readRegister(0x77, 0x02), 0, "ERR_REG clears on read")

@@ -18,8 +18,9 @@ final class BoardIdentityTests: XCTestCase {
 
     private func write(_ relative: String, _ bytes: [UInt8]) throws {
         let path = root + "/" + relative
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true)
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
     }
 
@@ -44,8 +45,11 @@ final class BoardIdentityTests: XCTestCase {
         try write("proc/cpuinfo", Self.cpuinfoPi4.replacingOccurrences(of: "100000003A7B1C2D", with: "ffffffffffffffff"))
         try write("etc/hostname", "pi-lab\n")
         let id = BoardIdentity.read(root: root)
-        XCTAssertEqual(id, BoardIdentity(serial: "100000003a7b1c2d", serialSource: .deviceTree,
-                                         model: "Raspberry Pi 4 Model B Rev 1.4", hostname: "pi-lab"))
+        XCTAssertEqual(
+            id,
+            BoardIdentity(
+                serial: "100000003a7b1c2d", serialSource: .deviceTree,
+                model: "Raspberry Pi 4 Model B Rev 1.4", hostname: "pi-lab"))
         XCTAssertEqual(try SystemUID.make(boardID: id.serial), "urn:osh:rpi:100000003a7b1c2d")
     }
 
@@ -60,7 +64,7 @@ final class BoardIdentityTests: XCTestCase {
     }
 
     func testCPUInfoWhenNoDeviceTreeSerial() throws {
-        try write("proc/device-tree/serial-number", [0]) // present but empty
+        try write("proc/device-tree/serial-number", [0])  // present but empty
         try write("proc/cpuinfo", Self.cpuinfoPi4)
         try write("etc/hostname", "\n# comment\n  rpi-roof  \n")
         let id = BoardIdentity.read(root: root)

@@ -9,8 +9,10 @@ import OSHSimulation
 final class DPS310DriverTests: XCTestCase {
     private let real = SimulatedDPS310.realPartCoefficients
 
-    private func attach(_ bus: SimulatedI2CBus, at address: UInt8 = 0x77, fix: Bool = true, external: Bool = true,
-                        productID: UInt8 = 0x10, _ env: @escaping BarometerEnvironment = { (1013.25, 21.5) }) throws -> SimulatedDPS310 {
+    private func attach(
+        _ bus: SimulatedI2CBus, at address: UInt8 = 0x77, fix: Bool = true, external: Bool = true,
+        productID: UInt8 = 0x10, _ env: @escaping BarometerEnvironment = { (1013.25, 21.5) }
+    ) throws -> SimulatedDPS310 {
         let chip = try SimulatedDPS310(coefficients: real, productID: productID, externalSensor: external, needsTemperatureFix: fix)
         chip.environment = env
         bus.attach(chip, at: address)
@@ -24,7 +26,9 @@ final class DPS310DriverTests: XCTestCase {
     func testReferenceRowsThroughTheDriver() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("OSHCoreTests/Fixtures/baro/dps310_vectors.csv")
-        let lines = try String(contentsOf: url, encoding: .utf8).split(whereSeparator: \.isNewline).map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        let lines = try String(contentsOf: url, encoding: .utf8).split(whereSeparator: \.isNewline).map {
+            $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        }
         let header = lines[0]
         let col = { (row: [String], name: String) in row[header.firstIndex(of: name) ?? 0] }
         let modes: [String: BarometerOversampling] = ["low-power": .lowPower, "standard": .standard, "high-resolution": .highResolution]
@@ -35,11 +39,13 @@ final class DPS310DriverTests: XCTestCase {
             let chip = try SimulatedDPS310(coefficients: bytesFromHex(col(row, "coef_regs_0x10_0x21_hex")))
             chip.fixedRaw = (Int32(col(row, "Praw")) ?? 0, Int32(col(row, "Traw")) ?? 0)
             bus.attach(chip, at: 0x76)
-            let d = try BarometerDrivers.open(bus: bus, chip: "DPS310", address: nil, configuration: BarometerConfiguration(oversampling: mode))
+            let d = try BarometerDrivers.open(
+                bus: bus, chip: "DPS310", address: nil, configuration: BarometerConfiguration(oversampling: mode))
             let r = try XCTUnwrap(try d.read(), row[0])
             XCTAssertEqual(String(format: "%.10f", r.celsius), col(row, "ds_T_double_degC"), row[0])
             XCTAssertEqual(String(format: "%.10f", r.pressurePa), col(row, "ds_P_double_pa"), row[0])
-            XCTAssertEqual(d.lastBurst.prefix(6), ArraySlice(bytesFromHex(col(row, "prs_regs_0x00_0x02_hex") + col(row, "tmp_regs_0x03_0x05_hex"))))
+            XCTAssertEqual(
+                d.lastBurst.prefix(6), ArraySlice(bytesFromHex(col(row, "prs_regs_0x00_0x02_hex") + col(row, "tmp_regs_0x03_0x05_hex"))))
             checked += 1
         }
         XCTAssertEqual(checked, 27)
@@ -60,8 +66,12 @@ final class DPS310DriverTests: XCTestCase {
         XCTAssertEqual(try d.identify(), 0x10)
         // Soft reset; Infineon's temperature fix-up; idle; PRS_CFG 1 Hz ×16; TMP_CFG external
         // sensor 1 Hz ×1; CFG_REG P_SHIFT; continuous pressure and temperature.
-        XCTAssertEqual(pairs(chip), [[0x0C, 0x09], [0x0E, 0xA5], [0x0F, 0x96], [0x62, 0x02], [0x0E, 0x00], [0x0F, 0x00],
-                                     [0x08, 0x00], [0x06, 0x04], [0x07, 0x80], [0x09, 0x04], [0x08, 0x07]])
+        XCTAssertEqual(
+            pairs(chip),
+            [
+                [0x0C, 0x09], [0x0E, 0xA5], [0x0F, 0x96], [0x62, 0x02], [0x0E, 0x00], [0x0F, 0x00],
+                [0x08, 0x00], [0x06, 0x04], [0x07, 0x80], [0x09, 0x04], [0x08, 0x07],
+            ])
         XCTAssertEqual(chip.resets, 1)
         XCTAssertEqual(chip.temperatureFixes, 1)
         XCTAssertEqual(d.calibrationBytes, real)
@@ -159,7 +169,8 @@ final class DPS310DriverTests: XCTestCase {
             let s = DPS310Driver.settings(o)
             for rate in [0.5, 1, 2, 5, 10, 25, 50, 100, 128, 1000] {
                 let r = DPS310Driver.rateCodes(rateHz: rate, p: s.p, t: s.t)
-                let busy = Double(1 << Int(r.p)) * DPS310Scale.measurementMilliseconds(s.p)
+                let busy =
+                    Double(1 << Int(r.p)) * DPS310Scale.measurementMilliseconds(s.p)
                     + Double(1 << Int(r.t)) * DPS310Scale.measurementMilliseconds(s.t)
                 XCTAssertLessThan(busy, 990, "\(o) \(rate)")
                 XCTAssertLessThanOrEqual(r.t, r.p)

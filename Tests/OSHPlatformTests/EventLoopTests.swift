@@ -54,8 +54,12 @@ final class EventLoopTests: XCTestCase {
         // registration: whichever runs first, the other's queued event is stale and must not run.
         var calls = 0
         var r1: EventLoop.Registration?, r2: EventLoop.Registration?
-        r1 = try loop.add(fd: p1[0], events: .readable) { _ in calls += 1; if let r = r2 { loop.remove(r) } }
-        r2 = try loop.add(fd: p2[0], events: .readable) { _ in calls += 1; if let r = r1 { loop.remove(r) } }
+        r1 = try loop.add(fd: p1[0], events: .readable) { _ in
+            calls += 1; if let r = r2 { loop.remove(r) }
+        }
+        r2 = try loop.add(fd: p2[0], events: .readable) { _ in
+            calls += 1; if let r = r1 { loop.remove(r) }
+        }
         _ = write(p1[1], "x", 1)
         _ = write(p2[1], "y", 1)
         try loop.runOnce(timeoutMs: 100)
@@ -66,7 +70,9 @@ final class EventLoopTests: XCTestCase {
     func testSignalsArriveOnTheLoop() throws {
         let loop = try EventLoop()
         var got: [Int32] = []
-        try loop.onSignals([SIGUSR2]) { sig in got.append(sig); loop.stop() }
+        try loop.onSignals([SIGUSR2]) { sig in
+            got.append(sig); loop.stop()
+        }
         raise(SIGUSR2)
         try loop.run(until: EventLoop.deadline(after: 1))
         XCTAssertEqual(got, [SIGUSR2])
@@ -75,9 +81,13 @@ final class EventLoopTests: XCTestCase {
     func testWakeFromAnotherThread() throws {
         let loop = try EventLoop()
         var woken = 0
-        try loop.onWake { woken += 1; loop.stop() }
+        try loop.onWake {
+            woken += 1; loop.stop()
+        }
         let waker = loop.waker
-        let thread = Thread { usleep(10_000); waker.wake() }
+        let thread = Thread {
+            usleep(10_000); waker.wake()
+        }
         thread.start()
         try loop.run(until: EventLoop.deadline(after: 2))
         XCTAssertEqual(woken, 1)

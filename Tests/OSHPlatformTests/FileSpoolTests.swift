@@ -16,10 +16,13 @@ final class FileSpoolTests: XCTestCase {
 
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
-    private func open(_ maxBytes: Int = 1 << 20, names: [String]? = nil, sync: SpoolSync = .second,
-                      boot: UInt64 = 0x1234_5678_9abc_def0) throws -> FileSpool {
-        try FileSpool(options: FileSpoolOptions(directory: dir, maxBytes: maxBytes, sync: sync, bootTag: boot),
-                      outputNames: names ?? self.names, maxValues: 4)
+    private func open(
+        _ maxBytes: Int = 1 << 20, names: [String]? = nil, sync: SpoolSync = .second,
+        boot: UInt64 = 0x1234_5678_9abc_def0
+    ) throws -> FileSpool {
+        try FileSpool(
+            options: FileSpoolOptions(directory: dir, maxBytes: maxBytes, sync: sync, bootTag: boot),
+            outputNames: names ?? self.names, maxValues: 4)
     }
 
     @discardableResult
@@ -71,17 +74,22 @@ final class FileSpoolTests: XCTestCase {
     func testRecordsHeldForTheClockWaitForItInThisBootAndAreDroppedAfterAReboot() throws {
         var s: FileSpool? = try open()
         append(s!, 0, 1_773_853_000)
-        for t in 0..<3 { _ = [Double(t), 0].withUnsafeBufferPointer { s!.appendHeld(datastream: 0, monotonicTime: Double(t), values: $0) } }
+        for t in 0..<3 {
+            _ = [Double(t), 0].withUnsafeBufferPointer { s!.appendHeld(datastream: 0, monotonicTime: Double(t), values: $0) }
+        }
         append(s!, 1, 1_773_853_100, [5, 0, 0])
         // The clock is not trusted yet: the epoch record goes, the batch stops before the first held one.
         XCTAssertEqual(drain(s!).flatMap(\.1), [1_773_853_000])
         XCTAssertNil(s!.loadBatch(max: 4), "held records wait for the clock")
         XCTAssertGreaterThan(s!.pendingBytes, 0)
         s!.heldTimeOffset = 1_000_000
-        XCTAssertEqual(drain(s!).flatMap(\.1), [1_000_000, 1_000_001, 1_000_002, 1_773_853_100],
-                       "epoch = monotonic + the offset, in order, and what followed them after")
+        XCTAssertEqual(
+            drain(s!).flatMap(\.1), [1_000_000, 1_000_001, 1_000_002, 1_773_853_100],
+            "epoch = monotonic + the offset, in order, and what followed them after")
         // Held in one boot, read in another: the monotonic times mean nothing there.
-        for t in 0..<2 { _ = [Double(t), 0].withUnsafeBufferPointer { s!.appendHeld(datastream: 0, monotonicTime: Double(t), values: $0) } }
+        for t in 0..<2 {
+            _ = [Double(t), 0].withUnsafeBufferPointer { s!.appendHeld(datastream: 0, monotonicTime: Double(t), values: $0) }
+        }
         append(s!, 1, 1_773_853_200, [6, 0, 0])
         s = nil
         s = try open(boot: 0x0fed_cba9_8765_4321)
@@ -140,7 +148,7 @@ final class FileSpoolTests: XCTestCase {
         }
         let path = dir + "/" + (try XCTUnwrap(segments().first))
         var bytes = try XCTUnwrap(FileManager.default.contents(atPath: path))
-        bytes[2 * SpoolRecord.size(values: 2) + 20] ^= 0x40 // a value bit of record 2 (bit rot, not a tear)
+        bytes[2 * SpoolRecord.size(values: 2) + 20] ^= 0x40  // a value bit of record 2 (bit rot, not a tear)
         try bytes.write(to: URL(fileURLWithPath: path))
         let inspection = try FileSpool.inspect(directory: dir)
         XCTAssertEqual(inspection.entries.map(\.time), [0, 1, 3, 4])
@@ -154,8 +162,8 @@ final class FileSpoolTests: XCTestCase {
         do {
             let s = try open()
             for t in 0..<8 { append(s, 0, Double(t)) }
-            _ = s.loadBatch(max: 2); s.commitBatch() // cursor seq 1 after 0,1 (slot 1)
-            _ = s.loadBatch(max: 2); s.commitBatch() // seq 2 after 2,3 (slot 0)
+            _ = s.loadBatch(max: 2); s.commitBatch()  // cursor seq 1 after 0,1 (slot 1)
+            _ = s.loadBatch(max: 2); s.commitBatch()  // seq 2 after 2,3 (slot 0)
         }
         // Tear the newest slot (slot 0, sequence 2): the older slot says "after 0,1".
         let fd = Glibc.open(dir + "/cursor", O_RDWR)
@@ -164,16 +172,17 @@ final class FileSpoolTests: XCTestCase {
         XCTAssertEqual(pwrite(fd, &zero, 12, 20), 12)
         close(fd)
         let s = try open()
-        XCTAssertEqual(drain(s, max: 10).flatMap(\.1), (2..<8).map(Double.init),
-                       "2 and 3 are sent again (their acknowledgement was lost), nothing earlier")
+        XCTAssertEqual(
+            drain(s, max: 10).flatMap(\.1), (2..<8).map(Double.init),
+            "2 and 3 are sent again (their acknowledgement was lost), nothing earlier")
     }
 
     func testWhenFullTheOldestSegmentIsDroppedAndCounted() throws {
-        let s = try open(128 << 10) // two 64 KiB segments
+        let s = try open(128 << 10)  // two 64 KiB segments
         var lost = [0, 0]
         s.onBoundDrop = { d, n in lost[d] += n }
         let perSegment = (64 << 10) / SpoolRecord.size(values: 2)
-        let n = 3 * perSegment // exactly three segments' worth
+        let n = 3 * perSegment  // exactly three segments' worth
         for t in 0..<n { XCTAssertTrue(append(s, t % 2, Double(t))) }
         XCTAssertEqual(s.stats.segmentsDropped, 1)
         XCTAssertEqual(s.stats.droppedFull, perSegment)
@@ -185,7 +194,10 @@ final class FileSpoolTests: XCTestCase {
         XCTAssertLessThanOrEqual(total, 128 << 10, "the bound holds")
         let times = drain(s, max: 500).flatMap(\.1)
         XCTAssertEqual(s.stats.damaged, 0, "dropping a segment mid-append must not touch the record being written")
-        XCTAssertTrue(times == (perSegment..<n).map(Double.init), "the newest are kept, in order: \(times.count) from \(times.first ?? -1), missing \(Set((perSegment..<n).map(Double.init)).subtracting(times).sorted().prefix(5))")
+        XCTAssertTrue(
+            times == (perSegment..<n).map(Double.init),
+            "the newest are kept, in order: \(times.count) from \(times.first ?? -1), missing \(Set((perSegment..<n).map(Double.init)).subtracting(times).sorted().prefix(5))"
+        )
     }
 
     func testRecordsOfAnOutputNoLongerConfiguredAreSkippedAndCounted() throws {
@@ -199,7 +211,7 @@ final class FileSpoolTests: XCTestCase {
     }
 
     func testAnUnwritableDirectoryIsAnErrorThatSaysWhere() throws {
-        try "x".write(toFile: dir, atomically: true, encoding: .utf8) // a file where the directory should be
+        try "x".write(toFile: dir, atomically: true, encoding: .utf8)  // a file where the directory should be
         XCTAssertThrowsError(try open()) { error in
             XCTAssertTrue("\(error)".contains(dir), "\(error)")
         }

@@ -42,7 +42,7 @@ final class FullCardTests: XCTestCase {
         var free = 1 << 30
         let (s, log) = try store(keepFree: 1 << 20) { free }
         var t = t0
-        for _ in 0..<400 { XCTAssertTrue(record(s, 0, t)); t += 0.01 } // several 4 KiB segments
+        for _ in 0..<400 { XCTAssertTrue(record(s, 0, t)); t += 0.01 }  // several 4 KiB segments
         let segmentsBefore = try FileManager.default.contentsOfDirectory(atPath: dir + "/record/imu").count
         XCTAssertGreaterThan(segmentsBefore, 3)
         // The card fills (another program, or the spool): a new segment would leave less than the room kept.
@@ -78,14 +78,14 @@ final class FullCardTests: XCTestCase {
         var t = t0
         for _ in 0..<400 { XCTAssertTrue(record(s, 0, t)); t += 0.01 }
         let before = s.storedBytes
-        free = (1 << 20) - 5000 // something else wrote; no new segment opened since
+        free = (1 << 20) - 5000  // something else wrote; no new segment opened since
         s.tick(now: t)
         XCTAssertLessThan(s.storedBytes, before, "the oldest segments went")
         XCTAssertEqual(s.writeState, .writing, "the room came back from old segments: \(log.lines)")
-        free = 100 // nothing left to give but the newest
+        free = 100  // nothing left to give but the newest
         for _ in 0..<10 { s.tick(now: t); t += 1 }
         XCTAssertEqual(s.writeState, .paused)
-        free = (1 << 20) + 10_000 // above the room, not above it by the margin: stays paused
+        free = (1 << 20) + 10_000  // above the room, not above it by the margin: stays paused
         s.tick(now: t)
         XCTAssertEqual(s.writeState, .paused)
         free = 8 << 20
@@ -131,10 +131,12 @@ final class FullCardTests: XCTestCase {
             throw XCTSkip("tmpfs mount refused: \(String(cString: strerror(errno)))")
         }
         mounted = true
-        let spool = try FileSpool(options: FileSpoolOptions(directory: dir + "/spool", maxBytes: 1 << 20, sync: .never),
-                                  outputNames: ["imu", "baro"], maxValues: 4)
-        var o = RecordingOptions(directory: dir + "/record", maxBytes: 64 << 20, maxAge: 86_400, sync: .never,
-                                 keepFreeBytes: 2 * spool.options.segmentBytes + (64 << 10))
+        let spool = try FileSpool(
+            options: FileSpoolOptions(directory: dir + "/spool", maxBytes: 1 << 20, sync: .never),
+            outputNames: ["imu", "baro"], maxValues: 4)
+        var o = RecordingOptions(
+            directory: dir + "/record", maxBytes: 64 << 20, maxAge: 86_400, sync: .never,
+            keepFreeBytes: 2 * spool.options.segmentBytes + (64 << 10))
         o.segmentBytes = 64 << 10
         let rec = try RecordingStore(options: o, outputNames: ["imu"])
         var lines: [String] = []
@@ -171,7 +173,8 @@ final class FullCardTests: XCTestCase {
         let recordedBefore = rec.storedBytes
         for i in 0..<20_000 {
             t += 0.001
-            XCTAssertTrue([t, 1, 2, 3].withUnsafeBufferPointer { spool.append(datastream: i % 2, epochTime: t, values: $0) }, "observation \(i)")
+            XCTAssertTrue(
+                [t, 1, 2, 3].withUnsafeBufferPointer { spool.append(datastream: i % 2, epochTime: t, values: $0) }, "observation \(i)")
         }
         XCTAssertLessThan(rec.storedBytes, recordedBefore)
         XCTAssertEqual(rec.writeState, .paused)

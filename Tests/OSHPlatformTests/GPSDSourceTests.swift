@@ -9,9 +9,12 @@ import XCTest
 /// speaking gpsd's JSON the way gpsd 3.22 does (reports taken from gpsd's regression files).
 final class GPSDSourceTests: XCTestCase {
     static let version = #"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#
-    static let devices = #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyUSB0","driver":"NMEA0183","activated":"2021-01-06T03:07:18.000Z","flags":1,"native":0,"bps":4800,"parity":"N","stopbits":1,"cycle":1.00}]}"#
-    static let watch = #"{"class":"WATCH","enable":true,"json":true,"nmea":false,"raw":0,"scaled":false,"timing":false,"split24":false,"pps":false}"#
-    static let sky = #"{"class":"SKY","device":"/dev/ttyUSB0","xdop":0.63,"ydop":0.85,"vdop":1.50,"tdop":0.89,"hdop":1.10,"gdop":2.01,"pdop":1.80,"nSat":12,"uSat":8,"satellites":[{"PRN":17,"el":72.0,"az":207.0,"ss":32.0,"used":true,"gnssid":0,"svid":17},{"PRN":28,"el":59.0,"az":95.0,"ss":31.0,"used":true,"gnssid":0,"svid":28},{"PRN":6,"el":35.0,"az":347.0,"ss":25.0,"used":true,"gnssid":0,"svid":6}]}"#
+    static let devices =
+        #"{"class":"DEVICES","devices":[{"class":"DEVICE","path":"/dev/ttyUSB0","driver":"NMEA0183","activated":"2021-01-06T03:07:18.000Z","flags":1,"native":0,"bps":4800,"parity":"N","stopbits":1,"cycle":1.00}]}"#
+    static let watch =
+        #"{"class":"WATCH","enable":true,"json":true,"nmea":false,"raw":0,"scaled":false,"timing":false,"split24":false,"pps":false}"#
+    static let sky =
+        #"{"class":"SKY","device":"/dev/ttyUSB0","xdop":0.63,"ydop":0.85,"vdop":1.50,"tdop":0.89,"hdop":1.10,"gdop":2.01,"pdop":1.80,"nSat":12,"uSat":8,"satellites":[{"PRN":17,"el":72.0,"az":207.0,"ss":32.0,"used":true,"gnssid":0,"svid":17},{"PRN":28,"el":59.0,"az":95.0,"ss":31.0,"used":true,"gnssid":0,"svid":28},{"PRN":6,"el":35.0,"az":347.0,"ss":25.0,"used":true,"gnssid":0,"svid":6}]}"#
     static let noFix = #"{"class":"TPV","device":"/dev/ttyUSB0","mode":1}"#
     static let tpv = [
         #"{"class":"TPV","device":"/dev/ttyUSB0","mode":3,"lat":-37.784788333,"lon":175.314896667,"altHAE":83.6000,"altMSL":59.9000,"alt":59.9000,"magvar":20.5,"geoidSep":23.700,"eph":20.900}"#,
@@ -19,7 +22,8 @@ final class GPSDSourceTests: XCTestCase {
         #"{"class":"TPV","device":"/dev/ttyUSB0","mode":3,"time":"2034-08-16T03:07:20.000Z","ept":0.005,"lat":-37.784791667,"lon":175.314896667,"altHAE":83.5000,"altMSL":59.8000,"alt":59.8000,"epv":34.500,"track":181.3900,"magtrack":201.9320,"magvar":20.5,"speed":0.592,"climb":-0.100,"epc":69.00,"geoidSep":23.700,"eph":20.900,"sep":34.200}"#,
         #"{"class":"TPV","device":"/dev/ttyUSB0","mode":3,"time":"2034-08-16T03:07:21.000Z","ept":0.005,"lat":-37.784793333,"lon":175.314890000,"altHAE":83.8000,"altMSL":60.1000,"alt":60.1000,"epx":9.484,"epy":12.791,"epv":34.500,"track":181.3900,"magtrack":201.9320,"magvar":20.5,"speed":0.458,"climb":0.300,"epc":69.00,"geoidSep":23.700,"eph":20.900,"sep":34.200}"#,
     ]
-    static let gst = #"{"class":"GST","device":"/dev/ttyUSB0","time":"2034-08-16T03:07:21.000Z","rms":2.0,"major":2.500,"minor":2.400,"orient":126.000,"lat":0.980,"lon":1.000,"alt":3.100}"#
+    static let gst =
+        #"{"class":"GST","device":"/dev/ttyUSB0","time":"2034-08-16T03:07:21.000Z","rms":2.0,"major":2.500,"minor":2.400,"orient":126.000,"lat":0.980,"lon":1.000,"alt":3.100}"#
     /// 2034-08-16T03:07:19Z (the .chk files show gpsd's week-rollover guess for this 2014 log).
     static let t19 = 2_039_310_439.0
 
@@ -142,23 +146,29 @@ final class GPSDSourceTests: XCTestCase {
             commands.append(line)
             // Like gpsd: VERSION went out on connect; WATCH is answered with DEVICES and WATCH, then reports.
             if g.connections == 1 {
-                try? g.send([Self.devices, Self.watch, Self.sky, Self.noFix, Self.tpv[0], Self.sky,
-                             Self.tpv[1], Self.gst, Self.tpv[2]])
+                try? g.send([
+                    Self.devices, Self.watch, Self.sky, Self.noFix, Self.tpv[0], Self.sky,
+                    Self.tpv[1], Self.gst, Self.tpv[2],
+                ])
             } else {
                 try? g.send([Self.devices, Self.watch, Self.tpv[3]])
             }
         }
         var reports: [GPSDReport] = []
         var states: [GPSDSource.State] = []
-        let source = GPSDSource(loop: loop, host: "127.0.0.1", port: gpsd.port,
-                                onFix: { reports.append($0) }, onState: { states.append($0) })
+        let source = GPSDSource(
+            loop: loop, host: "127.0.0.1", port: gpsd.port,
+            onFix: { reports.append($0) }, onState: { states.append($0) })
         source.backoff = Backoff(initial: 0.1, maximum: 1)
         source.start()
         try run(loop, seconds: 5) { reports.count == 3 }
         XCTAssertEqual(commands, [#"?WATCH={"enable":true,"json":true}"#])
         XCTAssertEqual(reports.count, 3)
-        XCTAssertEqual(reports.first, GPSDReport(time: nil, lat: -37.784788333, lon: 175.314896667, altHAE: 83.6,
-                                                 altMSL: 59.9, mode: 3, device: "/dev/ttyUSB0"))
+        XCTAssertEqual(
+            reports.first,
+            GPSDReport(
+                time: nil, lat: -37.784788333, lon: 175.314896667, altHAE: 83.6,
+                altMSL: 59.9, mode: 3, device: "/dev/ttyUSB0"))
         XCTAssertEqual(reports[1].time, Self.t19)
         XCTAssertEqual(reports[2].time, Self.t19 + 1)
         XCTAssertEqual(reports[2].lat, -37.784791667)
@@ -166,7 +176,7 @@ final class GPSDSourceTests: XCTestCase {
         XCTAssertEqual(source.release, "3.22")
         XCTAssertEqual(source.devices, ["/dev/ttyUSB0"])
         XCTAssertEqual(source.state, .streaming)
-        XCTAssertEqual(states, [.connecting, .waitingForFix, .streaming]) // mode 1 before the first fix changes nothing
+        XCTAssertEqual(states, [.connecting, .waitingForFix, .streaming])  // mode 1 before the first fix changes nothing
         XCTAssertEqual(source.linesReceived, 10)
 
         // gpsd restarts: the connection dies; the source reconnects, re-sends WATCH and resumes.
@@ -187,14 +197,16 @@ final class GPSDSourceTests: XCTestCase {
 
     func testRefusedConnectionsBackOffUntilGPSDListens() throws {
         let loop = try EventLoop()
-        let gpsd = try FakeGPSD(loop: loop) // bound, not listening: connections are refused
+        let gpsd = try FakeGPSD(loop: loop)  // bound, not listening: connections are refused
         var attempts: [UInt64] = []
         var reasons: [String] = []
         var reports: [GPSDReport] = []
-        let source = GPSDSource(loop: loop, port: gpsd.port, onFix: { reports.append($0) }, onState: { s in
-            if s == .connecting { attempts.append(osh_monotonic_ns()) }
-            if case .disconnected(let r) = s { reasons.append(r) }
-        })
+        let source = GPSDSource(
+            loop: loop, port: gpsd.port, onFix: { reports.append($0) },
+            onState: { s in
+                if s == .connecting { attempts.append(osh_monotonic_ns()) }
+                if case .disconnected(let r) = s { reasons.append(r) }
+            })
         source.backoff = Backoff(initial: 0.05, maximum: 0.2)
         source.start()
         try loop.run(until: EventLoop.deadline(after: 0.6))
@@ -245,14 +257,16 @@ final class GPSDSourceTests: XCTestCase {
             try run(loop, seconds: 3) { reports.count == 2 }
             source.stop()
         }.map(\.1)
-        XCTAssertEqual(lines, [
-            "gps: lost gpsd at \(at) (gpsd closed the connection); retrying in 0.05 s",
-            "gps: connected to gpsd 3.22 at \(at)",
-            "gps: gpsd devices: /dev/ttyUSB0",
-            "gps: lost gpsd at \(at) (gpsd closed the connection); positions pause, retrying in 0.05 s",
-            "gps: connected to gpsd 3.22 at \(at) again",
-            "gps: gpsd devices: /dev/ttyUSB0",
-        ])
+        XCTAssertEqual(
+            lines,
+            [
+                "gps: lost gpsd at \(at) (gpsd closed the connection); retrying in 0.05 s",
+                "gps: connected to gpsd 3.22 at \(at)",
+                "gps: gpsd devices: /dev/ttyUSB0",
+                "gps: lost gpsd at \(at) (gpsd closed the connection); positions pause, retrying in 0.05 s",
+                "gps: connected to gpsd 3.22 at \(at) again",
+                "gps: gpsd devices: /dev/ttyUSB0",
+            ])
     }
 
     func testOversizedLinesAreDroppedAndTheStreamContinues() throws {
@@ -282,9 +296,13 @@ final class GPSDSourceTests: XCTestCase {
     }
 
     func testReportParsing() throws {
-        let old = try JSONValue.parse(#"{"class":"TPV","device":"/dev/ttyS0","mode":2,"time":"2019-04-07T00:00:01.5Z","lat":51.5,"lon":-0.12,"alt":35.1}"#)
-        XCTAssertEqual(GPSDReport(tpv: old), GPSDReport(time: 1_554_595_201.5, lat: 51.5, lon: -0.12, altHAE: nil,
-                                                         altMSL: 35.1, mode: 2, device: "/dev/ttyS0"))
+        let old = try JSONValue.parse(
+            #"{"class":"TPV","device":"/dev/ttyS0","mode":2,"time":"2019-04-07T00:00:01.5Z","lat":51.5,"lon":-0.12,"alt":35.1}"#)
+        XCTAssertEqual(
+            GPSDReport(tpv: old),
+            GPSDReport(
+                time: 1_554_595_201.5, lat: 51.5, lon: -0.12, altHAE: nil,
+                altMSL: 35.1, mode: 2, device: "/dev/ttyS0"))
         XCTAssertNil(GPSDReport(tpv: try JSONValue.parse(Self.noFix)))
         XCTAssertNil(GPSDReport(tpv: try JSONValue.parse(#"{"class":"TPV","mode":3}"#)))
         XCTAssertNil(GPSDReport(tpv: try JSONValue.parse(Self.gst)))
@@ -292,7 +310,7 @@ final class GPSDSourceTests: XCTestCase {
     }
 
     func testProbeAgainstAFakeGPSDOnAThread() throws {
-        let listener = try FakeGPSD(loop: try EventLoop()) // only its socket is used, blocking, on a thread
+        let listener = try FakeGPSD(loop: try EventLoop())  // only its socket is used, blocking, on a thread
         XCTAssertEqual(Glibc.listen(listener.listenFD, 1), 0)
         let fd = listener.listenFD
         let version = Self.version, devices = Self.devices

@@ -8,8 +8,11 @@ import XCTest
 /// part's calibration): identification, boot, the calibration read, continuous mode at a rate,
 /// the first sample, values, bus errors, and the table's `auto` finding it on a Sense HAT's bus.
 final class HTS221DriverTests: XCTestCase {
-    private func board(autoConvert: Bool = true, air: @escaping HygrometerEnvironment = { (21.5, 45) })
-        throws -> (SimulatedI2CBus, SimulatedHTS221) {
+    private func board(
+        autoConvert: Bool = true, air: @escaping HygrometerEnvironment = { (21.5, 45) }
+    )
+        throws -> (SimulatedI2CBus, SimulatedHTS221)
+    {
         let bus = SimulatedI2CBus()
         let sim = try XCTUnwrap(try SimulatedHygrometerBoard.attach(to: bus, chip: "HTS221", environment: air) as? SimulatedHTS221)
         sim.autoConvert = autoConvert
@@ -18,8 +21,10 @@ final class HTS221DriverTests: XCTestCase {
 
     /// Half a count of the part's calibration, in °C and %RH: the resolution a value comes back with.
     private func halfCount(_ c: HTS221Calibration) -> (celsius: Double, percent: Double) {
-        (abs(Double(c.t1DegCx8) - Double(c.t0DegCx8)) / 8 / abs(Double(c.t1Out) - Double(c.t0Out)) / 2,
-         abs(Double(c.h1RHx2) - Double(c.h0RHx2)) / 2 / abs(Double(c.h1T0Out) - Double(c.h0T0Out)) / 2)
+        (
+            abs(Double(c.t1DegCx8) - Double(c.t0DegCx8)) / 8 / abs(Double(c.t1Out) - Double(c.t0Out)) / 2,
+            abs(Double(c.h1RHx2) - Double(c.h0RHx2)) / 2 / abs(Double(c.h1T0Out) - Double(c.h0T0Out)) / 2
+        )
     }
 
     // MARK: Identification

@@ -45,15 +45,18 @@ final class HTTPClientTests: XCTestCase {
     /// https://127.0.0.1, not for https://localhost, although both reach the same server.
     private func makeCertificate() throws {
         guard !FileManager.default.fileExists(atPath: certPath) else { return }
-        _ = try shell("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-            + "-subj /CN=osh-edge-test-node -addext subjectAltName=IP:127.0.0.1 "
-            + "-keyout '\(keyPath)' -out '\(certPath)' 2>/dev/null")
+        _ = try shell(
+            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+                + "-subj /CN=osh-edge-test-node -addext subjectAltName=IP:127.0.0.1 "
+                + "-keyout '\(keyPath)' -out '\(certPath)' 2>/dev/null")
     }
 
     /// base64 SHA-256 of the certificate's SubjectPublicKeyInfo, as `.pinnedKey` takes it.
     private func spkiHash() throws -> String {
-        try shell("openssl x509 -in '\(certPath)' -pubkey -noout | openssl pkey -pubin -outform der "
-            + "| openssl dgst -sha256 -binary | base64").trimmingCharacters(in: .whitespacesAndNewlines)
+        try shell(
+            "openssl x509 -in '\(certPath)' -pubkey -noout | openssl pkey -pubin -outform der "
+                + "| openssl dgst -sha256 -binary | base64"
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private func shell(_ command: String) throws -> String {
@@ -66,8 +69,9 @@ final class HTTPClientTests: XCTestCase {
         let data = out.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         guard p.terminationStatus == 0 else {
-            throw NSError(domain: "shell", code: Int(p.terminationStatus),
-                          userInfo: [NSLocalizedDescriptionKey: "failed: \(command)"])
+            throw NSError(
+                domain: "shell", code: Int(p.terminationStatus),
+                userInfo: [NSLocalizedDescriptionKey: "failed: \(command)"])
         }
         return String(decoding: data, as: UTF8.self)
     }
@@ -81,8 +85,10 @@ final class HTTPClientTests: XCTestCase {
     }
 
     /// Sends one request and waits for its result.
-    private func roundTrip(_ client: HTTPClient, _ loop: EventLoop, _ request: CSRequest,
-                           body: UnsafeRawBufferPointer? = nil, seconds: Double = 10) throws -> HTTPResult {
+    private func roundTrip(
+        _ client: HTTPClient, _ loop: EventLoop, _ request: CSRequest,
+        body: UnsafeRawBufferPointer? = nil, seconds: Double = 10
+    ) throws -> HTTPResult {
         var result: HTTPResult?
         client.send(request, body: body) { result = $0 }
         try run(loop, until: { result != nil }, seconds: seconds)
@@ -90,8 +96,10 @@ final class HTTPClientTests: XCTestCase {
     }
 
     /// Sends `prepared` with `text` as its body and waits for the result.
-    private func roundTrip(_ client: HTTPClient, _ loop: EventLoop, _ prepared: PreparedRequest,
-                           _ text: String) throws -> HTTPResult {
+    private func roundTrip(
+        _ client: HTTPClient, _ loop: EventLoop, _ prepared: PreparedRequest,
+        _ text: String
+    ) throws -> HTTPResult {
         let bytes = Array(text.utf8)
         return try bytes.withUnsafeBytes { body in
             var result: HTTPResult?
@@ -167,8 +175,11 @@ final class HTTPClientTests: XCTestCase {
         XCTAssertTrue(d.body.isEmpty)
         XCTAssertFalse(d.has("Content-Type"))
 
-        let noContent = try roundTrip(client, loop, builder.request(.put, "/echo", query: [("status", "204")],
-                                                                   contentType: "application/json", body: payload))
+        let noContent = try roundTrip(
+            client, loop,
+            builder.request(
+                .put, "/echo", query: [("status", "204")],
+                contentType: "application/json", body: payload))
         XCTAssertEqual(noContent.status, 204)
         XCTAssertTrue(noContent.body.isEmpty)
         XCTAssertEqual(client.inFlight, 0)
@@ -224,15 +235,23 @@ final class HTTPClientTests: XCTestCase {
         let srv = try startServer()
         let loop = try EventLoop()
         let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
-        let created = try roundTrip(client, loop, builder.request(
-            .post, "/echo", query: [("status", "201"), ("location", "/systems/0e2b7shpqb3g")],
-            contentType: "application/sml+json", body: Array("{}".utf8)))
+        let created = try roundTrip(
+            client, loop,
+            builder.request(
+                .post, "/echo", query: [("status", "201"), ("location", "/systems/0e2b7shpqb3g")],
+                contentType: "application/sml+json", body: Array("{}".utf8)))
         XCTAssertEqual(created.status, 201)
         XCTAssertEqual(created.location, "/systems/0e2b7shpqb3g")
         XCTAssertEqual(CSResponse.resourceID(fromLocation: created.location), "0e2b7shpqb3g")
 
-        let bad = try roundTrip(client, loop, builder.request(.get, "/echo", query: [("status", "400"),
-                                                                                      ("message", "Missing content type")]))
+        let bad = try roundTrip(
+            client, loop,
+            builder.request(
+                .get, "/echo",
+                query: [
+                    ("status", "400"),
+                    ("message", "Missing content type"),
+                ]))
         XCTAssertEqual(bad.status, 400)
         XCTAssertNil(bad.error, "an HTTP error status is an answer, not a transport error")
         XCTAssertNil(bad.location)
@@ -259,8 +278,10 @@ final class HTTPClientTests: XCTestCase {
     func testPreparedRequestReusesItsHandleAndHonoursEachBodyLength() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
+        let client = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
         let prepared = client.prepare(builder.postObservations(datastreamID: "ds1", format: .omJSON))
         let bodies = ["[1]", "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]", "", "[2]", String(repeating: "7", count: 5000)]
         var conns: [Int] = []
@@ -358,8 +379,10 @@ final class HTTPClientTests: XCTestCase {
         let loop = try EventLoop()
         let plain = CSRequestBuilder(credentials: .none)
 
-        let withUser = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
+        let withUser = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
         let a = try echo(try roundTrip(withUser, loop, plain.request(.get, "/echo")))
         XCTAssertEqual(a.header("Authorization"), "Basic YWRtaW46YWRtaW4=")
         XCTAssertEqual(a.headers.filter { $0[0].lowercased() == "authorization" }.count, 1)
@@ -370,8 +393,10 @@ final class HTTPClientTests: XCTestCase {
         XCTAssertEqual(b.headers.filter { $0[0].lowercased() == "authorization" }.count, 1)
         XCTAssertEqual(b.header("Authorization"), "Basic c2Vuc29yOnB3ZA==")
 
-        let noUser = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: srv.root, credentials: .basic(username: "", password: "secret")))
+        let noUser = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: srv.root, credentials: .basic(username: "", password: "secret")))
         let c = try echo(try roundTrip(noUser, loop, plain.request(.get, "/echo")))
         XCTAssertFalse(c.has("Authorization"))
 
@@ -412,8 +437,10 @@ final class HTTPClientTests: XCTestCase {
     func testStalledBodyFailsOnTheLowSpeedLimit() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: srv.root, requestTimeout: 30, lowSpeed: LowSpeedLimit(bytesPerSecond: 100, seconds: 1)))
+        let client = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: srv.root, requestTimeout: 30, lowSpeed: LowSpeedLimit(bytesPerSecond: 100, seconds: 1)))
         let start = osh_monotonic_ns()
         let r = try roundTrip(client, loop, builder.request(.get, "/echo", query: [("stall", "1")]))
         XCTAssertEqual(r.error?.kind, .timeout, "\(String(describing: r.error))")
@@ -424,8 +451,11 @@ final class HTTPClientTests: XCTestCase {
         let srv = try startServer()
         let loop = try EventLoop()
         let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
-        let fin = try roundTrip(client, loop, builder.request(.post, "/echo", query: [("close", "1")],
-                                                              contentType: "application/json", body: [0x7B, 0x7D]))
+        let fin = try roundTrip(
+            client, loop,
+            builder.request(
+                .post, "/echo", query: [("close", "1")],
+                contentType: "application/json", body: [0x7B, 0x7D]))
         XCTAssertEqual(fin.status, 0)
         XCTAssertEqual(fin.error?.kind, .reset, "\(String(describing: fin.error))")
         let rst = try roundTrip(client, loop, builder.request(.get, "/echo", query: [("close", "rst")]))
@@ -439,8 +469,10 @@ final class HTTPClientTests: XCTestCase {
     func testBadRequestsAreRefusedWithoutSendingAndCompleteFromTheLoop() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
+        let client = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
         var results: [HTTPResult] = []
         client.send(CSRequest(method: .get, path: "/sys tems", headers: [])) { results.append($0) }
         client.send(CSRequest(method: .get, path: "/echo", headers: [HTTPHeader("X-Bad", "a\r\nInjected: 1")])) {
@@ -464,14 +496,24 @@ final class HTTPClientTests: XCTestCase {
             XCTAssertTrue("\($0)".contains("invalid API root"))
         }
         XCTAssertThrowsError(try HTTPClient(loop: loop, server: HTTPServer(apiRoot: "http://admin:pw@node/api")))
-        XCTAssertThrowsError(try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: "https://node/api", tls: .trustCertificate(pemPath: "/nonexistent/node.pem")))) {
+        XCTAssertThrowsError(
+            try HTTPClient(
+                loop: loop,
+                server: HTTPServer(
+                    apiRoot: "https://node/api", tls: .trustCertificate(pemPath: "/nonexistent/node.pem")))
+        ) {
             XCTAssertTrue("\($0)".contains("/nonexistent/node.pem"))
         }
-        XCTAssertThrowsError(try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: "https://node/api", tls: .pinnedKey(sha256Base64: "not-a-hash"))))
-        XCTAssertNoThrow(try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: "https://node/api", tls: .pinnedKey(sha256Base64: "sha256//" + String(repeating: "A", count: 43) + "="))))
+        XCTAssertThrowsError(
+            try HTTPClient(
+                loop: loop,
+                server: HTTPServer(
+                    apiRoot: "https://node/api", tls: .pinnedKey(sha256Base64: "not-a-hash"))))
+        XCTAssertNoThrow(
+            try HTTPClient(
+                loop: loop,
+                server: HTTPServer(
+                    apiRoot: "https://node/api", tls: .pinnedKey(sha256Base64: "sha256//" + String(repeating: "A", count: 43) + "="))))
         XCTAssertEqual(loop.sourceCount, 0, "clients that were refused or released leave nothing on the loop")
     }
 
@@ -485,8 +527,11 @@ final class HTTPClientTests: XCTestCase {
         var newConnections: [Int] = []
         for i in 0..<10 {
             let method: HTTPMethod = [.get, .post, .put, .delete][i % 4]
-            let r = try roundTrip(client, loop, builder.request(method, "/echo", contentType: "application/json",
-                                                                body: method == .get ? nil : Array("[\(i)]".utf8)))
+            let r = try roundTrip(
+                client, loop,
+                builder.request(
+                    method, "/echo", contentType: "application/json",
+                    body: method == .get ? nil : Array("[\(i)]".utf8)))
             XCTAssertEqual(r.status, 200)
             conns.append(try echo(r).conn)
             newConnections.append(r.newConnections)
@@ -562,10 +607,11 @@ final class HTTPClientTests: XCTestCase {
         var results: [Int: HTTPResult] = [:]
         var ids: [TransferID] = []
         for i in 0..<4 {
-            ids.append(client.send(builder.request(.get, "/echo", query: [("delay", i == 0 ? "0.2" : "0")])) {
-                order.append(i)
-                results[i] = $0
-            })
+            ids.append(
+                client.send(builder.request(.get, "/echo", query: [("delay", i == 0 ? "0.2" : "0")])) {
+                    order.append(i)
+                    results[i] = $0
+                })
         }
         XCTAssertEqual(client.inFlight, 4)
         XCTAssertTrue(client.cancel(ids[2]), "a waiting request cancels without reaching libcurl")
@@ -587,24 +633,29 @@ final class HTTPClientTests: XCTestCase {
         XCTAssertEqual(r.status, 0)
         let error = try XCTUnwrap(r.error)
         XCTAssertEqual(error.kind, .tls)
-        XCTAssertTrue(error.message.lowercased().contains("self-signed") || error.message.lowercased().contains("self signed"),
-                      error.message)
+        XCTAssertTrue(
+            error.message.lowercased().contains("self-signed") || error.message.lowercased().contains("self signed"),
+            error.message)
         XCTAssertTrue(error.description.contains("trust that certificate or pin its public key"), error.description)
     }
 
     func testTrustedCertificateIsAcceptedForTheHostItNamesOnly() throws {
         let srv = try startServer(tls: true)
         let loop = try EventLoop()
-        let trusted = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: srv.root, tls: .trustCertificate(pemPath: certPath)))
+        let trusted = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: srv.root, tls: .trustCertificate(pemPath: certPath)))
         XCTAssertTrue(srv.root.hasPrefix("https://127.0.0.1:"))
         let ok = try roundTrip(trusted, loop, builder.request(.get, "/echo"))
         XCTAssertNil(ok.error)
         XCTAssertEqual(ok.status, 200)
 
         // Same server, same file, but reached as "localhost", which the certificate does not name.
-        let byName = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: "https://localhost:\(srv.port)/sensorhub/api", tls: .trustCertificate(pemPath: certPath)))
+        let byName = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: "https://localhost:\(srv.port)/sensorhub/api", tls: .trustCertificate(pemPath: certPath)))
         let refused = try roundTrip(byName, loop, builder.request(.get, "/echo"))
         XCTAssertEqual(refused.error?.kind, .tls)
         XCTAssertTrue(refused.error?.message.contains("localhost") ?? false, "\(String(describing: refused.error))")
@@ -621,15 +672,19 @@ final class HTTPClientTests: XCTestCase {
         let loop = try EventLoop()
         // The key is the identity: even the host name the certificate does not carry is accepted.
         for host in ["127.0.0.1", "localhost"] {
-            let pinned = try HTTPClient(loop: loop, server: HTTPServer(
-                apiRoot: "https://\(host):\(srv.port)/sensorhub/api", tls: .pinnedKey(sha256Base64: hash)))
+            let pinned = try HTTPClient(
+                loop: loop,
+                server: HTTPServer(
+                    apiRoot: "https://\(host):\(srv.port)/sensorhub/api", tls: .pinnedKey(sha256Base64: hash)))
             let ok = try roundTrip(pinned, loop, builder.request(.get, "/echo"))
             XCTAssertNil(ok.error, host)
             XCTAssertEqual(ok.status, 200, host)
         }
         let wrongHash = "sha256//" + String(hash.reversed().dropFirst()) + "="
-        let wrong = try HTTPClient(loop: loop, server: HTTPServer(
-            apiRoot: srv.root, tls: .pinnedKey(sha256Base64: wrongHash)))
+        let wrong = try HTTPClient(
+            loop: loop,
+            server: HTTPServer(
+                apiRoot: srv.root, tls: .pinnedKey(sha256Base64: wrongHash)))
         let refused = try roundTrip(wrong, loop, builder.request(.get, "/echo"))
         XCTAssertEqual(refused.status, 0)
         XCTAssertEqual(refused.error?.kind, .tls, "\(String(describing: refused.error))")
@@ -715,129 +770,129 @@ private final class TestServer {
     }
 
     static let script = #"""
-import hashlib, json, socket, ssl, struct, sys, threading, time
-from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
-from urllib.parse import urlsplit, parse_qs
+        import hashlib, json, socket, ssl, struct, sys, threading, time
+        from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
+        from urllib.parse import urlsplit, parse_qs
 
-lock = threading.Lock()
-accepted = 0
-used = set()  # connections that carried at least one request
+        lock = threading.Lock()
+        accepted = 0
+        used = set()  # connections that carried at least one request
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
 
-    def log_message(self, *args):
-        pass
+            def log_message(self, *args):
+                pass
 
-    def handle(self):
-        try:
-            if isinstance(self.request, ssl.SSLSocket):
-                self.request.do_handshake()
-            super().handle()
-        except (OSError, ValueError):
-            self.close_connection = True
+            def handle(self):
+                try:
+                    if isinstance(self.request, ssl.SSLSocket):
+                        self.request.do_handshake()
+                    super().handle()
+                except (OSError, ValueError):
+                    self.close_connection = True
 
-    def respond(self):
-        with lock:
-            used.add(self.conn_number)
-            count = len(used)
-        u = urlsplit(self.path)
-        q = {k: v[0] for k, v in parse_qs(u.query).items()}
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
-        # A body "!close", "!rst" or "!status=N" acts like the query: a prepared request's
-        # path is fixed, its body is not.
-        if body.startswith(b"!"):
-            cmd = body[1:].decode()
-            if cmd.startswith("status="):
-                q["status"] = cmd[7:]
-                if cmd[7] == "3":
-                    q["location"] = "/moved"
-            else:
-                q["close"] = cmd
-        close = q.get("close")
-        if close:
-            if close == "rst":
-                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                self.connection.close()
-            self.close_connection = True
-            return
-        if "delay" in q:
-            time.sleep(float(q["delay"]))
-        if "stall" in q:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", "1000")
-            self.end_headers()
-            self.wfile.write(b"[1")
-            self.wfile.flush()
-            time.sleep(10)
-            self.close_connection = True
-            return
-        status = int(q.get("status", "200"))
-        if "size" in q:
-            return self.send(status, b"x" * int(q["size"]), "application/octet-stream")
-        if "message" in q:
-            return self.send(status, json.dumps({"status": status, "message": q["message"]}).encode(), "application/json")
-        location = q.get("location")
-        if len(body) > 65536:
-            location = "/digest/" + hashlib.sha256(body).hexdigest()
-            body = b""
-        echo = {
-            "method": self.command,
-            "path": self.path,
-            "headers": [[k, v] for k, v in self.headers.items()],
-            "body_hex": body.hex(),
-            "conn": self.conn_number,
-            "accepts": count,
-        }
-        self.send(status, json.dumps(echo).encode(), "application/json", location)
+            def respond(self):
+                with lock:
+                    used.add(self.conn_number)
+                    count = len(used)
+                u = urlsplit(self.path)
+                q = {k: v[0] for k, v in parse_qs(u.query).items()}
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else b""
+                # A body "!close", "!rst" or "!status=N" acts like the query: a prepared request's
+                # path is fixed, its body is not.
+                if body.startswith(b"!"):
+                    cmd = body[1:].decode()
+                    if cmd.startswith("status="):
+                        q["status"] = cmd[7:]
+                        if cmd[7] == "3":
+                            q["location"] = "/moved"
+                    else:
+                        q["close"] = cmd
+                close = q.get("close")
+                if close:
+                    if close == "rst":
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                        self.connection.close()
+                    self.close_connection = True
+                    return
+                if "delay" in q:
+                    time.sleep(float(q["delay"]))
+                if "stall" in q:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.write(b"[1")
+                    self.wfile.flush()
+                    time.sleep(10)
+                    self.close_connection = True
+                    return
+                status = int(q.get("status", "200"))
+                if "size" in q:
+                    return self.send(status, b"x" * int(q["size"]), "application/octet-stream")
+                if "message" in q:
+                    return self.send(status, json.dumps({"status": status, "message": q["message"]}).encode(), "application/json")
+                location = q.get("location")
+                if len(body) > 65536:
+                    location = "/digest/" + hashlib.sha256(body).hexdigest()
+                    body = b""
+                echo = {
+                    "method": self.command,
+                    "path": self.path,
+                    "headers": [[k, v] for k, v in self.headers.items()],
+                    "body_hex": body.hex(),
+                    "conn": self.conn_number,
+                    "accepts": count,
+                }
+                self.send(status, json.dumps(echo).encode(), "application/json", location)
 
-    def send(self, status, body, ctype, location=None):
-        self.send_response(status)
-        if location:
-            self.send_header("Location", location)
-        if status == 204:
-            self.end_headers()
-            return
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+            def send(self, status, body, ctype, location=None):
+                self.send_response(status)
+                if location:
+                    self.send_header("Location", location)
+                if status == 204:
+                    self.end_headers()
+                    return
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
 
-    do_GET = do_POST = do_PUT = do_DELETE = respond
+            do_GET = do_POST = do_PUT = do_DELETE = respond
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            allow_reuse_address = True
 
-    def __init__(self, addr, handler, context=None):
-        super().__init__(addr, handler)
-        self.context = context
+            def __init__(self, addr, handler, context=None):
+                super().__init__(addr, handler)
+                self.context = context
 
-    def get_request(self):
-        global accepted
-        sock, addr = self.socket.accept()
-        with lock:
-            accepted += 1
-            n = accepted
-        if self.context is not None:
-            sock = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-        return (sock, (addr, n))
+            def get_request(self):
+                global accepted
+                sock, addr = self.socket.accept()
+                with lock:
+                    accepted += 1
+                    n = accepted
+                if self.context is not None:
+                    sock = self.context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+                return (sock, (addr, n))
 
-    def finish_request(self, request, client_address):
-        addr, n = client_address
-        handler = self.RequestHandlerClass
-        class Numbered(handler):
-            conn_number = n
-        Numbered(request, addr, self)
+            def finish_request(self, request, client_address):
+                addr, n = client_address
+                handler = self.RequestHandlerClass
+                class Numbered(handler):
+                    conn_number = n
+                Numbered(request, addr, self)
 
-context = None
-if len(sys.argv) > 1 and sys.argv[1] == "--tls":
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(sys.argv[2], sys.argv[3])
-httpd = Server(("127.0.0.1", 0), Handler, context)
-print(("https " if context else "http ") + str(httpd.server_address[1]), flush=True)
-httpd.serve_forever()
-"""#
+        context = None
+        if len(sys.argv) > 1 and sys.argv[1] == "--tls":
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(sys.argv[2], sys.argv[3])
+        httpd = Server(("127.0.0.1", 0), Handler, context)
+        print(("https " if context else "http ") + str(httpd.server_address[1]), flush=True)
+        httpd.serve_forever()
+        """#
 }

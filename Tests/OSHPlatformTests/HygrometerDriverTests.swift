@@ -16,7 +16,7 @@ final class HygrometerDriverTests: XCTestCase {
         XCTAssertEqual(d.address, 0x45)
         XCTAssertEqual((d as? SHT4xDriver)?.serialNumber, 0x1234_5678)
         XCTAssertEqual(sim.resets, 1)
-        usleep(12_000) // the high-precision measurement's 8.3 ms
+        usleep(12_000)  // the high-precision measurement's 8.3 ms
         let first = try XCTUnwrap(try d.read())
         XCTAssertEqual(first.celsius, 24, accuracy: 0.01)
         XCTAssertEqual(first.humidityPercent, 40, accuracy: 0.01)

@@ -63,7 +63,7 @@ final class I2CBusTests: XCTestCase {
         XCTAssertEqual(try bus.readRegister(0x76, 0xD0), 0x58, "no file: no faults")
 
         try StateFiles.write(Array("# soak\ni2c fail 0x76\nserial unplug\n".utf8), to: path)
-        usleep(1_050_000) // the file is looked at once a second at most
+        usleep(1_050_000)  // the file is looked at once a second at most
         XCTAssertThrowsError(try bus.readRegister(0x76, 0xD0)) { e in
             XCTAssertEqual((e as? I2CError)?.errno, EREMOTEIO)
             XCTAssertEqual((e as? I2CError)?.isAbsent, true)
@@ -112,8 +112,9 @@ final class I2CBusTests: XCTestCase {
     }
 
     func testFaultFileLines() {
-        let p = FaultFileWatch.parse("i2c fail 0x68\n  i2c\tfail 0X0c  # the magnetometer\n#i2c fail 0x76\n"
-                                     + "gps unplug\ni2c fail 0x80\ni2c fail\ni2c drop 0x68\n\n")
+        let p = FaultFileWatch.parse(
+            "i2c fail 0x68\n  i2c\tfail 0X0c  # the magnetometer\n#i2c fail 0x76\n"
+                + "gps unplug\ni2c fail 0x80\ni2c fail\ni2c drop 0x68\n\n")
         XCTAssertEqual(p.failing, [0x68, 0x0C])
         XCTAssertEqual(p.problems.map { $0.prefix(2) }, ["5:", "6:", "7:"], "\(p.problems)")
         XCTAssertTrue(p.problems[0].contains("i2c fail 0x68"), p.problems[0])

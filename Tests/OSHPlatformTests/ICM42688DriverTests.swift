@@ -19,19 +19,25 @@ final class ICM42688DriverTests: XCTestCase {
         SimulatedMotion.Truth(gyro: IMUVector(0.5, -1.2, 0.8 * Self.ramp(t)), accel: IMUVector(Self.ramp(t), -3.0, 9.0), mag: mag)
     }
 
-    private func board(at address: UInt8? = nil, start: Double = 3)
-        throws -> (SimulatedI2CBus, SimulatedICM42688, SimulatedLIS3MDL, ICMTime) {
+    private func board(
+        at address: UInt8? = nil, start: Double = 3
+    )
+        throws -> (SimulatedI2CBus, SimulatedICM42688, SimulatedLIS3MDL, ICMTime)
+    {
         let bus = SimulatedI2CBus(number: 1)
         let time = ICMTime()
         time.t = start
-        let b = try SimulatedIMUBoard.attach(to: bus, chip: "ICM42688P", address: address,
-                                             truth: { [unowned self] in self.truth($0) }, clock: { time.t })
+        let b = try SimulatedIMUBoard.attach(
+            to: bus, chip: "ICM42688P", address: address,
+            truth: { [unowned self] in self.truth($0) }, clock: { time.t })
         return (bus, try XCTUnwrap(b.imu as? SimulatedICM42688), try XCTUnwrap(b.magnetometer as? SimulatedLIS3MDL), time)
     }
 
     private func writes(_ chip: RegisterMapDevice) -> [[UInt8]] { chip.writes.map { [$0.register, $0.value] } }
 
-    private func assertClose(_ a: IMUVector?, _ b: IMUVector, _ lsb: Double, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertClose(
+        _ a: IMUVector?, _ b: IMUVector, _ lsb: Double, _ what: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
         guard let a else { return XCTFail("\(what): nil", file: file, line: line) }
         XCTAssertEqual(a.x, b.x, accuracy: lsb, "\(what).x", file: file, line: line)
         XCTAssertEqual(a.y, b.y, accuracy: lsb, "\(what).y", file: file, line: line)
@@ -42,18 +48,25 @@ final class ICM42688DriverTests: XCTestCase {
         let (bus, icm, lis, time) = try board()
         var sleeps: [Double] = []
         // A sleep that lets simulated time pass, so the chip can check the datasheet's waits.
-        let sleep: (Double) -> Void = { sleeps.append($0); time.t += $0 }
+        let sleep: (Double) -> Void = {
+            sleeps.append($0); time.t += $0
+        }
         for (a, g) in [(AccelRange.g4, GyroRange.dps500), (.g16, .dps2000), (.g2, .dps250), (.g8, .dps1000)] {
             icm.clearWrites(); lis.clearWrites(); sleeps.removeAll()
-            let d = try IMUDrivers.open(bus: bus, chip: "ICM-42688-P", settings: IMUDriverSettings(accelRange: a, gyroRange: g), sleep: sleep)
+            let d = try IMUDrivers.open(
+                bus: bus, chip: "ICM-42688-P", settings: IMUDriverSettings(accelRange: a, gyroRange: g), sleep: sleep)
             XCTAssertEqual(d.identity.name, "ICM42688P")
             XCTAssertEqual(d.address, 0x68)
             XCTAssertEqual(d.whoAmI, 0x47)
             XCTAssertEqual(d.magnetometerName, "LIS3MDL")
             XCTAssertNil(d.fifo)
             // Reset; INTF_CONFIG0 big-endian + SPI off; FS | ODR 100 Hz (0x08); UI filter ODR/2; sensors on.
-            XCTAssertEqual(writes(icm), [[0x11, 0x01], [0x4C, 0x32], [0x4F, g.icm42688Code << 5 | 0x08],
-                                         [0x50, a.icm42688Code << 5 | 0x08], [0x52, 0x00], [0x4E, 0x0F]])
+            XCTAssertEqual(
+                writes(icm),
+                [
+                    [0x11, 0x01], [0x4C, 0x32], [0x4F, g.icm42688Code << 5 | 0x08],
+                    [0x50, a.icm42688Code << 5 | 0x08], [0x52, 0x00], [0x4E, 0x0F],
+                ])
             XCTAssertEqual(writes(lis), [[0x21, 0x04], [0x20, 0x7C], [0x21, 0x00], [0x23, 0x0C], [0x24, 0x40], [0x22, 0x00]])
             XCTAssertEqual(Array(sleeps.prefix(2)), [0.001, 0.06], "1 ms after the reset; 200 µs+ and the gyro start-up after PWR_MGMT0")
             XCTAssertEqual(icm.accessesDuringReset, 0)
@@ -101,8 +114,9 @@ final class ICM42688DriverTests: XCTestCase {
         ]
         for (rate, fifo, code, hz, filter) in cases {
             let (bus, icm, _, _) = try board()
-            let d = try IMUDrivers.open(bus: bus, chip: "ICM42688P",
-                                        settings: IMUDriverSettings(rateHz: rate, magnetometer: "none", fifo: fifo), sleep: noSleep)
+            let d = try IMUDrivers.open(
+                bus: bus, chip: "ICM42688P",
+                settings: IMUDriverSettings(rateHz: rate, magnetometer: "none", fifo: fifo), sleep: noSleep)
             let w = writes(icm)
             XCTAssertTrue(w.contains([0x4F, 0x40 | code]), "\(rate) Hz: \(w)")
             XCTAssertTrue(w.contains([0x52, filter]), "\(rate) Hz fifo \(fifo): \(w)")
@@ -178,7 +192,7 @@ final class ICM42688DriverTests: XCTestCase {
         let d = try IMUDrivers.open(bus: bus, chip: "ICM42688P", settings: IMUDriverSettings(fifo: true), sleep: noSleep)
         var burst: [IMUSample] = []
         time.t += 0.1
-        _ = try bus.readBlock(0x68, 0x30, count: 1) // someone else took a byte: headers are now data bytes
+        _ = try bus.readBlock(0x68, 0x30, count: 1)  // someone else took a byte: headers are now data bytes
         XCTAssertThrowsError(try d.readFIFO(into: &burst)) { e in
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)
             XCTAssertTrue("\(e)".contains("not a 16-bit accel+gyro packet"), "\(e)")
@@ -193,8 +207,9 @@ final class ICM42688DriverTests: XCTestCase {
         // The chip gives -32768 for 25 ms after power-on. The driver's wait covers it when time passes…
         let (bus, icm, _, time) = try board()
         icm.startupSeconds = 0.025
-        let d = try IMUDrivers.open(bus: bus, chip: "ICM42688P", settings: IMUDriverSettings(magnetometer: "none", fifo: true),
-                                    sleep: { time.t += $0 })
+        let d = try IMUDrivers.open(
+            bus: bus, chip: "ICM42688P", settings: IMUDriverSettings(magnetometer: "none", fifo: true),
+            sleep: { time.t += $0 })
         var burst: [IMUSample] = []
         time.t += 0.2
         _ = try d.readFIFO(into: &burst)
@@ -223,7 +238,7 @@ final class ICM42688DriverTests: XCTestCase {
     func testAutoFindsItAtEitherAddressAndInAnotherBank() throws {
         for a: UInt8 in [0x68, 0x69] {
             let (bus, icm, _, _) = try board(at: a)
-            if a == 0x69 { icm.selectBank(2) } // left in bank 2 by another program
+            if a == 0x69 { icm.selectBank(2) }  // left in bank 2 by another program
             let d = try IMUDrivers.open(bus: bus, chip: "auto", sleep: noSleep)
             XCTAssertEqual(d.identity.name, "ICM42688P")
             XCTAssertEqual(d.address, a)
@@ -287,15 +302,19 @@ final class ICM42688DriverTests: XCTestCase {
         bus.detach(address: 0x1C)
         let d = try IMUDrivers.open(bus: bus, chip: "ICM42688P", sleep: noSleep)
         XCTAssertNil(d.magnetometerName, "auto runs without one")
-        XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "ICM42688P", settings: IMUDriverSettings(magnetometer: "LIS3MDL"),
-                                                 sleep: noSleep)) { e in
+        XCTAssertThrowsError(
+            try IMUDrivers.open(
+                bus: bus, chip: "ICM42688P", settings: IMUDriverSettings(magnetometer: "LIS3MDL"),
+                sleep: noSleep)
+        ) { e in
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)
             XCTAssertTrue("\(e)".contains("LIS3MDL magnetometer not found"), "\(e)")
         }
         // At its other address, named by address.
         bus.attach(lis, at: 0x1E)
-        let d2 = try IMUDrivers.open(bus: bus, chip: "ICM42688P",
-                                     settings: IMUDriverSettings(magnetometer: "LIS3MDL", magnetometerAddress: 0x1E), sleep: noSleep)
+        let d2 = try IMUDrivers.open(
+            bus: bus, chip: "ICM42688P",
+            settings: IMUDriverSettings(magnetometer: "LIS3MDL", magnetometerAddress: 0x1E), sleep: noSleep)
         XCTAssertEqual((d2 as? ICM42688Driver)?.magnetometerAddress, 0x1E)
         bus.clearTrace()
         let d3 = try IMUDrivers.open(bus: bus, chip: "ICM42688P", settings: IMUDriverSettings(magnetometer: "none"), sleep: noSleep)

@@ -11,25 +11,31 @@ private final class SimTime { var t = 0.0 }
 /// ranges, the magnetometer path, data-ready, and the failure modes.
 final class IMUDriverTests: XCTestCase {
     private let noSleep: (Double) -> Void = { _ in }
-    private let gyro = IMUVector(0.5, -1.2, 2.0)     // rad/s
-    private let accel = IMUVector(1.5, -3.0, 9.0)    // m/s²
-    private let mag = IMUVector(20, -5, -40)          // µT
+    private let gyro = IMUVector(0.5, -1.2, 2.0)  // rad/s
+    private let accel = IMUVector(1.5, -3.0, 9.0)  // m/s²
+    private let mag = IMUVector(20, -5, -40)  // µT
 
     private func truth(_ t: Double) -> SimulatedMotion.Truth {
         SimulatedMotion.Truth(gyro: gyro, accel: accel, mag: mag)
     }
 
-    private func setUp(_ chip: String, address: UInt8? = nil, mounting: AxisMap = .identity)
-        throws -> (SimulatedI2CBus, SimulatedIMUBoard, SimTime) {
+    private func setUp(
+        _ chip: String, address: UInt8? = nil, mounting: AxisMap = .identity
+    )
+        throws -> (SimulatedI2CBus, SimulatedIMUBoard, SimTime)
+    {
         let bus = SimulatedI2CBus(number: 1)
         let time = SimTime()
-        let board = try SimulatedIMUBoard.attach(to: bus, chip: chip, address: address, truth: { [unowned self] in self.truth($0) },
-                                                 mounting: mounting, clock: { time.t })
+        let board = try SimulatedIMUBoard.attach(
+            to: bus, chip: chip, address: address, truth: { [unowned self] in self.truth($0) },
+            mounting: mounting, clock: { time.t })
         return (bus, board, time)
     }
 
-    private func assertClose(_ a: IMUVector?, _ b: IMUVector, _ lsb: Double, _ what: String,
-                             file: StaticString = #filePath, line: UInt = #line) {
+    private func assertClose(
+        _ a: IMUVector?, _ b: IMUVector, _ lsb: Double, _ what: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         guard let a = a else { return XCTFail("\(what): nil", file: file, line: line) }
         XCTAssertEqual(a.x, b.x, accuracy: lsb, "\(what).x", file: file, line: line)
         XCTAssertEqual(a.y, b.y, accuracy: lsb, "\(what).y", file: file, line: line)
@@ -54,9 +60,13 @@ final class IMUDriverTests: XCTestCase {
             XCTAssertEqual(d.address, 0x68)
             XCTAssertEqual(d.whoAmI, 0x71)
             XCTAssertEqual(d.magnetometerName, "AK8963")
-            XCTAssertEqual(writes(mpu), [[0x6B, 0x80], [0x6B, 0x01], [0x6C, 0x00], [0x19, 9], [0x1A, 3],
-                                         [0x1B, g.code << 3], [0x1C, a.invensenseCode << 3], [0x1D, 3],
-                                         [0x6A, 0x00], [0x37, 0x02], [0x38, 0x01]])
+            XCTAssertEqual(
+                writes(mpu),
+                [
+                    [0x6B, 0x80], [0x6B, 0x01], [0x6C, 0x00], [0x19, 9], [0x1A, 3],
+                    [0x1B, g.code << 3], [0x1C, a.invensenseCode << 3], [0x1D, 3],
+                    [0x6A, 0x00], [0x37, 0x02], [0x38, 0x01],
+                ])
             XCTAssertEqual(mpu.sampleRate, 100)
             XCTAssertEqual(writes(ak), [[0x0B, 0x01], [0x0A, 0x00], [0x0A, 0x0F], [0x0A, 0x00], [0x0A, 0x16]])
 
@@ -100,13 +110,14 @@ final class IMUDriverTests: XCTestCase {
             let mpu = try XCTUnwrap(board.imu as? SimulatedMPU)
             for (a, g) in [(AccelRange.g2, GyroRange.dps250), (.g8, .dps1000)] {
                 mpu.clearWrites()
-                let d = try IMUDrivers.open(bus: bus, chip: chip, settings: IMUDriverSettings(accelRange: a, gyroRange: g, rateHz: 50), sleep: noSleep)
+                let d = try IMUDrivers.open(
+                    bus: bus, chip: chip, settings: IMUDriverSettings(accelRange: a, gyroRange: g, rateHz: 50), sleep: noSleep)
                 XCTAssertEqual(d.address, 0x69)
                 XCTAssertEqual(d.whoAmI, id)
                 XCTAssertNil(d.magnetometerName)
                 let w = writes(mpu)
-                XCTAssertTrue(w.contains([0x19, 19]), "\(w)")          // 1000 / (1 + 19) = 50 Hz
-                XCTAssertTrue(w.contains([0x1A, chip == "MPU6050" ? 4 : 4]), "\(w)") // 20 Hz ≤ 25 Hz
+                XCTAssertTrue(w.contains([0x19, 19]), "\(w)")  // 1000 / (1 + 19) = 50 Hz
+                XCTAssertTrue(w.contains([0x1A, chip == "MPU6050" ? 4 : 4]), "\(w)")  // 20 Hz ≤ 25 Hz
                 XCTAssertEqual(w.contains { $0[0] == 0x1D }, chip == "MPU6500", "ACCEL_CONFIG2 only exists on the 6500/9250")
                 XCTAssertEqual(mpu.sampleRate, 50)
                 time.t += 1
@@ -133,9 +144,11 @@ final class IMUDriverTests: XCTestCase {
             XCTAssertEqual(d.address, 0x69)
             XCTAssertEqual(d.magnetometerName, "AK09916")
             let w = icm.bankedWrites.suffix(40).map { [UInt8($0.bank), $0.register, $0.value] }
-            for expected: [UInt8] in [[0, 0x06, 0x80], [0, 0x06, 0x01], [2, 0x00, 10], [2, 0x01, 4 << 3 | g.code << 1 | 1],
-                                      [2, 0x11, 10], [2, 0x14, 4 << 3 | a.invensenseCode << 1 | 1],
-                                      [0, 0x03, 0x20], [3, 0x03, 0x8C], [3, 0x04, 0x10], [3, 0x05, 0x89], [0, 0x11, 0x01]] {
+            for expected: [UInt8] in [
+                [0, 0x06, 0x80], [0, 0x06, 0x01], [2, 0x00, 10], [2, 0x01, 4 << 3 | g.code << 1 | 1],
+                [2, 0x11, 10], [2, 0x14, 4 << 3 | a.invensenseCode << 1 | 1],
+                [0, 0x03, 0x20], [3, 0x03, 0x8C], [3, 0x04, 0x10], [3, 0x05, 0x89], [0, 0x11, 0x01],
+            ] {
                 XCTAssertTrue(w.contains(expected), "missing \(expected) in \(w)")
             }
             XCTAssertEqual(icm.ak09916.registers[0x31], 0x08, "AK09916 in 100 Hz continuous mode")
@@ -164,8 +177,9 @@ final class IMUDriverTests: XCTestCase {
         let lis = try XCTUnwrap(board.magnetometer as? SimulatedLIS3MDL)
         for (a, g, m) in [(AccelRange.g4, GyroRange.dps500, LIS3MDLRange.gauss4), (.g16, .dps2000, .gauss12)] {
             lsm.clearWrites(); lis.clearWrites()
-            let d = try IMUDrivers.open(bus: bus, chip: "lsm6dsox",
-                                        settings: IMUDriverSettings(accelRange: a, gyroRange: g, magnetometerRange: m), sleep: noSleep)
+            let d = try IMUDrivers.open(
+                bus: bus, chip: "lsm6dsox",
+                settings: IMUDriverSettings(accelRange: a, gyroRange: g, magnetometerRange: m), sleep: noSleep)
             XCTAssertEqual(d.address, 0x6A)
             XCTAssertEqual(d.magnetometerName, "LIS3MDL")
             XCTAssertEqual(writes(lsm), [[0x12, 0x01], [0x12, 0x44], [0x10, 0x40 | a.lsm6dsoxCode << 2], [0x11, 0x40 | g.code << 2]])
@@ -190,7 +204,9 @@ final class IMUDriverTests: XCTestCase {
         let bus = SimulatedI2CBus()
         let time = SimTime()
         bus.attach(SimulatedLSM6DSOX(truth: { [unowned self] in self.truth($0) }, clock: { time.t }), at: 0x6A)
-        XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "LSM6DSOX", settings: IMUDriverSettings(magnetometer: "LIS3MDL"), sleep: noSleep)) { e in
+        XCTAssertThrowsError(
+            try IMUDrivers.open(bus: bus, chip: "LSM6DSOX", settings: IMUDriverSettings(magnetometer: "LIS3MDL"), sleep: noSleep)
+        ) { e in
             // The IMU is there: not "absent" (its outputs must not silently vanish), but an error naming the magnetometer.
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)
             XCTAssertTrue("\(e)".contains("LIS3MDL magnetometer not found"), "\(e)")
@@ -207,7 +223,8 @@ final class IMUDriverTests: XCTestCase {
         let mount = try AxisMap(["+y", "-x", "+z"])
         let bus = SimulatedI2CBus()
         let time = SimTime()
-        let board = try SimulatedIMUBoard.attach(to: bus, chip: "BNO055", truth: { motion.truth(at: $0) }, mounting: mount, clock: { time.t })
+        let board = try SimulatedIMUBoard.attach(
+            to: bus, chip: "BNO055", truth: { motion.truth(at: $0) }, mounting: mount, clock: { time.t })
         let bno = try XCTUnwrap(board.imu as? SimulatedBNO055)
         let d = try IMUDrivers.open(bus: bus, settings: IMUDriverSettings(mounting: mount), sleep: noSleep)
         XCTAssertEqual(d.identity.name, "BNO055")
@@ -215,7 +232,8 @@ final class IMUDriverTests: XCTestCase {
         XCTAssertTrue(d.appliesMountingOnChip)
         XCTAssertTrue(d.identity.note.contains("dtparam=i2c_arm_baudrate=10000"))
         let regs = BNO055Driver.axisRegisters(mount)
-        XCTAssertEqual(writes(bno), [[0x07, 0], [0x3D, 0x00], [0x3E, 0x00], [0x3B, 0x82], [0x41, regs.config], [0x42, regs.sign], [0x3D, 0x0C]])
+        XCTAssertEqual(
+            writes(bno), [[0x07, 0], [0x3D, 0x00], [0x3E, 0x00], [0x3B, 0x82], [0x41, regs.config], [0x42, regs.sign], [0x3D, 0x0C]])
         XCTAssertEqual(bno.unitsWritesIgnored, 0)
         XCTAssertEqual(bno.axisMap, mount)
         XCTAssertEqual(BNO055Driver.axisRegisters(.identity).config, 0x24, "the datasheet default P1 map")
@@ -299,20 +317,23 @@ final class IMUDriverTests: XCTestCase {
         let time = SimTime()
         _ = try SimulatedIMUBoard.attach(to: bus, chip: "MPU9250", truth: { [unowned self] in self.truth($0) }, clock: { time.t })
         _ = try SimulatedIMUBoard.attach(to: bus, chip: "LSM6DSOX", truth: { [unowned self] in self.truth($0) }, clock: { time.t })
-        _ = try SimulatedIMUBoard.attach(to: bus, chip: "BNO055", address: 0x29, truth: { [unowned self] in self.truth($0) }, clock: { time.t })
+        _ = try SimulatedIMUBoard.attach(
+            to: bus, chip: "BNO055", address: 0x29, truth: { [unowned self] in self.truth($0) }, clock: { time.t })
         let hits = IMUDrivers.probe(bus: bus).map { "\($0.identity.name)@\(String($0.address, radix: 16)):\(String($0.whoAmI, radix: 16))" }
         XCTAssertEqual(hits, ["MPU9250@68:71", "LSM6DSOX@6a:6c", "BNO055@29:a0", "LIS3MDL@1c:3d"], "the AK8963 hides until bypass")
     }
 
     func testMissingAK8963FallsBackWithAutoAndFailsWhenNamed() throws {
         let (bus, _, _) = try setUp("MPU9250")
-        bus.detach(address: 0x0C) // an "MPU-9250" whose magnetometer is dead
+        bus.detach(address: 0x0C)  // an "MPU-9250" whose magnetometer is dead
         let d = try IMUDrivers.open(bus: bus, chip: "MPU9250", sleep: noSleep)
         XCTAssertNil(d.magnetometerName)
         var s = IMUSample()
         _ = try d.read(into: &s)
         XCTAssertNil(s.mag)
-        XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "MPU9250", settings: IMUDriverSettings(magnetometer: "AK8963"), sleep: noSleep)) { e in
+        XCTAssertThrowsError(
+            try IMUDrivers.open(bus: bus, chip: "MPU9250", settings: IMUDriverSettings(magnetometer: "AK8963"), sleep: noSleep)
+        ) { e in
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse, "\(e)")
             XCTAssertTrue("\(e)".contains("AK8963"), "\(e)")
         }

@@ -16,22 +16,28 @@ final class IMUFifoDriverTests: XCTestCase {
     /// shows which instant it was made at.
     private static func ramp(_ t: Double) -> Double { t.truncatingRemainder(dividingBy: 5) }
     private func truth(_ t: Double) -> SimulatedMotion.Truth {
-        SimulatedMotion.Truth(gyro: IMUVector(0.5, -1.2, Self.ramp(t)), accel: IMUVector(Self.ramp(t), -3.0, 9.0), mag: IMUVector(20, -5, -40))
+        SimulatedMotion.Truth(
+            gyro: IMUVector(0.5, -1.2, Self.ramp(t)), accel: IMUVector(Self.ramp(t), -3.0, 9.0), mag: IMUVector(20, -5, -40))
     }
 
-    private func open(_ chip: String, accel: AccelRange = .g4, gyro: GyroRange = .dps500)
-        throws -> (SimulatedI2CBus, SimulatedIMUBoard, FifoTime, IMUDriver) {
+    private func open(
+        _ chip: String, accel: AccelRange = .g4, gyro: GyroRange = .dps500
+    )
+        throws -> (SimulatedI2CBus, SimulatedIMUBoard, FifoTime, IMUDriver)
+    {
         let bus = SimulatedI2CBus(number: 1)
         let time = FifoTime()
         time.t = 3.0
         let board = try SimulatedIMUBoard.attach(to: bus, chip: chip, truth: { [unowned self] in self.truth($0) }, clock: { time.t })
-        let d = try IMUDrivers.open(bus: bus, chip: chip, settings: IMUDriverSettings(accelRange: accel, gyroRange: gyro, fifo: true),
-                                    sleep: noSleep)
+        let d = try IMUDrivers.open(
+            bus: bus, chip: chip, settings: IMUDriverSettings(accelRange: accel, gyroRange: gyro, fifo: true),
+            sleep: noSleep)
         return (bus, board, time, d)
     }
 
     private func scales(_ chip: String, _ a: AccelRange, _ g: GyroRange) -> (Double, Double) {
-        chip == "LSM6DSOX" ? (IMUConvert.lsm6dsoxAccelScale(a), IMUConvert.lsm6dsoxGyroScale(g))
+        chip == "LSM6DSOX"
+            ? (IMUConvert.lsm6dsoxAccelScale(a), IMUConvert.lsm6dsoxGyroScale(g))
             : (IMUConvert.invensenseAccelScale(a), IMUConvert.invensenseGyroScale(g))
     }
 
@@ -116,7 +122,7 @@ final class IMUFifoDriverTests: XCTestCase {
             let (_, _, time, d) = try open(chip)
             let f = try XCTUnwrap(d.fifo)
             var burst: [IMUSample] = []
-            time.t += 120 // far past full
+            time.t += 120  // far past full
             let r = try d.readFIFO(into: &burst)
             XCTAssertTrue(r.overflowed, chip)
             XCTAssertGreaterThan(r.lost, 0, chip)
@@ -140,7 +146,8 @@ final class IMUFifoDriverTests: XCTestCase {
         let bus = SimulatedI2CBus()
         let chip = RegisterMapDevice(registers: [0x75: 0x71, 0x72: 0x00, 0x73: 41])
         bus.attach(chip, at: 0x68)
-        let d = try IMUDrivers.open(bus: bus, chip: "MPU9250", settings: IMUDriverSettings(magnetometer: "none", fifo: true), sleep: noSleep)
+        let d = try IMUDrivers.open(
+            bus: bus, chip: "MPU9250", settings: IMUDriverSettings(magnetometer: "none", fifo: true), sleep: noSleep)
         var burst: [IMUSample] = []
         bus.clearTrace()
         _ = try d.readFIFO(into: &burst)

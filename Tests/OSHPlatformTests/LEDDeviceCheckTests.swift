@@ -39,10 +39,12 @@ final class LEDDeviceCheckTests: XCTestCase {
         var sim = settings(gps: true)
         sim.outputs["gps_data"]?.source = .simulated
         XCTAssertEqual(DeviceRequirement.list(sim), [])
-        XCTAssertEqual(DeviceRequirement.list(settings(gps: true), led: LEDSettings(chip: "pinctrl-rp1")), [
-            DeviceRequirement(path: "/dev/serial0", kind: .boardSerial, key: "[gps] device", required: false),
-            DeviceRequirement(path: "pinctrl-rp1", kind: .gpioChip, key: "[led] chip", required: false),
-        ])
+        XCTAssertEqual(
+            DeviceRequirement.list(settings(gps: true), led: LEDSettings(chip: "pinctrl-rp1")),
+            [
+                DeviceRequirement(path: "/dev/serial0", kind: .boardSerial, key: "[gps] device", required: false),
+                DeviceRequirement(path: "pinctrl-rp1", kind: .gpioChip, key: "[led] chip", required: false),
+            ])
         XCTAssertEqual(DeviceRequirement.list(settings(gps: true, device: "/dev/ttyACM0")).first?.kind, .usbSerial)
         XCTAssertEqual(DeviceRequirement.list(settings(gps: true), led: LEDSettings(chip: "")).count, 1)
     }
@@ -53,8 +55,9 @@ final class LEDDeviceCheckTests: XCTestCase {
         XCTAssertEqual(f.count, 2)
         // A missing board UART never stops the agent: gps_data waits for it, with the fix.
         XCTAssertFalse(f[0].fatal)
-        XCTAssertTrue(f[0].message.contains("[gps] device = \"/dev/serial0\": No such file or directory; enable the UART with enable_uart=1"),
-                      f[0].message)
+        XCTAssertTrue(
+            f[0].message.contains("[gps] device = \"/dev/serial0\": No such file or directory; enable the UART with enable_uart=1"),
+            f[0].message)
         XCTAssertTrue(f[0].message.hasSuffix("gps_data waits for it, the other outputs run"), f[0].message)
         // The same fix for `osh-edge nmea /dev/serial0`.
         XCTAssertTrue(DeviceCheck.missingSerialHint("/dev/serial0").hasPrefix("enable the UART with enable_uart=1"))
@@ -66,7 +69,8 @@ final class LEDDeviceCheckTests: XCTestCase {
         f = DeviceCheck.run(reqs, devDirectory: dev)
         XCTAssertEqual(f, [])
         // A label: fine when any chip exists, a warning when there is none.
-        XCTAssertEqual(DeviceCheck.run(DeviceRequirement.list(settings(gps: false), led: LEDSettings(chip: "pinctrl-rp1")), devDirectory: dev), [])
+        XCTAssertEqual(
+            DeviceCheck.run(DeviceRequirement.list(settings(gps: false), led: LEDSettings(chip: "pinctrl-rp1")), devDirectory: dev), [])
         unlink(dev + "/gpiochip0")
         let label = DeviceCheck.run(DeviceRequirement.list(settings(gps: false), led: LEDSettings(chip: "pinctrl-rp1")), devDirectory: dev)
         XCTAssertTrue(label.first?.message.contains("no GPIO chips") == true, "\(label)")

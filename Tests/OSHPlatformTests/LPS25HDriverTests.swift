@@ -20,8 +20,10 @@ final class LPS25HDriverTests: XCTestCase {
         }
     }
 
-    private func board(address: UInt8? = nil, autoConvert: Bool = true,
-                       environment: @escaping BarometerEnvironment = { (1013.25, 21.5) }) throws -> (SimulatedI2CBus, SimulatedLPS25H) {
+    private func board(
+        address: UInt8? = nil, autoConvert: Bool = true,
+        environment: @escaping BarometerEnvironment = { (1013.25, 21.5) }
+    ) throws -> (SimulatedI2CBus, SimulatedLPS25H) {
         let bus = SimulatedI2CBus()
         let device = try SimulatedBarometerBoard.attach(to: bus, chip: "LPS25H", address: address, environment: environment)
         let sim = try XCTUnwrap(device as? SimulatedLPS25H)
@@ -43,7 +45,8 @@ final class LPS25HDriverTests: XCTestCase {
             bus.attach(sim, at: i % 2 == 0 ? 0x5C : 0x5D)
             // The three oversampling settings: bypass and both FIFO mean modes read the same bytes.
             let o = BarometerOversampling.allCases[i % 3]
-            let driver = try BarometerDrivers.open(bus: bus, chip: "auto", address: nil, configuration: BarometerConfiguration(oversampling: o))
+            let driver = try BarometerDrivers.open(
+                bus: bus, chip: "auto", address: nil, configuration: BarometerConfiguration(oversampling: o))
             XCTAssertEqual(driver.identity.name, "LPS25H")
             let v = try XCTUnwrap(try driver.read(), "case \(r["case"] ?? "")")
             XCTAssertEqual(driver.lastBurst, burst, "case \(r["case"] ?? "")")
@@ -82,7 +85,7 @@ final class LPS25HDriverTests: XCTestCase {
     func testResetIsSoftwareResetThenBoot() throws {
         let (bus, sim) = try board()
         let d = LPS25HDriver(bus: bus, address: 0x5C)
-        try bus.writeRegister(0x5C, 0x10, 0x0F) // something other than the reset value
+        try bus.writeRegister(0x5C, 0x10, 0x0F)  // something other than the reset value
         sim.clearWrites()
         try d.reset()
         XCTAssertEqual(sim.resets, 1)
@@ -107,17 +110,20 @@ final class LPS25HDriverTests: XCTestCase {
         let d = try XCTUnwrap(try BarometerDrivers.open(bus: bus, chip: "LPS25H", address: nil) as? LPS25HDriver)
         // The default (standard): power down; RES_CONF 0x05; FIFO to bypass, FIFO_EN, mean of 8;
         // then PD | ODR 25 Hz | BDU.
-        XCTAssertEqual(sim.writes.map { [$0.register, $0.value] },
-                       [[0x21, 0x04], [0x21, 0x80], [0x20, 0x00], [0x10, 0x05], [0x2E, 0x00], [0x21, 0x40], [0x2E, 0xC7], [0x20, 0xC4]])
+        XCTAssertEqual(
+            sim.writes.map { [$0.register, $0.value] },
+            [[0x21, 0x04], [0x21, 0x80], [0x20, 0x00], [0x10, 0x05], [0x2E, 0x00], [0x21, 0x40], [0x2E, 0xC7], [0x20, 0xC4]])
         XCTAssertEqual(d.written.ctrl1, 0xC4)
         sim.clearWrites()
         try d.configure(BarometerConfiguration(rateHz: 5, oversampling: .highResolution))
-        XCTAssertEqual(sim.writes.map { [$0.register, $0.value] },
-                       [[0x20, 0x00], [0x10, 0x05], [0x2E, 0x00], [0x21, 0x40], [0x2E, 0xDF], [0x20, 0xC4]])
+        XCTAssertEqual(
+            sim.writes.map { [$0.register, $0.value] },
+            [[0x20, 0x00], [0x10, 0x05], [0x2E, 0x00], [0x21, 0x40], [0x2E, 0xDF], [0x20, 0xC4]])
         sim.clearWrites()
         // Low power: no FIFO, averaging 8/8, the lowest ODR at or above the agent's rate.
         try d.configure(BarometerConfiguration(rateHz: 5, oversampling: .lowPower))
-        XCTAssertEqual(sim.writes.map { [$0.register, $0.value] }, [[0x20, 0x00], [0x10, 0x00], [0x2E, 0x00], [0x21, 0x00], [0x20, 0xA4]])
+        XCTAssertEqual(
+            sim.writes.map { [$0.register, $0.value] }, [[0x20, 0x00], [0x10, 0x00], [0x2E, 0x00], [0x21, 0x00], [0x20, 0xA4]])
         XCTAssertEqual(sim.registers[0x21] & 0x0A, 0, "AUTO_ZERO and I2C_DIS never set")
         for (rate, code) in [(0.5, 1), (1, 1), (1.5, 2), (7, 2), (10, 3), (12.5, 3), (20, 4), (25, 4), (100, 4)] as [(Double, UInt8)] {
             XCTAssertEqual(LPS25HDriver.odrCode(rateHz: rate), code, "\(rate) Hz")
@@ -194,7 +200,8 @@ final class LPS25HDriverTests: XCTestCase {
                 // Half an LSB: 1/8192 hPa, 1/960 °C.
                 XCTAssertEqual(r.pressureHPa, w.0, accuracy: 0.5 / 4096, "\(o) \(w)")
                 XCTAssertEqual(r.celsius, w.1, accuracy: 0.5 / 480, "\(o) \(w)")
-                let decoded = try XCTUnwrap(BarometerDrivers.chip(named: "lps25h")).decode(calibration: d.calibrationBytes, burst: d.lastBurst)
+                let decoded = try XCTUnwrap(BarometerDrivers.chip(named: "lps25h")).decode(
+                    calibration: d.calibrationBytes, burst: d.lastBurst)
                 XCTAssertEqual(decoded.pressureHPa, r.pressureHPa)
                 XCTAssertEqual(decoded.celsius, r.celsius)
             }

@@ -11,18 +11,21 @@ private final class SimClock { var t = 0.0 }
 /// magnetometer found, absent or refused as `[imu] magnetometer` says.
 final class LSM9DS1DriverTests: XCTestCase {
     private let noSleep: (Double) -> Void = { _ in }
-    private let gyro = IMUVector(0.5, -1.2, 2.0)    // rad/s
-    private let accel = IMUVector(1.5, -3.0, 9.0)   // m/s²
-    private let mag = IMUVector(20, -5, -40)         // µT
+    private let gyro = IMUVector(0.5, -1.2, 2.0)  // rad/s
+    private let accel = IMUVector(1.5, -3.0, 9.0)  // m/s²
+    private let mag = IMUVector(20, -5, -40)  // µT
 
     /// gyro.z and accel.x follow a 5-s sawtooth in FIFO tests, so each sample shows its instant.
     private static func ramp(_ t: Double) -> Double { t.truncatingRemainder(dividingBy: 5) }
 
-    private func setUp(address: UInt8? = nil, ramp: Bool = false) throws -> (SimulatedI2CBus, SimulatedLSM9DS1, SimulatedLSM9DS1Magnetometer, SimClock) {
+    private func setUp(
+        address: UInt8? = nil, ramp: Bool = false
+    ) throws -> (SimulatedI2CBus, SimulatedLSM9DS1, SimulatedLSM9DS1Magnetometer, SimClock) {
         let bus = SimulatedI2CBus(number: 1)
         let clock = SimClock()
         let (g, a, m) = (gyro, accel, mag)
-        let truth: IMUTruthSource = ramp
+        let truth: IMUTruthSource =
+            ramp
             ? { t in SimulatedMotion.Truth(gyro: IMUVector(g.x, g.y, Self.ramp(t)), accel: IMUVector(Self.ramp(t), a.y, a.z), mag: m) }
             : { _ in SimulatedMotion.Truth(gyro: g, accel: a, mag: m) }
         let board = try SimulatedIMUBoard.attach(to: bus, chip: "LSM9DS1", address: address, truth: truth, clock: { clock.t })
@@ -31,7 +34,9 @@ final class LSM9DS1DriverTests: XCTestCase {
         return (bus, ag, die, clock)
     }
 
-    private func assertClose(_ a: IMUVector?, _ b: IMUVector, _ lsb: Double, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertClose(
+        _ a: IMUVector?, _ b: IMUVector, _ lsb: Double, _ what: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
         guard let a else { return XCTFail("\(what): nil", file: file, line: line) }
         XCTAssertEqual(a.x, b.x, accuracy: lsb, "\(what).x", file: file, line: line)
         XCTAssertEqual(a.y, b.y, accuracy: lsb, "\(what).y", file: file, line: line)
@@ -53,9 +58,10 @@ final class LSM9DS1DriverTests: XCTestCase {
         ]
         for (i, (a, g, m, asked, code, rate, bw, bwHz)) in cases.enumerated() {
             ag.clearWrites(); die.clearWrites()
-            let d = try IMUDrivers.open(bus: bus, chip: "lsm-9ds1",
-                                        settings: IMUDriverSettings(accelRange: a, gyroRange: g, rateHz: asked, magnetometerRange: m),
-                                        sleep: noSleep)
+            let d = try IMUDrivers.open(
+                bus: bus, chip: "lsm-9ds1",
+                settings: IMUDriverSettings(accelRange: a, gyroRange: g, rateHz: asked, magnetometerRange: m),
+                sleep: noSleep)
             let lsm = try XCTUnwrap(d as? LSM9DS1Driver)
             XCTAssertEqual(d.identity.name, "LSM9DS1")
             XCTAssertEqual(d.address, 0x6A)
@@ -66,8 +72,12 @@ final class LSM9DS1DriverTests: XCTestCase {
             XCTAssertNil(d.fifo)
             XCTAssertEqual(ag.resets, i + 1, "SW_RESET on every open")
             XCTAssertEqual(die.resets, i + 1)
-            XCTAssertEqual(writes(ag), [[0x22, 0x05], [0x22, 0x44], [0x10, code << 5 | g.lsm9ds1Code << 3],
-                                        [0x20, code << 5 | a.lsm9ds1Code << 3 | 0x04 | bw]], "\(a) \(g) \(asked) Hz")
+            XCTAssertEqual(
+                writes(ag),
+                [
+                    [0x22, 0x05], [0x22, 0x44], [0x10, code << 5 | g.lsm9ds1Code << 3],
+                    [0x20, code << 5 | a.lsm9ds1Code << 3 | 0x04 | bw],
+                ], "\(a) \(g) \(asked) Hz")
             XCTAssertEqual(writes(die), [[0x21, 0x04], [0x20, 0x7C], [0x21, m.code << 5], [0x23, 0x0C], [0x24, 0x40], [0x22, 0x00]])
             XCTAssertEqual(ag.rate, rate)
             XCTAssertEqual(ag.accelRange, a)
@@ -98,7 +108,7 @@ final class LSM9DS1DriverTests: XCTestCase {
         XCTAssertFalse(try d.read(into: &s), "same instant: STATUS_REG says nothing new")
         XCTAssertFalse(s.magIsNew)
         XCTAssertNotNil(s.mag, "the last field is kept")
-        clock.t += 0.01 // more than 1/119 s
+        clock.t += 0.01  // more than 1/119 s
         XCTAssertTrue(try d.read(into: &s))
     }
 
@@ -136,8 +146,9 @@ final class LSM9DS1DriverTests: XCTestCase {
     func testWrongIDAndTheChipsThatShareItsAddresses() throws {
         let bus = SimulatedI2CBus()
         let clock = SimClock()
-        _ = try SimulatedIMUBoard.attach(to: bus, chip: "LSM6DSOX", truth: { _ in SimulatedMotion.Truth(gyro: .zero, accel: .zero, mag: .zero) },
-                                         clock: { clock.t })
+        _ = try SimulatedIMUBoard.attach(
+            to: bus, chip: "LSM6DSOX", truth: { _ in SimulatedMotion.Truth(gyro: .zero, accel: .zero, mag: .zero) },
+            clock: { clock.t })
         XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "LSM9DS1", sleep: noSleep)) { e in
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)
             XCTAssertTrue("\(e)".contains("register 0x0F reads 0x6C, expected 0x68 — that is an LSM6DSOX"), "\(e)")
@@ -164,7 +175,7 @@ final class LSM9DS1DriverTests: XCTestCase {
 
     func testAResetThatNeverCompletesIsAnError() throws {
         let bus = SimulatedI2CBus()
-        bus.attach(RegisterMapDevice(registers: [0x0F: 0x68]), at: 0x6A) // SW_RESET stays set in plain memory
+        bus.attach(RegisterMapDevice(registers: [0x0F: 0x68]), at: 0x6A)  // SW_RESET stays set in plain memory
         XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "LSM9DS1", sleep: noSleep)) { e in
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)
             XCTAssertTrue("\(e)".contains("software reset did not complete"), "\(e)")
@@ -175,16 +186,18 @@ final class LSM9DS1DriverTests: XCTestCase {
     func testAutoFindsItNotAnLSM6DSOXAndTheOtherStrap() throws {
         let (bus, _, _, _) = try setUp()
         XCTAssertEqual(try IMUDrivers.open(bus: bus, chip: "auto", sleep: noSleep).identity.name, "LSM9DS1")
-        XCTAssertEqual(IMUDrivers.probe(bus: bus).map { "\($0.identity.name)@\(String($0.address, radix: 16)):\(String($0.whoAmI, radix: 16))" },
-                       ["LSM9DS1@6a:68", "LIS3MDL@1c:3d"], "the die answers as a LIS3MDL")
+        XCTAssertEqual(
+            IMUDrivers.probe(bus: bus).map { "\($0.identity.name)@\(String($0.address, radix: 16)):\(String($0.whoAmI, radix: 16))" },
+            ["LSM9DS1@6a:68", "LIS3MDL@1c:3d"], "the die answers as a LIS3MDL")
         let (b6b, _, _, _) = try setUp(address: 0x6B)
         let d = try XCTUnwrap(try IMUDrivers.open(bus: b6b, sleep: noSleep) as? LSM9DS1Driver)
         XCTAssertEqual(d.address, 0x6B)
         XCTAssertEqual(d.magnetometerAddress, 0x1E)
         // An LSM6DSOX alone is still an LSM6DSOX.
         let dsox = SimulatedI2CBus()
-        _ = try SimulatedIMUBoard.attach(to: dsox, chip: "LSM6DSOX", truth: { _ in SimulatedMotion.Truth(gyro: .zero, accel: .zero, mag: .zero) },
-                                         clock: { 0 })
+        _ = try SimulatedIMUBoard.attach(
+            to: dsox, chip: "LSM6DSOX", truth: { _ in SimulatedMotion.Truth(gyro: .zero, accel: .zero, mag: .zero) },
+            clock: { 0 })
         XCTAssertEqual(try IMUDrivers.open(bus: dsox, sleep: noSleep).identity.name, "LSM6DSOX")
     }
 
@@ -200,8 +213,11 @@ final class LSM9DS1DriverTests: XCTestCase {
         XCTAssertNil(s.mag)
         assertClose(s.accel, accel, IMUConvert.lsm9ds1AccelScale(.g4), "accel")
         // Named: the IMU is there, so not "absent", but an error naming what is missing and what to do.
-        XCTAssertThrowsError(try IMUDrivers.open(bus: bus, chip: "LSM9DS1", settings: IMUDriverSettings(magnetometer: "LIS3MDL"),
-                                                 sleep: noSleep)) { e in
+        XCTAssertThrowsError(
+            try IMUDrivers.open(
+                bus: bus, chip: "LSM9DS1", settings: IMUDriverSettings(magnetometer: "LIS3MDL"),
+                sleep: noSleep)
+        ) { e in
             XCTAssertEqual((e as? I2CError)?.kind, .unexpectedResponse)
             XCTAssertFalse((e as? I2CError)?.isAbsent ?? true)
             XCTAssertTrue("\(e)".contains("LSM9DS1 magnetometer not found"), "\(e)")
@@ -248,17 +264,21 @@ final class LSM9DS1DriverTests: XCTestCase {
 
     // MARK: FIFO
 
-    private func openFIFO(_ a: AccelRange = .g4, _ g: GyroRange = .dps500) throws -> (SimulatedI2CBus, SimulatedLSM9DS1, SimClock, IMUDriver) {
+    private func openFIFO(
+        _ a: AccelRange = .g4, _ g: GyroRange = .dps500
+    ) throws -> (SimulatedI2CBus, SimulatedLSM9DS1, SimClock, IMUDriver) {
         let (bus, ag, _, clock) = try setUp(ramp: true)
         clock.t = 3
-        let d = try IMUDrivers.open(bus: bus, chip: "LSM9DS1", settings: IMUDriverSettings(accelRange: a, gyroRange: g, fifo: true), sleep: noSleep)
+        let d = try IMUDrivers.open(
+            bus: bus, chip: "LSM9DS1", settings: IMUDriverSettings(accelRange: a, gyroRange: g, fifo: true), sleep: noSleep)
         return (bus, ag, clock, d)
     }
 
     func testFIFOConfigurationDecodingAndTransfers() throws {
         for (a, g) in [(AccelRange.g4, GyroRange.dps500), (.g16, .dps2000)] {
             let (bus, ag, clock, d) = try openFIFO(a, g)
-            XCTAssertEqual(Array(writes(ag).suffix(3)), [[0x23, 0x02], [0x2E, 0x00], [0x2E, 0xC0]], "FIFO_EN, bypass (empties), continuous")
+            XCTAssertEqual(
+                Array(writes(ag).suffix(3)), [[0x23, 0x02], [0x2E, 0x00], [0x2E, 0xC0]], "FIFO_EN, bypass (empties), continuous")
             XCTAssertEqual(d.fifo, IMUFifoLayout(capacityBytes: 384, frameBytes: 12, rateHz: 119))
             XCTAssertEqual(ag.fifoMode, 0x06)
             let start = (3 * 119.0).rounded(.down)
@@ -269,8 +289,9 @@ final class LSM9DS1DriverTests: XCTestCase {
             let slots = Int((3.2 * 119).rounded(.down) - start)
             XCTAssertEqual(burst.count, slots - 1, "the first slot after the FIFO starts is discarded")
             // FIFO_SRC, then whole slots from OUT_X_L_G, at most 10 (120 bytes) a transfer, then the die once.
-            XCTAssertEqual(bus.trace.map { "\($0.address):\($0.written):\($0.readCount)" },
-                           ["106:[47]:1", "106:[24]:120", "106:[24]:120", "106:[24]:\((slots - 20) * 12)", "28:[167]:7"])
+            XCTAssertEqual(
+                bus.trace.map { "\($0.address):\($0.written):\($0.readCount)" },
+                ["106:[47]:1", "106:[24]:120", "106:[24]:120", "106:[24]:\((slots - 20) * 12)", "28:[167]:7"])
             XCTAssertEqual(ag.slotsRead, slots)
             let (la, lg) = (IMUConvert.lsm9ds1AccelScale(a), IMUConvert.lsm9ds1GyroScale(g))
             for (k, s) in burst.enumerated() {
@@ -298,7 +319,7 @@ final class LSM9DS1DriverTests: XCTestCase {
     func testFIFOOverrunIsCountedAndReadingGoesOn() throws {
         let (_, ag, clock, d) = try openFIFO()
         var burst: [IMUSample] = []
-        clock.t += 120 // far past 32 slots
+        clock.t += 120  // far past 32 slots
         let r = try d.readFIFO(into: &burst)
         XCTAssertTrue(r.overflowed)
         XCTAssertEqual(r.lost, 33, "the 32 dropped with the reset and at least the one overwritten")
@@ -309,7 +330,8 @@ final class LSM9DS1DriverTests: XCTestCase {
         XCTAssertEqual(try d.readFIFO(into: &burst), IMUFifoRead())
         XCTAssertEqual(burst.count, Int((clock.t * 119).rounded(.down) - resetAt) - 1)
         for (k, s) in burst.enumerated() {
-            XCTAssertEqual(s.gyro.z, Self.ramp((resetAt + 2 + Double(k)) / 119), accuracy: IMUConvert.lsm9ds1GyroScale(.dps500), "sample \(k)")
+            XCTAssertEqual(
+                s.gyro.z, Self.ramp((resetAt + 2 + Double(k)) / 119), accuracy: IMUConvert.lsm9ds1GyroScale(.dps500), "sample \(k)")
             XCTAssertEqual(s.accel.z, accel.z, accuracy: IMUConvert.lsm9ds1AccelScale(.g4))
         }
     }
@@ -345,7 +367,8 @@ final class LSM9DS1DriverTests: XCTestCase {
         XCTAssertEqual(SeparateMagnetometer.Model.lsm9ds1.toHost(IMUVector(1, 2, 3)), IMUVector(-1, 2, 3))
         XCTAssertEqual(SeparateMagnetometer.Model.lis3mdl.toHost(IMUVector(1, 2, 3)), IMUVector(1, 2, 3))
         XCTAssertEqual(ChipTable.known.builtInMagnetometer("lsm9ds1"), "LSM9DS1")
-        XCTAssertEqual(IMUDrivers.identities.map(\.name).firstIndex(of: "LSM9DS1"),
-                       IMUDrivers.identities.map(\.name).firstIndex(of: "LSM6DSOX").map { $0 + 1 }, "probe order: after the LSM6DSOX")
+        XCTAssertEqual(
+            IMUDrivers.identities.map(\.name).firstIndex(of: "LSM9DS1"),
+            IMUDrivers.identities.map(\.name).firstIndex(of: "LSM6DSOX").map { $0 + 1 }, "probe order: after the LSM6DSOX")
     }
 }

@@ -8,7 +8,7 @@ final class PTZDriverTests: XCTestCase {
     func testPrescaleAndCountsFromTheDatasheet() {
         // 25 MHz / (4096 × 50 Hz) = 122.07 → 122 − 1.
         XCTAssertEqual(PCA9685Math.prescale(frequency: 50), 121)
-        XCTAssertEqual(PCA9685Math.prescale(frequency: 200), 30) // the power-on 0x1E
+        XCTAssertEqual(PCA9685Math.prescale(frequency: 200), 30)  // the power-on 0x1E
         XCTAssertEqual(PCA9685Math.prescale(frequency: 1526), 3)
         XCTAssertEqual(PCA9685Math.prescale(frequency: 5000), 3, "the chip cannot go below 3")
         XCTAssertEqual(PCA9685Math.prescale(frequency: 10), 255)
@@ -25,10 +25,12 @@ final class PTZDriverTests: XCTestCase {
         let chip = SimulatedPCA9685()
         bus.attach(chip, at: 0x40)
         var writesBeforePause: [Int] = []
-        let pwm = PCA9685(bus: bus, pause: { s in
-            XCTAssertEqual(s, 0.0005)
-            writesBeforePause.append(chip.writes.count)
-        })
+        let pwm = PCA9685(
+            bus: bus,
+            pause: { s in
+                XCTAssertEqual(s, 0.0005)
+                writesBeforePause.append(chip.writes.count)
+            })
         try pwm.configure(frequency: 50)
         XCTAssertEqual(chip.writes.map(\.register), [0x00, 0xFE, 0x01, 0x00, 0x00])
         XCTAssertEqual(chip.writes.map(\.value), [0x31, 121, 0x04, 0x21, 0xA1])
@@ -63,12 +65,14 @@ final class PTZDriverTests: XCTestCase {
         XCTAssertEqual(chip.prescale, 0x1E)
         XCTAssertEqual(chip.ignoredPrescaleWrites, 1)
         // Without AI a burst lands in one register.
-        try [UInt8(0x06), 1, 2, 3].withUnsafeBytes { try bus.transfer(address: 0x41, write: $0, read: UnsafeMutableRawBufferPointer(start: nil, count: 0)) }
+        try [UInt8(0x06), 1, 2, 3].withUnsafeBytes {
+            try bus.transfer(address: 0x41, write: $0, read: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        }
         XCTAssertEqual(chip.registers[0x06], 3)
         XCTAssertEqual(chip.registers[0x07], 0)
         // Sleeping with PWM running sets RESTART; writing RESTART clears it.
         try bus.writeRegister(0x41, 0x08, 0x00)
-        try bus.writeRegister(0x41, 0x09, 0x01) // channel 0 OFF at 256: running
+        try bus.writeRegister(0x41, 0x09, 0x01)  // channel 0 OFF at 256: running
         try bus.writeRegister(0x41, 0x00, 0x11)
         XCTAssertEqual(try bus.readRegister(0x41, 0x00) & 0x80, 0x80)
         XCTAssertNil(chip.pulseMicros(channel: 0), "no output while asleep")

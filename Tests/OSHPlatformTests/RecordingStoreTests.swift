@@ -8,7 +8,7 @@ import XCTest
 /// segments, the bounds, recovery after damage and after a real SIGKILL, windows.
 final class RecordingStoreTests: XCTestCase {
     private var dir = ""
-    private let t0 = 1_796_181_300.0 // 2026-12-02T03:15:00Z
+    private let t0 = 1_796_181_300.0  // 2026-12-02T03:15:00Z
 
     override func setUpWithError() throws {
         dir = NSTemporaryDirectory() + "osh-record-\(UUID().uuidString)"
@@ -16,8 +16,10 @@ final class RecordingStoreTests: XCTestCase {
 
     override func tearDown() { try? FileManager.default.removeItem(atPath: dir) }
 
-    private func open(maxBytes: Int = 64 << 20, maxAge: Double = 86_400, segmentBytes: Int? = nil, segmentSeconds: Double = 600,
-                      names: [String] = ["imu", "camera"], sync: SpoolSync = .never) throws -> RecordingStore {
+    private func open(
+        maxBytes: Int = 64 << 20, maxAge: Double = 86_400, segmentBytes: Int? = nil, segmentSeconds: Double = 600,
+        names: [String] = ["imu", "camera"], sync: SpoolSync = .never
+    ) throws -> RecordingStore {
         var o = RecordingOptions(directory: dir, maxBytes: maxBytes, maxAge: maxAge, sync: sync)
         if let s = segmentBytes { o.segmentBytes = s }
         o.segmentSeconds = segmentSeconds
@@ -89,9 +91,9 @@ final class RecordingStoreTests: XCTestCase {
 
     func testRotationBySizeAndByTime() throws {
         let s = try open(segmentBytes: 56 * 10, segmentSeconds: 5)
-        for i in 0..<25 { value(s, 0, t0 + Double(i) * 0.1) } // 56-byte records: ten per segment
+        for i in 0..<25 { value(s, 0, t0 + Double(i) * 0.1) }  // 56-byte records: ten per segment
         XCTAssertEqual(segmentFiles("imu").count, 3)
-        for i in 0..<4 { value(s, 0, t0 + 100 + Double(i) * 3) } // 3 s apart: a new segment every 5 s
+        for i in 0..<4 { value(s, 0, t0 + 100 + Double(i) * 3) }  // 3 s apart: a new segment every 5 s
         s.close()
         let files = segmentFiles("imu")
         XCTAssertEqual(files.count, 5, "\(files)")
@@ -133,7 +135,7 @@ final class RecordingStoreTests: XCTestCase {
     func testTheBoundDropsTheOldestSegmentOfAnyOutputAndCountsItPerOutput() throws {
         // 1 MiB bound, 256 KiB segments (four 60 kB key frames each).
         let s = try open(maxBytes: 1 << 20, segmentBytes: 256 << 10)
-        for i in 0..<4000 { value(s, 0, t0 + Double(i) * 0.01) } // 224 kB of imu, in one segment, the oldest
+        for i in 0..<4000 { value(s, 0, t0 + Double(i) * 0.01) }  // 224 kB of imu, in one segment, the oldest
         var problems: [String] = []
         s.onProblem = { problems.append($0) }
         for i in 0..<13 { video(s, 1, t0 + 10 + Double(i), key: true, size: 60_000) }
@@ -161,7 +163,7 @@ final class RecordingStoreTests: XCTestCase {
 
     func testMaxAgePrunesWholeSegments() throws {
         let s = try open(maxAge: 60, segmentSeconds: 10)
-        for i in 0..<100 { value(s, 0, t0 + Double(i)) } // ten segments of ten seconds
+        for i in 0..<100 { value(s, 0, t0 + Double(i)) }  // ten segments of ten seconds
         XCTAssertEqual(segmentFiles("imu").count, 10)
         s.tick(now: t0 + 100)
         // Segments whose last record is older than t0 + 40 go (the first four: up to t0 + 39).
@@ -184,7 +186,7 @@ final class RecordingStoreTests: XCTestCase {
                 let p = dir + "/\(name)/" + segmentFiles(name)[0]
                 let h = try FileHandle(forUpdating: URL(fileURLWithPath: p))
                 if damage == "truncated" {
-                    try h.truncate(atOffset: h.seekToEnd() - 7) // a kill or power cut in the last record
+                    try h.truncate(atOffset: h.seekToEnd() - 7)  // a kill or power cut in the last record
                 } else {
                     try h.seekToEnd()
                     try h.write(contentsOf: Data([0xA5, 0x5A, 0x02, 0x00] + [UInt8](repeating: 0, count: 30)))
@@ -226,14 +228,15 @@ final class RecordingStoreTests: XCTestCase {
         value(s, 0, t0)
         s.tick(now: t0 + 100)
         s.close()
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir + "/imu").sorted(),
-                       ["20261202T031500.000Z.rec.partial", "notes.txt"])
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: dir + "/imu").sorted(),
+            ["20261202T031500.000Z.rec.partial", "notes.txt"])
     }
 
     func testAWindowInTheMiddleReturnsExactlyItsRecordsAndVideoFromTheKeyFrameBefore() throws {
         let s = try open(segmentBytes: 56 * 50)
-        for i in 0..<1000 { value(s, 0, t0 + Double(i) * 0.01) } // 20 segments
-        for i in 0..<250 { video(s, 1, t0 + Double(i) * 0.04, key: i % 25 == 0, size: 200) } // key frames each second
+        for i in 0..<1000 { value(s, 0, t0 + Double(i) * 0.01) }  // 20 segments
+        for i in 0..<250 { video(s, 1, t0 + Double(i) * 0.04, key: i % 25 == 0, size: 200) }  // key frames each second
         s.close()
         let (w, imu) = try window("imu", t0 + 3.005, t0 + 5.505)
         XCTAssertEqual(imu.map(\.0), (301...550).map { t0 + Double($0) * 0.01 })
@@ -276,7 +279,7 @@ final class RecordingStoreTests: XCTestCase {
         let s = try open(segmentBytes: 56 * 100)
         for i in 0..<250 { value(s, 0, t0 + Double(i)) }
         let w = try RecordingWindow(directory: dir, outputName: "imu", from: 0, to: t0 + 10_000)
-        for i in 250..<300 { value(s, 0, t0 + Double(i)) } // after the window opened: not in it
+        for i in 250..<300 { value(s, 0, t0 + Double(i)) }  // after the window opened: not in it
         var n = 0
         while try w.next() != nil { n += 1 }
         XCTAssertEqual(n, 250)
@@ -371,9 +374,11 @@ final class RecordingStoreTests: XCTestCase {
         }
         let vns = Double(DispatchTime.now().uptimeNanoseconds - vstart) / Double(vn)
         s.close()
-        print(String(format: "recording append: %.0f ns per 4-value record (%d bytes, fsync never); %.0f ns per 6000-byte access unit; "
-                     + "100 Hz quaternion = 100 writes/s, %d bytes/s; + 25 fps video = 125 writes/s, %d bytes/s + the encoder's bitrate/8",
-                     ns, perRecord, vns, 100 * perRecord, 100 * perRecord + 25 * RecordingRecord.size(payload: 0)))
+        print(
+            String(
+                format: "recording append: %.0f ns per 4-value record (%d bytes, fsync never); %.0f ns per 6000-byte access unit; "
+                    + "100 Hz quaternion = 100 writes/s, %d bytes/s; + 25 fps video = 125 writes/s, %d bytes/s + the encoder's bitrate/8",
+                ns, perRecord, vns, 100 * perRecord, 100 * perRecord + 25 * RecordingRecord.size(payload: 0)))
         XCTAssertEqual(perRecord, 56)
     }
 }

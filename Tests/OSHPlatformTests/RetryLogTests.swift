@@ -17,7 +17,7 @@ final class RetryLogTests: XCTestCase {
         defer { Log.muted = false }
         let got = capturingLog {
             Log.warning("w")
-            Log.debug("d") // below the default threshold
+            Log.debug("d")  // below the default threshold
             Log.notice("n")
         }
         XCTAssertEqual(got.map(\.1), ["w", "n"])
@@ -48,17 +48,17 @@ final class RetryLogTests: XCTestCase {
         var backs: [Bool] = []
         let got = capturingLog {
             log.note(.notice, "opened")
-            log.note(.notice, "opened")                              // a repeat outside an outage: quiet
+            log.note(.notice, "opened")  // a repeat outside an outage: quiet
             log.failed(.warning, "gone", firstSuffix: "; retrying in 1 s")
             log.failed(.warning, "gone", firstSuffix: "; retrying in 2 s")
             log.failed(.warning, "missing", firstSuffix: "; retrying in 4 s")
-            log.failed(.warning, "gone", firstSuffix: "; retrying in 8 s") // said in this outage already
+            log.failed(.warning, "gone", firstSuffix: "; retrying in 8 s")  // said in this outage already
             log.failed(.warning, "missing after 3 ms", key: "missing")
-            log.note(.notice, "opened")                              // during the outage: once
+            log.note(.notice, "opened")  // during the outage: once
             log.failed(.warning, "missing")
             backs.append(log.recovered())
             backs.append(log.recovered())
-            log.failed(.warning, "gone", firstSuffix: "; retrying in 1 s") // a new outage
+            log.failed(.warning, "gone", firstSuffix: "; retrying in 1 s")  // a new outage
         }
         XCTAssertEqual(got.map(\.1), ["opened", "gone; retrying in 1 s", "missing", "opened", "gone; retrying in 1 s"])
         XCTAssertEqual(backs, [true, false])
@@ -69,8 +69,9 @@ final class RetryLogTests: XCTestCase {
         XCTAssertEqual(RetryLog.seconds(1), "1 s")
         XCTAssertEqual(RetryLog.seconds(0.5), "0.5 s")
         XCTAssertEqual(RetryLog.seconds(30), "30 s")
-        XCTAssertEqual(RetryLog.withoutElapsedTime("Failed to connect to 127.0.0.1 port 8181 after 0 ms: Could not connect to server"),
-                       "Failed to connect to 127.0.0.1 port 8181: Could not connect to server")
+        XCTAssertEqual(
+            RetryLog.withoutElapsedTime("Failed to connect to 127.0.0.1 port 8181 after 0 ms: Could not connect to server"),
+            "Failed to connect to 127.0.0.1 port 8181: Could not connect to server")
         XCTAssertEqual(RetryLog.withoutElapsedTime("Connection timed out after 5001 milliseconds"), "Connection timed out")
         XCTAssertEqual(RetryLog.withoutElapsedTime("after 3 s, after ms"), "after 3 s, after ms")
     }

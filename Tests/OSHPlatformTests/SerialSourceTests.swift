@@ -92,9 +92,10 @@ final class SerialSourceTests: XCTestCase {
             var s = l
             if s.last == 0x0D { s.removeLast() }
             guard s.count > 6, s[0] == UInt8(ascii: "$"), s[1] == UInt8(ascii: "G"),
-                  s[2] == UInt8(ascii: "P") || s[2] == UInt8(ascii: "N"),
-                  let star = s.lastIndex(of: UInt8(ascii: "*")), star + 3 == s.count,
-                  let want = UInt8(String(decoding: s[(star + 1)...], as: UTF8.self), radix: 16) else { return false }
+                s[2] == UInt8(ascii: "P") || s[2] == UInt8(ascii: "N"),
+                let star = s.lastIndex(of: UInt8(ascii: "*")), star + 3 == s.count,
+                let want = UInt8(String(decoding: s[(star + 1)...], as: UTF8.self), radix: 16)
+            else { return false }
             return s[1..<star].reduce(0, ^) == want
         }
     }
@@ -110,8 +111,10 @@ final class SerialSourceTests: XCTestCase {
     }
 
     /// Writes `bytes` into the pty in random chunks of 1…max bytes, one chunk per `gapMs` tick.
-    func writeChunked(_ loop: EventLoop, _ pty: @escaping () -> Pty?, _ bytes: [UInt8], seed: UInt64,
-                      maxChunk: Int = 80, gapMs: UInt64 = 3) throws -> EventLoop.Timer {
+    func writeChunked(
+        _ loop: EventLoop, _ pty: @escaping () -> Pty?, _ bytes: [UInt8], seed: UInt64,
+        maxChunk: Int = 80, gapMs: UInt64 = 3
+    ) throws -> EventLoop.Timer {
         var rng = Rng(s: seed)
         var off = 0
         var timer: EventLoop.Timer?
@@ -133,9 +136,10 @@ final class SerialSourceTests: XCTestCase {
         point(link, to: pty.slave)
         let checker = Checker()
         var states: [SerialSource.State] = []
-        let source = SerialSource(loop: loop, path: link, baud: 9600,
-                                  onData: { checker.feed($0) }, isConfirmed: { checker.valid > 0 },
-                                  onReset: { checker.reset() }, onState: { states.append($0) })
+        let source = SerialSource(
+            loop: loop, path: link, baud: 9600,
+            onData: { checker.feed($0) }, isConfirmed: { checker.valid > 0 },
+            onReset: { checker.reset() }, onState: { states.append($0) })
         source.start()
         XCTAssertEqual(states, [.opening, .streaming(9600)])
         XCTAssertEqual(source.device, SerialPortDiagnostics.resolve(pty.slave))
@@ -163,11 +167,14 @@ final class SerialSourceTests: XCTestCase {
         var resets = 0
         var states: [SerialSource.State] = []
         // The receiver "speaks" only the third rate: confirmation is refused before it.
-        let source = SerialSource(loop: loop, path: link, baud: nil,
-                                  onData: { checker.feed($0) },
-                                  isConfirmed: { resets >= 3 && checker.valid > 0 },
-                                  onReset: { resets += 1; checker.reset() },
-                                  onState: { states.append($0) })
+        let source = SerialSource(
+            loop: loop, path: link, baud: nil,
+            onData: { checker.feed($0) },
+            isConfirmed: { resets >= 3 && checker.valid > 0 },
+            onReset: {
+                resets += 1; checker.reset()
+            },
+            onState: { states.append($0) })
         source.probeDwell = 0.25
         source.start()
         var lines = Self.stream
@@ -201,10 +208,13 @@ final class SerialSourceTests: XCTestCase {
         let checker = Checker()
         var states: [SerialSource.State] = []
         // Read-and-clear confirmation: "valid NMEA since I last said yes".
-        let source = SerialSource(loop: loop, path: link, baud: nil,
-                                  onData: { checker.feed($0) },
-                                  isConfirmed: { defer { checker.valid = 0 }; return checker.valid > 0 },
-                                  onReset: { checker.reset() }, onState: { states.append($0) })
+        let source = SerialSource(
+            loop: loop, path: link, baud: nil,
+            onData: { checker.feed($0) },
+            isConfirmed: {
+                defer { checker.valid = 0 }; return checker.valid > 0
+            },
+            onReset: { checker.reset() }, onState: { states.append($0) })
         source.probeDwell = 0.3
         source.staleAfter = 0.3
         source.start()
@@ -227,17 +237,18 @@ final class SerialSourceTests: XCTestCase {
         let checker = Checker()
         var states: [SerialSource.State] = []
         var replacement: Pty?
-        let source = SerialSource(loop: loop, path: link, baud: 38400,
-                                  onData: { checker.feed($0) }, isConfirmed: { checker.valid > 0 },
-                                  onReset: { checker.reset() },
-                                  onState: { s in
-                                      states.append(s)
-                                      // The receiver comes back on a new pty; its udev-style link follows it.
-                                      if case .disconnected = s, replacement == nil, let p = try? Pty() {
-                                          replacement = p
-                                          self.point(link, to: p.slave)
-                                      }
-                                  })
+        let source = SerialSource(
+            loop: loop, path: link, baud: 38400,
+            onData: { checker.feed($0) }, isConfirmed: { checker.valid > 0 },
+            onReset: { checker.reset() },
+            onState: { s in
+                states.append(s)
+                // The receiver comes back on a new pty; its udev-style link follows it.
+                if case .disconnected = s, replacement == nil, let p = try? Pty() {
+                    replacement = p
+                    self.point(link, to: p.slave)
+                }
+            })
         // Another source on the same loop: a 20 ms ticker that must never stall.
         var ticks = 0
         var last = osh_monotonic_ns()
@@ -285,12 +296,13 @@ final class SerialSourceTests: XCTestCase {
         let link = dir + "/by-id-gps"
         var attempts: [UInt64] = []
         var states: [SerialSource.State] = []
-        let source = SerialSource(loop: loop, path: link, baud: 9600,
-                                  onData: { _ in }, isConfirmed: { true }, onReset: {},
-                                  onState: { s in
-                                      states.append(s)
-                                      if s == .opening { attempts.append(osh_monotonic_ns()) }
-                                  })
+        let source = SerialSource(
+            loop: loop, path: link, baud: 9600,
+            onData: { _ in }, isConfirmed: { true }, onReset: {},
+            onState: { s in
+                states.append(s)
+                if s == .opening { attempts.append(osh_monotonic_ns()) }
+            })
         source.backoff = Backoff(initial: 0.05, maximum: 0.2)
         source.start()
         guard case .disconnected(let why) = source.state else { return XCTFail("\(source.state)") }
@@ -324,8 +336,9 @@ final class SerialSourceTests: XCTestCase {
         point(link, to: pty!.slave)
         let first = SerialPortDiagnostics.display(path: link, device: SerialPortDiagnostics.resolve(pty!.slave))
         var stateTexts: [String] = []
-        let source = SerialSource(loop: loop, path: link, baud: 9600, onData: { _ in }, isConfirmed: { true },
-                                  onReset: {}, onState: { stateTexts.append($0.description) })
+        let source = SerialSource(
+            loop: loop, path: link, baud: 9600, onData: { _ in }, isConfirmed: { true },
+            onReset: {}, onState: { stateTexts.append($0.description) })
         source.backoff = Backoff(initial: 0.05, maximum: 0.2)
         var replacement: Pty?
         let lines = try capturingLog {
@@ -363,16 +376,18 @@ final class SerialSourceTests: XCTestCase {
         let link = dir + "/gps0"
         point(link, to: pty.slave)
         let a = Checker()
-        let first = SerialSource(loop: loop, path: link, baud: 9600, onData: { a.feed($0) },
-                                 isConfirmed: { a.valid > 0 }, onReset: { a.reset() }, onState: { _ in })
+        let first = SerialSource(
+            loop: loop, path: link, baud: 9600, onData: { a.feed($0) },
+            isConfirmed: { a.valid > 0 }, onReset: { a.reset() }, onState: { _ in })
         first.start()
         XCTAssertEqual(first.state, .streaming(9600))
 
         var secondStates: [SerialSource.State] = []
         let b = Checker()
-        let second = SerialSource(loop: loop, path: link, baud: 9600, onData: { b.feed($0) },
-                                  isConfirmed: { b.valid > 0 }, onReset: { b.reset() },
-                                  onState: { secondStates.append($0) })
+        let second = SerialSource(
+            loop: loop, path: link, baud: 9600, onData: { b.feed($0) },
+            isConfirmed: { b.valid > 0 }, onReset: { b.reset() },
+            onState: { secondStates.append($0) })
         second.backoff = Backoff(initial: 0.05, maximum: 0.2)
         second.start()
         guard case .blocked(let why) = second.state else { return XCTFail("\(second.state)") }
@@ -397,15 +412,17 @@ final class SerialSourceTests: XCTestCase {
         let loop = try EventLoop()
         let file = dir + "/not-a-tty"
         XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
-        let s1 = SerialSource(loop: loop, path: file, baud: 9600, onData: { _ in }, isConfirmed: { false },
-                              onReset: {}, onState: { _ in })
+        let s1 = SerialSource(
+            loop: loop, path: file, baud: 9600, onData: { _ in }, isConfirmed: { false },
+            onReset: {}, onState: { _ in })
         s1.start()
         guard case .blocked(let why) = s1.state else { return XCTFail("\(s1.state)") }
         XCTAssertTrue(why.contains("is not a serial port"), why)
         s1.stop()
 
-        let s2 = SerialSource(loop: loop, path: file, baud: 12345, onData: { _ in }, isConfirmed: { false },
-                              onReset: {}, onState: { _ in })
+        let s2 = SerialSource(
+            loop: loop, path: file, baud: 12345, onData: { _ in }, isConfirmed: { false },
+            onReset: {}, onState: { _ in })
         s2.start()
         guard case .blocked(let why2) = s2.state else { return XCTFail("\(s2.state)") }
         XCTAssertTrue(why2.contains("12345 baud"), why2)
@@ -416,28 +433,40 @@ final class SerialSourceTests: XCTestCase {
 
     func testConsoleBusyAndBluetoothDiagnostics() {
         let pi: (String) -> String? = { p in
-            ["/dev/serial0": "/dev/ttyS0", "/dev/serial1": "/dev/ttyAMA0", "/dev/ttyS0": "/dev/ttyS0",
-             "/dev/ttyAMA0": "/dev/ttyAMA0"][p]
+            [
+                "/dev/serial0": "/dev/ttyS0", "/dev/serial1": "/dev/ttyAMA0", "/dev/ttyS0": "/dev/ttyS0",
+                "/dev/ttyAMA0": "/dev/ttyAMA0",
+            ][p]
         }
         let cmdline = "coherent_pool=1M console=serial0,115200 console=tty1 root=PARTUUID=1234-02 rootwait\n"
-        XCTAssertEqual(SerialPortDiagnostics.kernelConsole(on: "/dev/ttyS0", configuredPath: "/dev/serial0",
-                                                           cmdline: cmdline, resolve: pi), "console=serial0,115200")
-        XCTAssertEqual(SerialPortDiagnostics.kernelConsole(on: "/dev/ttyS0", configuredPath: "/dev/ttyS0",
-                                                           cmdline: "console=ttyS0,115200 quiet", resolve: pi), "console=ttyS0,115200")
-        XCTAssertNil(SerialPortDiagnostics.kernelConsole(on: "/dev/ttyUSB0", configuredPath: "/dev/ttyUSB0",
-                                                         cmdline: cmdline, resolve: pi))
-        XCTAssertNil(SerialPortDiagnostics.kernelConsole(on: "/dev/ttyAMA0", configuredPath: "/dev/serial1",
-                                                         cmdline: cmdline, resolve: pi))
+        XCTAssertEqual(
+            SerialPortDiagnostics.kernelConsole(
+                on: "/dev/ttyS0", configuredPath: "/dev/serial0",
+                cmdline: cmdline, resolve: pi), "console=serial0,115200")
+        XCTAssertEqual(
+            SerialPortDiagnostics.kernelConsole(
+                on: "/dev/ttyS0", configuredPath: "/dev/ttyS0",
+                cmdline: "console=ttyS0,115200 quiet", resolve: pi), "console=ttyS0,115200")
+        XCTAssertNil(
+            SerialPortDiagnostics.kernelConsole(
+                on: "/dev/ttyUSB0", configuredPath: "/dev/ttyUSB0",
+                cmdline: cmdline, resolve: pi))
+        XCTAssertNil(
+            SerialPortDiagnostics.kernelConsole(
+                on: "/dev/ttyAMA0", configuredPath: "/dev/serial1",
+                cmdline: cmdline, resolve: pi))
         let fix = SerialPortDiagnostics.consoleFix(device: "/dev/ttyS0", consoleEntry: "console=serial0,115200")
         XCTAssertTrue(fix.contains("remove console=serial0,115200 from /boot/firmware/cmdline.txt"), fix)
         XCTAssertTrue(fix.contains("serial-getty@ttyS0"), fix)
 
-        let gpsd = SerialPortDiagnostics.busyMessage(display: "/dev/serial0 (→ /dev/ttyS0)", device: "/dev/ttyS0",
-                                                     holders: [.init(pid: 812, name: "gpsd")])
+        let gpsd = SerialPortDiagnostics.busyMessage(
+            display: "/dev/serial0 (→ /dev/ttyS0)", device: "/dev/ttyS0",
+            holders: [.init(pid: 812, name: "gpsd")])
         XCTAssertTrue(gpsd.hasPrefix("/dev/serial0 (→ /dev/ttyS0) is in use by gpsd (pid 812)"), gpsd)
         XCTAssertTrue(gpsd.contains("use the gpsd source"), gpsd)
-        let getty = SerialPortDiagnostics.busyMessage(display: "/dev/ttyS0", device: "/dev/ttyS0",
-                                                      holders: [.init(pid: 610, name: "agetty", confirmed: false)])
+        let getty = SerialPortDiagnostics.busyMessage(
+            display: "/dev/ttyS0", device: "/dev/ttyS0",
+            holders: [.init(pid: 610, name: "agetty", confirmed: false)])
         XCTAssertTrue(getty.contains("probably held by agetty (pid 610)"), getty)
         XCTAssertTrue(getty.contains("serial-getty@ttyS0"), getty)
         let unknown = SerialPortDiagnostics.busyMessage(display: "/dev/ttyUSB0", device: "/dev/ttyUSB0", holders: [])
@@ -474,8 +503,9 @@ final class SerialSourceTests: XCTestCase {
         try child.run()
         defer { child.terminate(); child.waitUntilExit() }
         child.standardInput = nil
-        let source = SerialSource(loop: loop, path: link, baud: 9600, onData: { _ in }, isConfirmed: { false },
-                                  onReset: {}, onState: { _ in })
+        let source = SerialSource(
+            loop: loop, path: link, baud: 9600, onData: { _ in }, isConfirmed: { false },
+            onReset: {}, onState: { _ in })
         source.start()
         guard case .blocked(let why) = source.state else { return XCTFail("\(source.state)") }
         XCTAssertTrue(why.contains("in use by sleep (pid \(child.processIdentifier))"), why)

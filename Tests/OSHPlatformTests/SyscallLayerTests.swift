@@ -66,9 +66,13 @@ final class SyscallLayerTests: XCTestCase {
         var burst = [UInt8](repeating: 0, count: 14)
         sys.inject(.interrupted, into: "I2C_RDWR")
         try burst.withUnsafeMutableBytes { try bus.readRegisters(0x68, 0x3B, into: $0) }
-        XCTAssertEqual(sys.trace, ["open /dev/i2c-1", "I2C_FUNCS",
-                                   "I2C_RDWR 0x76 write 1 read 1",
-                                   "I2C_RDWR 0x68 write 1 read 14 → EINTR", "I2C_RDWR 0x68 write 1 read 14"])
+        XCTAssertEqual(
+            sys.trace,
+            [
+                "open /dev/i2c-1", "I2C_FUNCS",
+                "I2C_RDWR 0x76 write 1 read 1",
+                "I2C_RDWR 0x68 write 1 read 14 → EINTR", "I2C_RDWR 0x68 write 1 read 14",
+            ])
     }
 
     func testI2CBusErrorIsClassifiedFromTheErrno() throws {
@@ -90,7 +94,7 @@ final class SyscallLayerTests: XCTestCase {
     func testAnAdapterThatCannotCombineIsRefused() {
         let sys = RecordingSyscalls()
         sys.onIoctl = { request, arg in
-            if request == .i2cFunctions { arg?.storeBytes(of: UInt(0x8), as: UInt.self) } // SMBus quick only
+            if request == .i2cFunctions { arg?.storeBytes(of: UInt(0x8), as: UInt.self) }  // SMBus quick only
             return 0
         }
         XCTAssertThrowsError(try LinuxI2CBus(number: 3, system: sys)) { e in
@@ -117,8 +121,9 @@ final class SyscallLayerTests: XCTestCase {
             guard pipe(&p) == 0 else { throw SystemError.last("pipe") }
             fds = p
             sys.nextDescriptor = p[0]
-            source = SerialSource(loop: loop, path: "/dev/ttyMOCK0", baud: 9600, onData: { [bytes] in bytes.all += $0 },
-                                  isConfirmed: { true }, onReset: {}, onState: { _ in }, system: sys)
+            source = SerialSource(
+                loop: loop, path: "/dev/ttyMOCK0", baud: 9600, onData: { [bytes] in bytes.all += $0 },
+                isConfirmed: { true }, onReset: {}, onState: { _ in }, system: sys)
             source.start()
         }
 

@@ -14,14 +14,17 @@ final class VideoEncoderTests: XCTestCase {
         let clip = try [UInt8](Data(contentsOf: Self.fixture))
         let frameBytes = PixelFormat.i420.frameBytes(width: Self.width, height: Self.height)
         XCTAssertEqual(clip.count, frameBytes * Self.frames)
-        let enc = try X264Encoder(X264Settings(width: Self.width, height: Self.height, fps: 10, keyFrameInterval: keyint,
-                                               bitrateKbps: 1500, threads: threads))
+        let enc = try X264Encoder(
+            X264Settings(
+                width: Self.width, height: Self.height, fps: 10, keyFrameInterval: keyint,
+                bitrateKbps: 1500, threads: threads))
         var aus: [[UInt8]] = []
         try clip.withUnsafeBytes { all in
             for i in 0..<Self.frames {
-                let f = VideoFrame(format: .i420, width: Self.width, height: Self.height, bytesPerLine: Self.width,
-                                   monotonicTime: Double(i) / 10,
-                                   bytes: UnsafeRawBufferPointer(rebasing: all[(i * frameBytes)..<((i + 1) * frameBytes)]))
+                let f = VideoFrame(
+                    format: .i420, width: Self.width, height: Self.height, bytesPerLine: Self.width,
+                    monotonicTime: Double(i) / 10,
+                    bytes: UnsafeRawBufferPointer(rebasing: all[(i * frameBytes)..<((i + 1) * frameBytes)]))
                 try enc.encode(f) { aus.append(Array($0.bytes)) }
             }
         }
@@ -68,24 +71,33 @@ final class VideoEncoderTests: XCTestCase {
         let h264 = dir.appendingPathComponent("clip.h264")
         try Data(aus.flatMap { $0 }).write(to: h264)
 
-        let probe = try Self.run(ffprobe, ["-v", "error", "-count_frames", "-select_streams", "v",
-                                           "-show_entries", "stream=codec_name,width,height,nb_read_frames",
-                                           "-of", "default=nw=1", h264.path])
+        let probe = try Self.run(
+            ffprobe,
+            [
+                "-v", "error", "-count_frames", "-select_streams", "v",
+                "-show_entries", "stream=codec_name,width,height,nb_read_frames",
+                "-of", "default=nw=1", h264.path,
+            ])
         XCTAssertEqual(probe.status, 0, probe.err)
         for line in ["codec_name=h264", "width=320", "height=240", "nb_read_frames=10"] {
             XCTAssertTrue(probe.out.contains(line), probe.out)
         }
-        let psnr = try Self.run(ffmpeg, ["-hide_banner", "-nostats", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", "320x240",
-                                         "-r", "10", "-i", Self.fixture.path, "-i", h264.path, "-lavfi",
-                                         "[1:v]settb=1/10,setpts=N[d];[0:v]settb=1/10,setpts=N[s];[d][s]psnr",
-                                         "-f", "null", "-"])
+        let psnr = try Self.run(
+            ffmpeg,
+            [
+                "-hide_banner", "-nostats", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", "320x240",
+                "-r", "10", "-i", Self.fixture.path, "-i", h264.path, "-lavfi",
+                "[1:v]settb=1/10,setpts=N[d];[0:v]settb=1/10,setpts=N[s];[d][s]psnr",
+                "-f", "null", "-",
+            ])
         XCTAssertEqual(psnr.status, 0, psnr.err)
         // "PSNR y:… u:… v:… average:46.85 min:… max:…" on stderr.
         guard let line = psnr.err.split(separator: "\n").first(where: { $0.contains("PSNR") && $0.contains("average:") }),
-              let avgPart = line.split(separator: " ").first(where: { $0.hasPrefix("average:") }),
-              let avg = Double(avgPart.dropFirst("average:".count)),
-              let minPart = line.split(separator: " ").first(where: { $0.hasPrefix("min:") }),
-              let minimum = Double(minPart.dropFirst("min:".count)) else {
+            let avgPart = line.split(separator: " ").first(where: { $0.hasPrefix("average:") }),
+            let avg = Double(avgPart.dropFirst("average:".count)),
+            let minPart = line.split(separator: " ").first(where: { $0.hasPrefix("min:") }),
+            let minimum = Double(minPart.dropFirst("min:".count))
+        else {
             return XCTFail("no PSNR line in ffmpeg's output:\n\(psnr.err)")
         }
         print("x264 ultrafast, IDR every frame, 1500 kbit/s at 10 fps, decoded by ffmpeg vs source: \(line)")
@@ -114,7 +126,9 @@ final class VideoEncoderTests: XCTestCase {
         for i in stride(from: 0, to: yuyv.count, by: 4) { yuyv[i] = 100; yuyv[i + 1] = 90; yuyv[i + 2] = 110; yuyv[i + 3] = 160 }
         var count = 0
         try yuyv.withUnsafeBytes {
-            try enc.encode(VideoFrame(format: .yuyv, width: w, height: h, bytesPerLine: w * 2, monotonicTime: 0, bytes: $0)) { _ in count += 1 }
+            try enc.encode(VideoFrame(format: .yuyv, width: w, height: h, bytesPerLine: w * 2, monotonicTime: 0, bytes: $0)) { _ in
+                count += 1
+            }
         }
         let nv12 = [UInt8](repeating: 128, count: w * h * 3 / 2)
         try nv12.withUnsafeBytes {
@@ -122,25 +136,32 @@ final class VideoEncoderTests: XCTestCase {
         }
         XCTAssertEqual(count, 2)
         let short = [UInt8](repeating: 0, count: 10)
-        XCTAssertThrowsError(try short.withUnsafeBytes {
-            try enc.encode(VideoFrame(format: .i420, width: w, height: h, bytesPerLine: w, monotonicTime: 0, bytes: $0)) { _ in }
-        })
+        XCTAssertThrowsError(
+            try short.withUnsafeBytes {
+                try enc.encode(VideoFrame(format: .i420, width: w, height: h, bytesPerLine: w, monotonicTime: 0, bytes: $0)) { _ in }
+            })
         XCTAssertThrowsError(try X264Encoder(X264Settings(width: 15, height: 48)))
     }
 
     func testPixelConversions() {
         // 4×2 YUYV: Y values 1…8, U/V per pair; chroma taken from the even line.
-        let yuyv: [UInt8] = [1, 50, 2, 60, 3, 51, 4, 61,
-                             5, 52, 6, 62, 7, 53, 8, 63]
+        let yuyv: [UInt8] = [
+            1, 50, 2, 60, 3, 51, 4, 61,
+            5, 52, 6, 62, 7, 53, 8, 63,
+        ]
         var out = [UInt8](repeating: 0, count: 12)
-        yuyv.withUnsafeBufferPointer { s in out.withUnsafeMutableBufferPointer { d in
-            PixelConversion.yuyvToI420(s.baseAddress!, bytesPerLine: 8, width: 4, height: 2, into: d.baseAddress!)
-        } }
+        yuyv.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { d in
+                PixelConversion.yuyvToI420(s.baseAddress!, bytesPerLine: 8, width: 4, height: 2, into: d.baseAddress!)
+            }
+        }
         XCTAssertEqual(out, [1, 2, 3, 4, 5, 6, 7, 8, 50, 51, 60, 61])
         let nv12: [UInt8] = [1, 2, 3, 4, 5, 6, 7, 8, 50, 60, 51, 61]
-        nv12.withUnsafeBufferPointer { s in out.withUnsafeMutableBufferPointer { d in
-            PixelConversion.nv12ToI420(s.baseAddress!, bytesPerLine: 4, width: 4, height: 2, into: d.baseAddress!)
-        } }
+        nv12.withUnsafeBufferPointer { s in
+            out.withUnsafeMutableBufferPointer { d in
+                PixelConversion.nv12ToI420(s.baseAddress!, bytesPerLine: 4, width: 4, height: 2, into: d.baseAddress!)
+            }
+        }
         XCTAssertEqual(out, [1, 2, 3, 4, 5, 6, 7, 8, 50, 51, 60, 61])
     }
 
@@ -152,7 +173,8 @@ final class VideoEncoderTests: XCTestCase {
 
     /// Runs a tool; stderr goes to a file so a chatty ffmpeg can never fill a pipe and stall.
     static func run(_ exe: String, _ args: [String]) throws -> (status: Int32, out: String, err: String) {
-        let errFile = FileManager.default.temporaryDirectory.appendingPathComponent("osh-video-stderr-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
+        let errFile = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "osh-video-stderr-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         FileManager.default.createFile(atPath: errFile.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: errFile) }
         let p = Process()

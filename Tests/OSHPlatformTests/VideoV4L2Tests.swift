@@ -8,12 +8,16 @@ import OSHSimulation
 /// V4L2 capture and the M2M encoder through the simulated device (no camera exists here).
 final class VideoV4L2Tests: XCTestCase {
     static let cam = "/dev/video0", enc = "/dev/video11"
-    static let sizes = [V4L2FrameSize(width: 320, height: 240), V4L2FrameSize(width: 640, height: 480), V4L2FrameSize(width: 1280, height: 720)]
+    static let sizes = [
+        V4L2FrameSize(width: 320, height: 240), V4L2FrameSize(width: 640, height: 480), V4L2FrameSize(width: 1280, height: 720),
+    ]
 
     override func setUp() { Log.muted = true }
     override func tearDown() { Log.muted = false }
 
-    private func sim(formats: [FourCC] = [.mjpeg, .yuyv], accepts: [FourCC]? = nil, rateControl: Bool = true, encoder: Bool = true) -> SimulatedV4L2 {
+    private func sim(
+        formats: [FourCC] = [.mjpeg, .yuyv], accepts: [FourCC]? = nil, rateControl: Bool = true, encoder: Bool = true
+    ) -> SimulatedV4L2 {
         let s = SimulatedV4L2()
         s.add(Self.cam, .camera(card: "HD Webcam", formats: formats, sizes: Self.sizes, accepts: accepts, frameRateControl: rateControl))
         s.add("/dev/video1", .other(card: "HD Webcam metadata"))
@@ -41,8 +45,9 @@ final class VideoV4L2Tests: XCTestCase {
         XCTAssertEqual(list[0].driver, "uvcvideo")
         XCTAssertEqual(list[3].formats.map(\.fourCC), [.yu12, .nv12, .yuyv])
         XCTAssertTrue(list[3].formats[0].isRange)
-        XCTAssertEqual(V4L2Probe.findEncoder(s), V4L2EncoderSearch(path: Self.enc, card: V4L2Probe.encoderCard),
-                       "found by what its queues list (H.264 out, YU12/NV12/YUYV in)")
+        XCTAssertEqual(
+            V4L2Probe.findEncoder(s), V4L2EncoderSearch(path: Self.enc, card: V4L2Probe.encoderCard),
+            "found by what its queues list (H.264 out, YU12/NV12/YUYV in)")
         XCTAssertEqual(V4L2Probe.findEncoder(sim(encoder: false)), V4L2EncoderSearch(), "no M2M node at all: nothing to explain")
         XCTAssertEqual(s.openHandles, 0, "probing closes what it opens")
         XCTAssertEqual(V4L2Probe.list(SimulatedV4L2()), [])
@@ -62,12 +67,20 @@ final class VideoV4L2Tests: XCTestCase {
         vicodec(v)
         let none = V4L2Probe.findEncoder(v)
         XCTAssertNil(none.path)
-        XCTAssertEqual(none.unusable, ["/dev/video1 (vicodec) encodes FWHT, not H.264",
-                                       "/dev/video2 (vicodec) is a decoder (FWHT), not an encoder",
-                                       "/dev/video3 (vicodec) is a decoder (SFWH), not an encoder"])
-        XCTAssertEqual(v.trace(of: "/dev/video1"), ["OPEN", "QUERYCAP", "ENUM_FMT #0 FWHT", "ENUM_FMT #1 → EINVAL",
-                                                    "ENUM_FMT #0 YU12", "ENUM_FMT #1 NV12", "ENUM_FMT #2 YUYV", "ENUM_FMT #3 RGB3",
-                                                    "ENUM_FMT #4 → EINVAL", "CLOSE"], "single-planar queues asked, nothing streamed")
+        XCTAssertEqual(
+            none.unusable,
+            [
+                "/dev/video1 (vicodec) encodes FWHT, not H.264",
+                "/dev/video2 (vicodec) is a decoder (FWHT), not an encoder",
+                "/dev/video3 (vicodec) is a decoder (SFWH), not an encoder",
+            ])
+        XCTAssertEqual(
+            v.trace(of: "/dev/video1"),
+            [
+                "OPEN", "QUERYCAP", "ENUM_FMT #0 FWHT", "ENUM_FMT #1 → EINVAL",
+                "ENUM_FMT #0 YU12", "ENUM_FMT #1 NV12", "ENUM_FMT #2 YUYV", "ENUM_FMT #3 RGB3",
+                "ENUM_FMT #4 → EINVAL", "CLOSE",
+            ], "single-planar queues asked, nothing streamed")
         XCTAssertEqual(v.trace(of: Self.cam), ["OPEN", "QUERYCAP", "CLOSE"], "a camera is not asked for formats")
         XCTAssertEqual(v.openHandles, 0)
 
@@ -91,14 +104,18 @@ final class VideoV4L2Tests: XCTestCase {
         // An H.264 encoder under another name (another SoC's codec) is found too, and runs.
         let q = SimulatedV4L2()
         vicodec(q)
-        q.add("/dev/video7", .m2m(card: "Qualcomm Venus video encoder", driver: "qcom-venus", capture: [.h264, FourCC("HEVC")],
-                                  output: [.nv12], multiplanar: true))
+        q.add(
+            "/dev/video7",
+            .m2m(
+                card: "Qualcomm Venus video encoder", driver: "qcom-venus", capture: [.h264, FourCC("HEVC")],
+                output: [.nv12], multiplanar: true))
         XCTAssertEqual(V4L2Probe.findEncoder(q).path, "/dev/video7")
         XCTAssertEqual(V4L2Probe.list(q).last?.role, .h264Encoder)
         XCTAssertEqual(V4L2Probe.list(q).last?.formats.map(\.fourCC), [.nv12], "an encoder shows the raw layouts it takes")
         let loop = try EventLoop()
-        let e = try V4L2M2MEncoder(loop: loop, device: q, path: "/dev/video7", input: .nv12, width: 320, height: 240, bytesPerLine: 320,
-                                   settings: VideoSettings(width: 320, height: 240, fps: 10))
+        let e = try V4L2M2MEncoder(
+            loop: loop, device: q, path: "/dev/video7", input: .nv12, width: 320, height: 240, bytesPerLine: 320,
+            settings: VideoSettings(width: 320, height: 240, fps: 10))
         XCTAssertEqual(e.path, "/dev/video7")
         e.shutdown()
         XCTAssertEqual(q.openHandles, 0)
@@ -110,12 +127,14 @@ final class VideoV4L2Tests: XCTestCase {
         s.add("/dev/video1", .m2m(card: "single", driver: "y", capture: [.h264], output: [.nv12], multiplanar: false))
         s.add("/dev/video2", .m2m(card: "isp", driver: "z", capture: [.yu12], output: [.yuyv], multiplanar: true))
         s.add("/dev/video3", .m2m(card: "jpeg", driver: "z", capture: [.jpeg], output: [.yu12], multiplanar: true))
-        XCTAssertEqual(V4L2Probe.findEncoder(s).unusable, [
-            "/dev/video0 (rgb-only) encodes H.264 but takes only RGB3 (osh-edge feeds YUYV, NV12 or YU12)",
-            "/dev/video1 (single) encodes H.264 through the single-planar M2M API (osh-edge drives multi-planar encoders only)",
-            "/dev/video2 (isp) is a converter (raw to raw), not an encoder",
-            "/dev/video3 (jpeg) encodes JPEG, not H.264",
-        ])
+        XCTAssertEqual(
+            V4L2Probe.findEncoder(s).unusable,
+            [
+                "/dev/video0 (rgb-only) encodes H.264 but takes only RGB3 (osh-edge feeds YUYV, NV12 or YU12)",
+                "/dev/video1 (single) encodes H.264 through the single-planar M2M API (osh-edge drives multi-planar encoders only)",
+                "/dev/video2 (isp) is a converter (raw to raw), not an encoder",
+                "/dev/video3 (jpeg) encodes JPEG, not H.264",
+            ])
         XCTAssertNil(V4L2Probe.findEncoder(s).path)
         XCTAssertTrue(V4L2Probe.list(s).allSatisfy { $0.role == .m2mCodec })
     }
@@ -136,24 +155,27 @@ final class VideoV4L2Tests: XCTestCase {
         cam.onFrame = { f in frames.append((f.format, f.width, f.height, f.bytesPerLine, f.bytes[0], f.bytes.count)) }
         try cam.start()
         XCTAssertEqual(cam.negotiated, .init(format: .yuyv, width: 640, height: 480, bytesPerLine: 1280, sizeImage: 614_400, driverFPS: 25))
-        XCTAssertEqual(s.trace(of: Self.cam), [
-            "OPEN", "QUERYCAP", "ENUM_FMT #0 MJPG", "ENUM_FMT #1 YUYV", "ENUM_FMT #2 → EINVAL",
-            "S_FMT CAPTURE YUYV 640x480", "S_PARM 25.0 fps", "REQBUFS CAPTURE 4",
-            "QUERYBUF CAPTURE #0", "MMAP CAPTURE #0", "QBUF CAPTURE #0",
-            "QUERYBUF CAPTURE #1", "MMAP CAPTURE #1", "QBUF CAPTURE #1",
-            "QUERYBUF CAPTURE #2", "MMAP CAPTURE #2", "QBUF CAPTURE #2",
-            "QUERYBUF CAPTURE #3", "MMAP CAPTURE #3", "QBUF CAPTURE #3",
-            "EXPBUF CAPTURE #0", "EXPBUF CAPTURE #1", "EXPBUF CAPTURE #2", "EXPBUF CAPTURE #3",
-            "STREAMON CAPTURE",
-        ])
+        XCTAssertEqual(
+            s.trace(of: Self.cam),
+            [
+                "OPEN", "QUERYCAP", "ENUM_FMT #0 MJPG", "ENUM_FMT #1 YUYV", "ENUM_FMT #2 → EINVAL",
+                "S_FMT CAPTURE YUYV 640x480", "S_PARM 25.0 fps", "REQBUFS CAPTURE 4",
+                "QUERYBUF CAPTURE #0", "MMAP CAPTURE #0", "QBUF CAPTURE #0",
+                "QUERYBUF CAPTURE #1", "MMAP CAPTURE #1", "QBUF CAPTURE #1",
+                "QUERYBUF CAPTURE #2", "MMAP CAPTURE #2", "QBUF CAPTURE #2",
+                "QUERYBUF CAPTURE #3", "MMAP CAPTURE #3", "QBUF CAPTURE #3",
+                "EXPBUF CAPTURE #0", "EXPBUF CAPTURE #1", "EXPBUF CAPTURE #2", "EXPBUF CAPTURE #3",
+                "STREAMON CAPTURE",
+            ])
         s.clearTrace()
         XCTAssertTrue(s.deliverFrame(Self.cam, fill: 0x42))
         XCTAssertTrue(try spin(loop) { frames.count == 1 })
         XCTAssertEqual(frames[0].0, .yuyv)
         XCTAssertEqual(frames[0].4, 0x42, "the frame is the driver's buffer, not a copy of something else")
         XCTAssertEqual(frames[0].5, 614_400)
-        XCTAssertEqual(s.trace(of: Self.cam), ["DQBUF CAPTURE #0", "QBUF CAPTURE #0", "DQBUF CAPTURE → EAGAIN"],
-                       "dequeued, handed over, queued again; then EAGAIN ends the burst")
+        XCTAssertEqual(
+            s.trace(of: Self.cam), ["DQBUF CAPTURE #0", "QBUF CAPTURE #0", "DQBUF CAPTURE → EAGAIN"],
+            "dequeued, handed over, queued again; then EAGAIN ends the burst")
         cam.stop()
         XCTAssertEqual(s.openHandles, 0)
         XCTAssertEqual(s.liveMappings, 0)
@@ -202,7 +224,9 @@ final class VideoV4L2Tests: XCTestCase {
 
     func testPrefersH264FromTheCameraThenYUYVThenNV12() throws {
         let loop = try EventLoop()
-        for (offered, expect) in [([FourCC.mjpeg, .yuyv, .h264], PixelFormat.h264), ([.nv12, .yuyv], .yuyv), ([.yu12, .nv12], .nv12), ([.yu12], .i420)] {
+        for (offered, expect) in [
+            ([FourCC.mjpeg, .yuyv, .h264], PixelFormat.h264), ([.nv12, .yuyv], .yuyv), ([.yu12, .nv12], .nv12), ([.yu12], .i420),
+        ] {
             let s = sim(formats: offered)
             let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 1280, height: 720, fps: 5)
             try cam.start()
@@ -278,8 +302,9 @@ final class VideoV4L2Tests: XCTestCase {
     func testDeviceRemovalClosesAndReopensWithBackoff() throws {
         let loop = try EventLoop()
         let s = sim()
-        let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 25,
-                             backoff: Backoff(initial: 0.01, maximum: 0.02))
+        let cam = V4L2Camera(
+            loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 25,
+            backoff: Backoff(initial: 0.01, maximum: 0.02))
         var got = 0
         cam.onFrame = { _ in got += 1 }
         try cam.start()
@@ -307,8 +332,9 @@ final class VideoV4L2Tests: XCTestCase {
         let loop = try EventLoop()
         let s = sim()
         var t = 100.0
-        let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 5,
-                             backoff: Backoff(initial: 0.01, maximum: 0.04), now: { t })
+        let cam = V4L2Camera(
+            loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 5,
+            backoff: Backoff(initial: 0.01, maximum: 0.04), now: { t })
         var got = 0
         cam.onFrame = { _ in got += 1 }
         var busy = ""
@@ -330,14 +356,16 @@ final class VideoV4L2Tests: XCTestCase {
             cam.stop()
         }
         XCTAssertEqual(busy.components(separatedBy: ", ").count, 2, busy)
-        XCTAssertEqual(lines.map(\.1), [
-            "camera /dev/video0: YUYV 640x480, 4 buffers, 5.0 fps (driver 5.0)",
-            "camera /dev/video0 lost (VIDIOC_DQBUF on /dev/video0: No such device); frames pause, retrying in 0.01 s",
-            "cannot open camera /dev/video0: open /dev/video0: No such file or directory; check the device exists "
-                + "(v4l2-ctl --list-devices) and the agent is in the video group",
-            "VIDIOC_S_FMT on /dev/video0: Device or resource busy; the camera refused YUYV 640x480",
-            "camera /dev/video0: back, YUYV 640x480, 4 buffers, 5.0 fps (driver 5.0); frames resume",
-        ])
+        XCTAssertEqual(
+            lines.map(\.1),
+            [
+                "camera /dev/video0: YUYV 640x480, 4 buffers, 5.0 fps (driver 5.0)",
+                "camera /dev/video0 lost (VIDIOC_DQBUF on /dev/video0: No such device); frames pause, retrying in 0.01 s",
+                "cannot open camera /dev/video0: open /dev/video0: No such file or directory; check the device exists "
+                    + "(v4l2-ctl --list-devices) and the agent is in the video group",
+                "VIDIOC_S_FMT on /dev/video0: Device or resource busy; the camera refused YUYV 640x480",
+                "camera /dev/video0: back, YUYV 640x480, 4 buffers, 5.0 fps (driver 5.0); frames resume",
+            ])
         XCTAssertEqual(lines.map(\.0), [.info, .warning, .warning, .warning, .notice])
 
         // A second outage is news again, said the same way.
@@ -360,8 +388,9 @@ final class VideoV4L2Tests: XCTestCase {
     func testCameraAbsentAtStartIsRetriedNotFatal() throws {
         let loop = try EventLoop()
         let s = SimulatedV4L2()
-        let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 5,
-                             backoff: Backoff(initial: 0.01, maximum: 0.01))
+        let cam = V4L2Camera(
+            loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 5,
+            backoff: Backoff(initial: 0.01, maximum: 0.01))
         XCTAssertNoThrow(try cam.start())
         XCTAssertTrue(try spin(loop) { cam.counters.failedOpens >= 2 })
         XCTAssertTrue(cam.counters.lastError?.contains("cannot open camera /dev/video0") ?? false, cam.counters.lastError ?? "")
@@ -370,26 +399,33 @@ final class VideoV4L2Tests: XCTestCase {
 
     // MARK: M2M encoder
 
-    private func encoder(_ loop: EventLoop, _ s: SimulatedV4L2, input: PixelFormat = .i420, width: Int = 320, height: Int = 240,
-                         keyint: Int = 1) throws -> V4L2M2MEncoder {
-        try V4L2M2MEncoder(loop: loop, device: s, path: Self.enc, input: input, width: width, height: height,
-                           bytesPerLine: input == .yuyv ? width * 2 : width,
-                           settings: VideoSettings(width: width, height: height, fps: 10, keyFrameInterval: keyint, bitrateKbps: 2000, level: 40))
+    private func encoder(
+        _ loop: EventLoop, _ s: SimulatedV4L2, input: PixelFormat = .i420, width: Int = 320, height: Int = 240,
+        keyint: Int = 1
+    ) throws -> V4L2M2MEncoder {
+        try V4L2M2MEncoder(
+            loop: loop, device: s, path: Self.enc, input: input, width: width, height: height,
+            bytesPerLine: input == .yuyv ? width * 2 : width,
+            settings: VideoSettings(width: width, height: height, fps: 10, keyFrameInterval: keyint, bitrateKbps: 2000, level: 40))
     }
 
     func testM2MSetupSequenceAndControls() throws {
         let loop = try EventLoop()
         let s = sim()
         let e = try encoder(loop, s)
-        XCTAssertEqual(s.trace(of: Self.enc), [
-            "OPEN", "QUERYCAP",
-            "S_FMT OUTPUT_MPLANE YU12 320x240", "S_FMT CAPTURE_MPLANE H264 320x240", "S_PARM",
-            "S_CTRL H264_I_PERIOD=1", "S_CTRL REPEAT_SEQ_HEADER=1", "S_CTRL BITRATE=2000000", "S_CTRL H264_LEVEL=11",
-            "REQBUFS OUTPUT_MPLANE 2", "QUERYBUF OUTPUT_MPLANE #0", "MMAP OUTPUT_MPLANE #0", "QUERYBUF OUTPUT_MPLANE #1", "MMAP OUTPUT_MPLANE #1",
-            "REQBUFS CAPTURE_MPLANE 2", "QUERYBUF CAPTURE_MPLANE #0", "MMAP CAPTURE_MPLANE #0", "QUERYBUF CAPTURE_MPLANE #1", "MMAP CAPTURE_MPLANE #1",
-            "QBUF CAPTURE_MPLANE #0", "QBUF CAPTURE_MPLANE #1",
-            "STREAMON OUTPUT_MPLANE", "STREAMON CAPTURE_MPLANE",
-        ])
+        XCTAssertEqual(
+            s.trace(of: Self.enc),
+            [
+                "OPEN", "QUERYCAP",
+                "S_FMT OUTPUT_MPLANE YU12 320x240", "S_FMT CAPTURE_MPLANE H264 320x240", "S_PARM",
+                "S_CTRL H264_I_PERIOD=1", "S_CTRL REPEAT_SEQ_HEADER=1", "S_CTRL BITRATE=2000000", "S_CTRL H264_LEVEL=11",
+                "REQBUFS OUTPUT_MPLANE 2", "QUERYBUF OUTPUT_MPLANE #0", "MMAP OUTPUT_MPLANE #0", "QUERYBUF OUTPUT_MPLANE #1",
+                "MMAP OUTPUT_MPLANE #1",
+                "REQBUFS CAPTURE_MPLANE 2", "QUERYBUF CAPTURE_MPLANE #0", "MMAP CAPTURE_MPLANE #0", "QUERYBUF CAPTURE_MPLANE #1",
+                "MMAP CAPTURE_MPLANE #1",
+                "QBUF CAPTURE_MPLANE #0", "QBUF CAPTURE_MPLANE #1",
+                "STREAMON OUTPUT_MPLANE", "STREAMON CAPTURE_MPLANE",
+            ])
         XCTAssertEqual(V4L2M2MEncoder.levelControl(40), 11)
         XCTAssertEqual(V4L2M2MEncoder.levelControl(42), 13)
         XCTAssertNil(V4L2M2MEncoder.levelControl(7))
@@ -421,7 +457,9 @@ final class VideoV4L2Tests: XCTestCase {
             XCTAssertTrue(au.2)
         }
         // Input buffers came back: the next frame is accepted.
-        let ok = picture.withUnsafeBytes { e.submit(VideoFrame(format: .i420, width: 320, height: 240, bytesPerLine: 320, monotonicTime: 20, bytes: $0)) }
+        let ok = picture.withUnsafeBytes {
+            e.submit(VideoFrame(format: .i420, width: 320, height: 240, bytesPerLine: 320, monotonicTime: 20, bytes: $0))
+        }
         XCTAssertTrue(ok)
         XCTAssertTrue(try spin(loop) { aus.count == 3 })
         e.shutdown()
@@ -434,11 +472,15 @@ final class VideoV4L2Tests: XCTestCase {
         let e = try encoder(loop, s, input: .nv12, width: 100, height: 50, keyint: 3)
         var keys: [Bool] = []
         var firstBytes: [UInt8] = []
-        e.onAccessUnit = { keys.append($0.isKeyFrame); firstBytes.append($0.bytes[$0.bytes.count - 2]) }
+        e.onAccessUnit = {
+            keys.append($0.isKeyFrame); firstBytes.append($0.bytes[$0.bytes.count - 2])
+        }
         var picture = [UInt8](repeating: 7, count: 100 * 50 * 3 / 2)
         for i in 0..<6 {
             picture[0] = UInt8(i)
-            picture.withUnsafeBytes { _ = e.submit(VideoFrame(format: .nv12, width: 100, height: 50, bytesPerLine: 100, monotonicTime: Double(i), bytes: $0)) }
+            picture.withUnsafeBytes {
+                _ = e.submit(VideoFrame(format: .nv12, width: 100, height: 50, bytesPerLine: 100, monotonicTime: Double(i), bytes: $0))
+            }
             XCTAssertTrue(try spin(loop) { keys.count == i + 1 })
         }
         XCTAssertEqual(keys, [true, false, false, true, false, false])
@@ -451,15 +493,18 @@ final class VideoV4L2Tests: XCTestCase {
         let loop = try EventLoop()
         let s = sim()
         let cam = V4L2Camera(loop: loop, device: s, path: Self.cam, width: 320, height: 240, fps: 25, bufferCount: 4, now: { 0 })
-        let e = try V4L2M2MEncoder(loop: loop, device: s, path: Self.enc, input: .yuyv, width: 320, height: 240, bytesPerLine: 640,
-                                   settings: VideoSettings(width: 320, height: 240), dmabufSlots: 2)
+        let e = try V4L2M2MEncoder(
+            loop: loop, device: s, path: Self.enc, input: .yuyv, width: 320, height: 240, bytesPerLine: 640,
+            settings: VideoSettings(width: 320, height: 240), dmabufSlots: 2)
         XCTAssertTrue(e.importsDMABUF)
         let t = s.trace(of: Self.enc)
         XCTAssertTrue(t.contains("REQBUFS OUTPUT_MPLANE 2 DMABUF"), "\(t)")
         XCTAssertFalse(t.contains { $0.hasPrefix("MMAP OUTPUT_MPLANE") }, "no input buffers of its own")
         var released: [Int] = []
         var aus: [UInt8] = []
-        e.onInputReleased = { i in released.append(i); cam.release(bufferIndex: i, generation: cam.generation) }
+        e.onInputReleased = { i in
+            released.append(i); cam.release(bufferIndex: i, generation: cam.generation)
+        }
         e.onAccessUnit = { aus.append($0.bytes[$0.bytes.count - 2]) }
         cam.onFrame = { f in if e.submit(f) { cam.holdCurrentBuffer() } }
         try cam.start()
@@ -475,8 +520,9 @@ final class VideoV4L2Tests: XCTestCase {
         // The codec refuses the camera's buffer (not contiguous memory): copy from then on.
         let s2 = sim()
         let cam2 = V4L2Camera(loop: loop, device: s2, path: Self.cam, width: 320, height: 240, fps: 25, now: { 0 })
-        let e2 = try V4L2M2MEncoder(loop: loop, device: s2, path: Self.enc, input: .yuyv, width: 320, height: 240, bytesPerLine: 640,
-                                    settings: VideoSettings(width: 320, height: 240), dmabufSlots: 2)
+        let e2 = try V4L2M2MEncoder(
+            loop: loop, device: s2, path: Self.enc, input: .yuyv, width: 320, height: 240, bytesPerLine: 640,
+            settings: VideoSettings(width: 320, height: 240), dmabufSlots: 2)
         var aus2: [UInt8] = []
         var failed = false
         e2.onFailure = { _ in failed = true }
@@ -496,8 +542,9 @@ final class VideoV4L2Tests: XCTestCase {
         cam2.stop()
 
         // Padded lines (100 px → 128-byte lines): the camera's layout is not the encoder's, so copy.
-        let padded = try V4L2M2MEncoder(loop: loop, device: sim(), path: Self.enc, input: .nv12, width: 100, height: 50, bytesPerLine: 100,
-                                        settings: VideoSettings(width: 100, height: 50), dmabufSlots: 2)
+        let padded = try V4L2M2MEncoder(
+            loop: loop, device: sim(), path: Self.enc, input: .nv12, width: 100, height: 50, bytesPerLine: 100,
+            settings: VideoSettings(width: 100, height: 50), dmabufSlots: 2)
         XCTAssertFalse(padded.importsDMABUF)
         padded.shutdown()
     }
@@ -505,11 +552,14 @@ final class VideoV4L2Tests: XCTestCase {
     func testM2MRefusalsAndLoss() throws {
         let loop = try EventLoop()
         let s = sim()
-        s.inject(.sCtrl, errno: EINVAL)   // the I-period control
+        s.inject(.sCtrl, errno: EINVAL)  // the I-period control
         XCTAssertThrowsError(try encoder(loop, s)) { XCTAssertTrue("\($0)".contains("H264_I_PERIOD"), "\($0)") }
         XCTAssertEqual(s.openHandles, 0)
-        XCTAssertThrowsError(try V4L2M2MEncoder(loop: loop, device: s, path: Self.cam, input: .i420, width: 320, height: 240,
-                                                bytesPerLine: 320, settings: VideoSettings())) {
+        XCTAssertThrowsError(
+            try V4L2M2MEncoder(
+                loop: loop, device: s, path: Self.cam, input: .i420, width: 320, height: 240,
+                bytesPerLine: 320, settings: VideoSettings())
+        ) {
             XCTAssertTrue("\($0)".contains("not a multi-planar memory-to-memory device"), "\($0)")
         }
         var failure: V4L2Error?

@@ -37,7 +37,8 @@ public func fuzzHTTP(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         if text.starts(with: Array("HTTP/".utf8)) {
             expected = nil
         } else if let colon = text.firstIndex(of: UInt8(ascii: ":")),
-                  String(decoding: text[..<colon], as: UTF8.self).lowercased() == "location" {
+            String(decoding: text[..<colon], as: UTF8.self).lowercased() == "location"
+        {
             expected = trimmed(text[(colon + 1)...])
         }
     }

@@ -22,23 +22,26 @@ struct BenchNMEA {
                 exit(1)
             }
         }
-        let counters = NMEADecode.run(notBefore: 1_767_225_600, read: { buf in
-            while true {
-                let n = read(fd, buf.baseAddress, buf.count)
-                if n < 0, errno == EINTR { continue }
-                return n
-            }
-        }, write: { bytes in
-            var off = 0
-            while off < bytes.count {
-                let n = write(1, bytes.baseAddress! + off, bytes.count - off)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    exit(1)
+        let counters = NMEADecode.run(
+            notBefore: 1_767_225_600,
+            read: { buf in
+                while true {
+                    let n = read(fd, buf.baseAddress, buf.count)
+                    if n < 0, errno == EINTR { continue }
+                    return n
                 }
-                off += n
-            }
-        })
+            },
+            write: { bytes in
+                var off = 0
+                while off < bytes.count {
+                    let n = write(1, bytes.baseAddress! + off, bytes.count - off)
+                    if n < 0 {
+                        if errno == EINTR { continue }
+                        exit(1)
+                    }
+                    off += n
+                }
+            })
         _ = counters
     }
 }

@@ -69,9 +69,11 @@ public func fuzzNMEA(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let two = data[2] & 1 == 1
         let month = Int(data[3] % 14), day = Int(data[4] % 33)
         let sod = Double(Int(data[5]) | Int(data[6]) << 8) * 1.5
-        let floor = Double(Int(data[7]) | Int(data[8]) << 8) * 86_400 * 3 // 1970 … ~2508
-        if let t = GPSTime.resolve(year: two ? year % 128 : year, month: month, day: day, secondsOfDay: sod,
-                                   twoDigitYear: two, notBefore: floor) {
+        let floor = Double(Int(data[7]) | Int(data[8]) << 8) * 86_400 * 3  // 1970 … ~2508
+        if let t = GPSTime.resolve(
+            year: two ? year % 128 : year, month: month, day: day, secondsOfDay: sod,
+            twoDigitYear: two, notBefore: floor)
+        {
             precondition(t >= floor)
             if !two, GPSTime.isValidDate(year: year, month: month, day: day) {
                 let plain = Double(ISOTime.days(fromCivil: Int64(year), month, day)) * 86_400 + sod

@@ -21,7 +21,9 @@ private let ptzSchema = PTZSchema.controlParameters(ptzCalibration)
 /// Builds the schemas before the first input: made inside one, their strings (reachable only through
 /// Swift's tagged pointers, which LeakSanitizer does not follow) would be reported as that input's leak.
 @_cdecl("LLVMFuzzerInitialize")
-public func fuzzOMInitialize(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> CInt {
+public func fuzzOMInitialize(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+) -> CInt {
     _ = (deviceControlSchema, anyOutputSchema, ptzCalibration, ptzSchema)
     return 0
 }
@@ -48,23 +50,28 @@ public func fuzzOM(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     for params in [v["parameters"], v].compactMap({ $0 }) {
         for schema in [deviceControlSchema, anyOutputSchema] {
             guard let value = try? CommandDecoder.decode(params, schema: schema),
-                  let cmd = try? DeviceControl.command(value) else { continue }
-            let again = try? DeviceControl.command(CommandDecoder.decode(JSONValue.parse(DeviceControl.parametersJSON(cmd)),
-                                                                         schema: schema))
+                let cmd = try? DeviceControl.command(value)
+            else { continue }
+            let again = try? DeviceControl.command(
+                CommandDecoder.decode(
+                    JSONValue.parse(DeviceControl.parametersJSON(cmd)),
+                    schema: schema))
             precondition(again == cmd, "device_control round trip: \(cmd) → \(String(describing: again))")
         }
         _ = try? CommandDecoder.decode(params, schema: ptzSchema)
         if let ptz = try? PTZCommand.parse(params), let move = try? ptzCalibration.plan(ptz, fromPan: 0, tilt: 0) {
             precondition(move.pan.isFinite && move.tilt.isFinite, "PTZ plan is not finite: \(move)")
-            precondition(move.pan >= ptzCalibration.pan.lowerLimit && move.pan <= ptzCalibration.pan.upperLimit
-                         && move.tilt >= ptzCalibration.tilt.lowerLimit && move.tilt <= ptzCalibration.tilt.upperLimit,
-                         "PTZ plan outside the limits: \(move)")
+            precondition(
+                move.pan >= ptzCalibration.pan.lowerLimit && move.pan <= ptzCalibration.pan.upperLimit
+                    && move.tilt >= ptzCalibration.tilt.lowerLimit && move.tilt <= ptzCalibration.tilt.upperLimit,
+                "PTZ plan outside the limits: \(move)")
         }
     }
     // The CLI's command body: any object is taken, and what it sends parses, with its parameters.
     if case .object = v {
         let sent = try? CommandBody.bytes(fromUserJSON: String(decoding: raw, as: UTF8.self))
-        precondition(sent.flatMap { try? JSONValue.parse($0) }?["parameters"] != nil, "the CLI's body for an object: \(String(describing: sent))")
+        precondition(
+            sent.flatMap { try? JSONValue.parse($0) }?["parameters"] != nil, "the CLI's body for an object: \(String(describing: sent))")
     }
     return 0
 }

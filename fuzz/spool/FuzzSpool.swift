@@ -9,7 +9,8 @@
 //  * the cursor slot: a slot that decodes encodes back to the same 32 bytes.
 
 /// Room for the largest record; one buffer for every input.
-nonisolated(unsafe) private let again = UnsafeMutableRawPointer.allocate(byteCount: SpoolRecord.size(values: SpoolRecord.maxValues, held: true), alignment: 8)
+nonisolated(unsafe) private let again = UnsafeMutableRawPointer.allocate(
+    byteCount: SpoolRecord.size(values: SpoolRecord.maxValues, held: true), alignment: 8)
 nonisolated(unsafe) private let values = UnsafeMutablePointer<Double>.allocate(capacity: SpoolRecord.maxValues)
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -23,8 +24,9 @@ public func fuzzSpool(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             let held = SpoolRecord.heldBoot(bytes, recordAt: pos)
             precondition(len == SpoolRecord.size(values: n, held: held != nil) && pos + len <= bytes.count, "record past the end")
             for i in 0..<n { values[i] = SpoolRecord.value(bytes, recordAt: pos, i) }
-            let m = SpoolRecord.encode(key: key, time: time, values: UnsafeBufferPointer(start: values, count: n), into: again,
-                                       heldBoot: held)
+            let m = SpoolRecord.encode(
+                key: key, time: time, values: UnsafeBufferPointer(start: values, count: n), into: again,
+                heldBoot: held)
             precondition(m == len && same(again, data + pos, len), "a record read back does not re-encode to its bytes")
             pos += len
         case .invalid:
@@ -44,8 +46,9 @@ public func fuzzSpool(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     if let c = SpoolCursor.decode(bytes) {
         c.encode(into: again)
         // The spare word (24..<28) is written as zero; a slot with other bits there is still taken.
-        precondition(same(again, data, 24) && SpoolCursor.decode(UnsafeRawBufferPointer(start: again, count: 32)) == c,
-                     "cursor round trip")
+        precondition(
+            same(again, data, 24) && SpoolCursor.decode(UnsafeRawBufferPointer(start: again, count: 32)) == c,
+            "cursor round trip")
     }
     return 0
 }

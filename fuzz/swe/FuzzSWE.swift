@@ -49,7 +49,8 @@ private func checkRoundTrip(_ c: DataComponent) {
     do {
         // Compared as written text: NaN bounds and values never equal themselves.
         let again = try SchemaDecoder.component(JSONValue.parse(text))
-        precondition(written { SWEJSON.write(again, to: &$0) } == text, "component round trip changed it: \(String(decoding: text, as: UTF8.self))")
+        precondition(
+            written { SWEJSON.write(again, to: &$0) } == text, "component round trip changed it: \(String(decoding: text, as: UTF8.self))")
     } catch {
         preconditionFailure("a decoded component, written back, does not decode: \(error): \(String(decoding: text, as: UTF8.self))")
     }

@@ -40,7 +40,9 @@ struct BenchWS {
             }
         }
         let dt = now() - t0
-        print("\(name): \(events) frames in \(String(Int(dt * 1000))) ms = \(Int(Double(events) / dt)) frames/s, \(Int(Double(bytes) / dt / 1e6)) MB/s")
+        print(
+            "\(name): \(events) frames in \(String(Int(dt * 1000))) ms = \(Int(Double(events) / dt)) frames/s, \(Int(Double(bytes) / dt / 1e6)) MB/s"
+        )
     }
 
     static func main() {

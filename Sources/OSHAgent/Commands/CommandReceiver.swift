@@ -57,8 +57,10 @@ public final class CommandReceiver {
         public var postImmediately: Bool
         public var websocket: WebSocketClient.Options
 
-        public init(ackWindow: Double = 5, repostMargin: Double = 1, postImmediately: Bool = true,
-                    websocket: WebSocketClient.Options = WebSocketClient.Options()) {
+        public init(
+            ackWindow: Double = 5, repostMargin: Double = 1, postImmediately: Bool = true,
+            websocket: WebSocketClient.Options = WebSocketClient.Options()
+        ) {
             self.ackWindow = ackWindow
             self.repostMargin = repostMargin
             self.postImmediately = postImmediately
@@ -100,9 +102,11 @@ public final class CommandReceiver {
 
     /// `http` posts the status; `server` (usually `http.server`) is where the WebSocket goes, with
     /// the same credentials and TLS policy.
-    public init(loop: EventLoop, http: HTTPClient, builder: CSRequestBuilder, controlStreamID: String,
-                schema: DataComponent, options: Options = Options(),
-                handler: @escaping (ReceivedCommand) -> CommandOutcome) throws {
+    public init(
+        loop: EventLoop, http: HTTPClient, builder: CSRequestBuilder, controlStreamID: String,
+        schema: DataComponent, options: Options = Options(),
+        handler: @escaping (ReceivedCommand) -> CommandOutcome
+    ) throws {
         self.loop = loop
         self.http = http
         self.builder = builder
@@ -110,9 +114,10 @@ public final class CommandReceiver {
         self.schema = schema
         self.options = options
         self.handler = handler
-        channel = try WebSocketClient(loop: loop, server: http.server,
-                                      request: builder.commandChannel(controlStreamID: controlStreamID),
-                                      options: options.websocket)
+        channel = try WebSocketClient(
+            loop: loop, server: http.server,
+            request: builder.commandChannel(controlStreamID: controlStreamID),
+            options: options.websocket)
         // osh-core writes each command as a binary frame (WebSocketOutputStream.send → sendBytes);
         // a text frame carries the same JSON, so both are read alike.
         channel.onText = { [weak self] bytes in self?.onMessage(bytes) }
@@ -121,11 +126,15 @@ public final class CommandReceiver {
 
     /// A receiver for `device_control`: decodes into DeviceControlCommand for `handler`, which gets
     /// the received command too (its id, for later status reports).
-    public static func deviceControl(loop: EventLoop, http: HTTPClient, builder: CSRequestBuilder,
-                                     controlStreamID: String, outputNames: [String], options: Options = Options(),
-                                     handler: @escaping (DeviceControlCommand, ReceivedCommand) -> CommandOutcome) throws -> CommandReceiver {
-        try CommandReceiver(loop: loop, http: http, builder: builder, controlStreamID: controlStreamID,
-                            schema: DeviceControl.schema(outputNames: outputNames), options: options) { cmd in
+    public static func deviceControl(
+        loop: EventLoop, http: HTTPClient, builder: CSRequestBuilder,
+        controlStreamID: String, outputNames: [String], options: Options = Options(),
+        handler: @escaping (DeviceControlCommand, ReceivedCommand) -> CommandOutcome
+    ) throws -> CommandReceiver {
+        try CommandReceiver(
+            loop: loop, http: http, builder: builder, controlStreamID: controlStreamID,
+            schema: DeviceControl.schema(outputNames: outputNames), options: options
+        ) { cmd in
             do throws(CommandDecodeError) {
                 return handler(try DeviceControl.command(cmd.value), cmd)
             } catch {
@@ -141,13 +150,18 @@ public final class CommandReceiver {
     /// `POST /systems/{systemID}/controlstreams` with `body` (e.g. `DeviceControl.body(…)`); the node
     /// keys control streams by inputName, so this is safe after every restart. Completes with the
     /// control stream id, or a message naming what failed.
-    public static func registerControlStream(http: HTTPClient, builder: CSRequestBuilder, systemID: String, body: [UInt8],
-                                             completion: @escaping (Result<String, CommandChannelSetupError>) -> Void) {
+    public static func registerControlStream(
+        http: HTTPClient, builder: CSRequestBuilder, systemID: String, body: [UInt8],
+        completion: @escaping (Result<String, CommandChannelSetupError>) -> Void
+    ) {
         http.send(builder.createControlStream(systemID: systemID, body: body)) { r in
-            if let e = r.error { return completion(.failure(CommandChannelSetupError(message: "cannot create the control stream: " + e.description))) }
+            if let e = r.error {
+                return completion(.failure(CommandChannelSetupError(message: "cannot create the control stream: " + e.description)))
+            }
             guard r.status == 201, let id = CSResponse.resourceID(fromLocation: r.location, collection: "controlstreams") else {
                 let m = (try? JSONValue.parse(r.body))?["message"]?.string ?? String(decoding: r.body.prefix(200), as: UTF8.self)
-                return completion(.failure(CommandChannelSetupError(message: "the node refused the control stream (HTTP \(r.status)): " + m)))
+                return completion(
+                    .failure(CommandChannelSetupError(message: "the node refused the control stream (HTTP \(r.status)): " + m)))
             }
             completion(.success(id))
         }
@@ -169,8 +183,9 @@ public final class CommandReceiver {
     /// it replaces the pending re-post so this is what the node ends up holding.
     public func report(commandID: String, _ outcome: CommandOutcome) {
         let now = Clock.realtimeSeconds()
-        let status = CommandStatus(commandID: commandID, statusCode: outcome.status, reportTime: now,
-                                   executionTime: outcome.status == .completed ? (now, now) : nil, message: outcome.message)
+        let status = CommandStatus(
+            commandID: commandID, statusCode: outcome.status, reportTime: now,
+            executionTime: outcome.status == .completed ? (now, now) : nil, message: outcome.message)
         post(status)
         for i in reposts.indices where reposts[i].status.commandID == commandID { reposts[i].status = status }
     }
@@ -190,9 +205,10 @@ public final class CommandReceiver {
         if let params = json["parameters"] {
             do throws(CommandDecodeError) {
                 let value = try CommandDecoder.decode(params, schema: schema)
-                let cmd = ReceivedCommand(id: id, controlStreamID: json["controlstream@id"]?.string ?? controlStreamID,
-                                          issueTime: json["issueTime"]?.string.flatMap(ISOTime.parse),
-                                          sender: json["sender"]?.string, value: value)
+                let cmd = ReceivedCommand(
+                    id: id, controlStreamID: json["controlstream@id"]?.string ?? controlStreamID,
+                    issueTime: json["issueTime"]?.string.flatMap(ISOTime.parse),
+                    sender: json["sender"]?.string, value: value)
                 reachedHandler = true
                 outcome = handler(cmd)
             } catch {
@@ -208,9 +224,10 @@ public final class CommandReceiver {
             Log.warning("command \(name): REJECTED — \(outcome.message ?? "no reason given") (command \(id))")
         }
         let now = Clock.realtimeSeconds()
-        let status = CommandStatus(commandID: id, statusCode: outcome.status, reportTime: now,
-                                   executionTime: outcome.status == .completed ? (now, now) : nil,
-                                   message: outcome.message)
+        let status = CommandStatus(
+            commandID: id, statusCode: outcome.status, reportTime: now,
+            executionTime: outcome.status == .completed ? (now, now) : nil,
+            message: outcome.message)
         if options.postImmediately { post(status) }
         let due = arrived &+ UInt64(max(0, options.ackWindow + options.repostMargin) * 1e9)
         reposts.append((due, status))
@@ -230,7 +247,7 @@ public final class CommandReceiver {
         let due = reposts.filter { $0.due <= now }
         reposts.removeAll { $0.due <= now }
         for var r in due.map(\.status) {
-            r.reportTime = Clock.realtimeSeconds() // later than the node's PENDING
+            r.reportTime = Clock.realtimeSeconds()  // later than the node's PENDING
             post(r)
         }
         armRepost()
@@ -244,8 +261,9 @@ public final class CommandReceiver {
             guard let self else { return }
             if !result.isSuccess {
                 self.statusPostFailures += 1
-                Log.warning("command status \(status.statusCode.rawValue) for \(status.commandID) was not accepted: "
-                            + (result.error?.description ?? "HTTP \(result.status) " + NodeError.parse(result.body).summary))
+                Log.warning(
+                    "command status \(status.statusCode.rawValue) for \(status.commandID) was not accepted: "
+                        + (result.error?.description ?? "HTTP \(result.status) " + NodeError.parse(result.body).summary))
             }
             self.onStatusPosted?(status, result)
         }

@@ -50,17 +50,23 @@ final class CommandService {
         let loop = runtime.loop
         let options = runtime.config.commandOptions
         let names = runtime.specs.map(\.outputName) + (runtime.videoSpec.map { [$0.outputName] } ?? [])
-        openControl(systemID: systemID, inputName: DeviceControl.inputName,
-                    body: DeviceControl.body(systemLabel: runtime.config.identity.label, outputNames: names)) { [unowned self] id in
-            try CommandReceiver.deviceControl(loop: loop, http: self.http, builder: self.builder, controlStreamID: id,
-                                              outputNames: names, options: options) { [unowned self] c, received in
+        openControl(
+            systemID: systemID, inputName: DeviceControl.inputName,
+            body: DeviceControl.body(systemLabel: runtime.config.identity.label, outputNames: names)
+        ) { [unowned self] id in
+            try CommandReceiver.deviceControl(
+                loop: loop, http: self.http, builder: self.builder, controlStreamID: id,
+                outputNames: names, options: options
+            ) { [unowned self] c, received in
                 self.execute(c, commandID: received.id)
             }
         }
         for control in extraControls {
             openControl(systemID: systemID, inputName: control.inputName, body: control.body) { [unowned self] id in
-                try CommandReceiver(loop: loop, http: self.http, builder: self.builder, controlStreamID: id,
-                                    schema: control.schema, options: options) { [unowned self] c in
+                try CommandReceiver(
+                    loop: loop, http: self.http, builder: self.builder, controlStreamID: id,
+                    schema: control.schema, options: options
+                ) { [unowned self] c in
                     let outcome = control.handler(c)
                     self.note(control.inputName, outcome)
                     return outcome
@@ -72,8 +78,10 @@ final class CommandService {
     /// One control stream: created (or found, by inputName) on the node, then its receiver opened —
     /// unless the one already open listens on the same id. A receiver told the stream is gone
     /// (a node restarted without its database) is dropped and the board registers again.
-    private func openControl(systemID: String, inputName: String, body: [UInt8],
-                             makeReceiver: @escaping (String) throws -> CommandReceiver) {
+    private func openControl(
+        systemID: String, inputName: String, body: [UInt8],
+        makeReceiver: @escaping (String) throws -> CommandReceiver
+    ) {
         CommandReceiver.registerControlStream(http: http, builder: builder, systemID: systemID, body: body) { [unowned self] r in
             switch r {
             case .failure(let e):
@@ -96,8 +104,9 @@ final class CommandService {
                             self.receivers[inputName] = nil
                             self.runtime.reregister()
                         } else if let retry {
-                            outage.failed(.warning, "commands: \(inputName): \(error)", key: error.repeatKey,
-                                          firstSuffix: "; reconnecting in \(retry == retry.rounded() ? "\(Int(retry))" : "\(retry)") s")
+                            outage.failed(
+                                .warning, "commands: \(inputName): \(error)", key: error.repeatKey,
+                                firstSuffix: "; reconnecting in \(retry == retry.rounded() ? "\(Int(retry))" : "\(retry)") s")
                         }
                     }
                     receiver.onChannelUp = {
@@ -147,8 +156,11 @@ final class CommandService {
                 }
                 outcome = .completed("\(name) \(on ? "enabled" : "disabled")")
             case .identify(let seconds):
-                if let m = onIdentify?(seconds) { outcome = .completed(m) }
-                else { outcome = .failed("this board has no status LED configured ([led] chip and line)") }
+                if let m = onIdentify?(seconds) {
+                    outcome = .completed(m)
+                } else {
+                    outcome = .failed("this board has no status LED configured ([led] chip and line)")
+                }
             case .reregister:
                 runtime.reregister()
                 outcome = .completed("registering again")

@@ -48,11 +48,14 @@ public final class AudioInput {
     /// its samples are written to `directory` as a raw file the plugin reads. At the end of the
     /// file the PCM is closed and reopened, so the replay loops (one reopen per pass; the
     /// plugin itself would repeat its last buffer). The window runs on across the seam.
-    public convenience init(loop: EventLoop, replayingWAV wavPath: String, directory: String,
-                            window: Double = LevelMeter.defaultWindow) throws {
+    public convenience init(
+        loop: EventLoop, replayingWAV wavPath: String, directory: String,
+        window: Double = LevelMeter.defaultWindow
+    ) throws {
         let r = try ALSAFileReplay.prepare(wavPath: wavPath, directory: directory)
-        self.init(capture: ALSACapture(loop: loop, device: r.device, request: r.request, configText: r.configText),
-                  device: wavPath, window: window)
+        self.init(
+            capture: ALSACapture(loop: loop, device: r.device, request: r.request, configText: r.configText),
+            device: wavPath, window: window)
         replay = r
     }
 
@@ -60,7 +63,9 @@ public final class AudioInput {
     public init(capture: AudioCapture, device: String, window: Double = LevelMeter.defaultWindow) {
         self.capture = capture
         self.device = device
-        self.window = window.isNaN ? LevelMeter.defaultWindow
+        self.window =
+            window.isNaN
+            ? LevelMeter.defaultWindow
             : min(max(window, LevelMeter.windowRange.lowerBound), LevelMeter.windowRange.upperBound)
         meter = LevelMeter(window: self.window, sampleRate: 48000)
         capture.onState = { [unowned self] s in self.stateChanged(s) }

@@ -13,8 +13,10 @@ public struct BarometerSettings: Sendable, Equatable {
     public var rateHz: Double
     public var oversampling: BarometerOversampling
 
-    public init(bus: Int = 1, chip: String = "auto", address: UInt8? = nil, rateHz: Double = 1,
-                oversampling: BarometerOversampling = .standard) {
+    public init(
+        bus: Int = 1, chip: String = "auto", address: UInt8? = nil, rateHz: Double = 1,
+        oversampling: BarometerOversampling = .standard
+    ) {
         self.bus = bus
         self.chip = chip
         self.address = address
@@ -57,8 +59,10 @@ public final class BarometerInput {
     /// known to register); a `BarometerDataError` for an unknown chip name. A chip named in the
     /// configuration that does not answer yet (powered late, a loose jumper) is looked for on the
     /// poller's backoff: its outputs are registered and resume when it answers.
-    public init(loop: EventLoop, bus: I2CBus, settings: BarometerSettings,
-                backoff: Backoff = Backoff(initial: 1, maximum: 30), sink: @escaping Sink = { _, _ in }) throws {
+    public init(
+        loop: EventLoop, bus: I2CBus, settings: BarometerSettings,
+        backoff: Backoff = Backoff(initial: 1, maximum: 30), sink: @escaping Sink = { _, _ in }
+    ) throws {
         self.settings = settings
         self.sink = sink
         let configuration = settings.configuration
@@ -72,13 +76,15 @@ public final class BarometerInput {
         // The poller exists before `self` is complete; its closures reach `self` through these boxes.
         var pollHandler: ((Double) throws -> Void)?
         var reopenHandler: (() throws -> Void)?
-        poller = SensorPoller(loop: loop, name: "barometer \(driver.identity.name)", rate: settings.rateHz, backoff: backoff,
-                              reopen: { try reopenHandler?() }, poll: { t in try pollHandler?(t) })
+        poller = SensorPoller(
+            loop: loop, name: "barometer \(driver.identity.name)", rate: settings.rateHz, backoff: backoff,
+            reopen: { try reopenHandler?() }, poll: { t in try pollHandler?(t) })
         pollHandler = { [unowned self] t in try self.poll(at: t) }
         reopenHandler = { [unowned self] in
             // Opened as at start: a chip that was absent may answer at its other address now.
-            self.driver = try BarometerDrivers.open(bus: bus, chip: self.driver.identity.name, address: settings.address,
-                                                    configuration: configuration)
+            self.driver = try BarometerDrivers.open(
+                bus: bus, chip: self.driver.identity.name, address: settings.address,
+                configuration: configuration)
         }
     }
 
@@ -113,14 +119,16 @@ public final class BarometerInput {
             skipped += 1
             implausible += 1
             if implausible == 1 {
-                Log.warning("\(driver.label): read \(hPa) hPa, which no barometer on Earth reads "
-                            + "(\(Int(RelativeAltitude.plausibleHPa.lowerBound))–\(Int(RelativeAltitude.plausibleHPa.upperBound)) hPa); "
-                            + "such readings are dropped and counted (a failing chip, or noise on the bus)")
+                Log.warning(
+                    "\(driver.label): read \(hPa) hPa, which no barometer on Earth reads "
+                        + "(\(Int(RelativeAltitude.plausibleHPa.lowerBound))–\(Int(RelativeAltitude.plausibleHPa.upperBound)) hPa); "
+                        + "such readings are dropped and counted (a failing chip, or noise on the bus)")
             }
         case .failure(let emptyReads):
             skipped += 1
-            throw I2CError(.unexpectedResponse, bus: driver.bus.number, address: driver.address,
-                           operation: "reading: no conversion in \(emptyReads) reads (the chip left normal mode?)")
+            throw I2CError(
+                .unexpectedResponse, bus: driver.bus.number, address: driver.address,
+                operation: "reading: no conversion in \(emptyReads) reads (the chip left normal mode?)")
         }
     }
 }

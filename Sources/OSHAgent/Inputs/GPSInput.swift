@@ -19,10 +19,10 @@ public enum GPSInputConfig: Sendable, Equatable {
 
 /// A GPS position as the agent records it (gps_data leaf order: lat, lon, alt).
 struct GPSPosition {
-    var epochTime: Double?       // the receiver's UTC time when its date is known and plausible
+    var epochTime: Double?  // the receiver's UTC time when its date is known and plausible
     var lat: Double
     var lon: Double
-    var altHAE: Double           // NaN when the receiver gave no geoid separation
+    var altHAE: Double  // NaN when the receiver gave no geoid separation
 }
 
 /// Runs one GPS input on the loop and hands positions to `onPosition`.
@@ -48,9 +48,11 @@ final class GPSInput {
         var baud: Int?
         switch config {
         case .gpsd(let host, let port):
-            gpsd = GPSDSource(loop: loop, host: host, port: port, onFix: { [unowned self] r in
-                self.onPosition(GPSPosition(epochTime: r.time, lat: r.lat, lon: r.lon, altHAE: r.altHAE ?? .nan))
-            }, onState: { [unowned self] s in self.note("gpsd: \(s)") })
+            gpsd = GPSDSource(
+                loop: loop, host: host, port: port,
+                onFix: { [unowned self] r in
+                    self.onPosition(GPSPosition(epochTime: r.time, lat: r.lat, lon: r.lon, altHAE: r.altHAE ?? .nan))
+                }, onState: { [unowned self] s in self.note("gpsd: \(s)") })
             return
         case .serial(let p, let b):
             path = p
@@ -62,22 +64,26 @@ final class GPSInput {
             baud = 9600
         }
         let isReplay = replay != nil
-        serial = SerialSource(loop: loop, path: path, baud: baud, onData: { [unowned self] bytes in
-            self.parser.feed(bytes) { fix in
-                guard fix.mode >= 2, fix.lat.isFinite, fix.lon.isFinite else { return }
-                let t: Double? = isReplay || !fix.time.isFinite ? nil : fix.time
-                self.onPosition(GPSPosition(epochTime: t, lat: fix.lat, lon: fix.lon, altHAE: fix.altHAE ?? .nan))
-            }
-        }, isConfirmed: { [unowned self] in
-            let d = self.parser.counters.decoded
-            defer { self.decodedAtLastAsk = d }
-            return d > self.decodedAtLastAsk
-        }, onReset: { [unowned self] in
-            // A new port or baud: a fresh parser, so no half line from before mixes in.
-            self.parser = NMEAParser(notBefore: self.notBefore)
-            self.decodedAtLastAsk = 0
-        },
-           onState: { [unowned self] s in self.note("serial \(path): \(s)") })
+        serial = SerialSource(
+            loop: loop, path: path, baud: baud,
+            onData: { [unowned self] bytes in
+                self.parser.feed(bytes) { fix in
+                    guard fix.mode >= 2, fix.lat.isFinite, fix.lon.isFinite else { return }
+                    let t: Double? = isReplay || !fix.time.isFinite ? nil : fix.time
+                    self.onPosition(GPSPosition(epochTime: t, lat: fix.lat, lon: fix.lon, altHAE: fix.altHAE ?? .nan))
+                }
+            },
+            isConfirmed: { [unowned self] in
+                let d = self.parser.counters.decoded
+                defer { self.decodedAtLastAsk = d }
+                return d > self.decodedAtLastAsk
+            },
+            onReset: { [unowned self] in
+                // A new port or baud: a fresh parser, so no half line from before mixes in.
+                self.parser = NMEAParser(notBefore: self.notBefore)
+                self.decodedAtLastAsk = 0
+            },
+            onState: { [unowned self] s in self.note("serial \(path): \(s)") })
     }
 
     func start() throws {
@@ -146,7 +152,7 @@ final class NMEAReplay {
         for slice in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
             var line = Array(slice)
             if line.last == 0x0D { line.removeLast() }
-            guard line.first == UInt8(ascii: "$") || line.first == UInt8(ascii: "!") else { continue } // comments, binary
+            guard line.first == UInt8(ascii: "$") || line.first == UInt8(ascii: "!") else { continue }  // comments, binary
             let fields = line.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
             let type = fields.first.map { Array($0.dropFirst(3)) } ?? []
             if type == Array("GGA".utf8) || type == Array("RMC".utf8), fields.count > 1 {

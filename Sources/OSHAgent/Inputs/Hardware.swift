@@ -129,13 +129,15 @@ public final class Hardware {
             if source == .simulated, let sim = simulation(bus) {
                 note(try sim.attachBarometer(chip: plan.simulatedBarometer, to: bus), "simulated barometer")
             }
-            let settings = BarometerSettings(bus: d.i2c.bus, chip: source == .simulated ? plan.simulatedBarometer : d.barometer.chip,
-                                             address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
+            let settings = BarometerSettings(
+                bus: d.i2c.bus, chip: source == .simulated ? plan.simulatedBarometer : d.barometer.chip,
+                address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
             do {
                 let b = try BarometerInput(loop: loop, bus: bus, settings: settings)
                 if b.absentAtStart != nil {
-                    notes.append("barometer \(b.driver.identity.name): not answering yet; its outputs are registered and "
-                                 + "start when it answers (looked for on the backoff)")
+                    notes.append(
+                        "barometer \(b.driver.identity.name): not answering yet; its outputs are registered and "
+                            + "start when it answers (looked for on the backoff)")
                 }
                 barometer = b
                 barometerChip = b.driver.identity.name
@@ -143,18 +145,21 @@ public final class Hardware {
             } catch {
                 // Temperature and humidity do not depend on it when a hygrometer answered.
                 let lost = plan.barometerOutputs.filter { hygrometer == nil || OutputKind(rawValue: $0)?.declaration?.device != .climate }
-                notes.append("barometer: \(error)" + ((error as? I2CError)?.isAbsent == true
-                    ? "; " + (lost.isEmpty ? "barometer" : lost.joined(separator: ", ")) + " not published" : ""))
+                notes.append(
+                    "barometer: \(error)"
+                        + ((error as? I2CError)?.isAbsent == true
+                            ? "; " + (lost.isEmpty ? "barometer" : lost.joined(separator: ", ")) + " not published" : ""))
             }
         }
         if let source = plan.imu, let bus = bus(for: source) {
             if source == .simulated, let sim = simulation(bus) {
                 note(try sim.attachIMU(chip: HardwarePlan.demoIMU, to: bus), "simulated IMU")
             }
-            var settings = IMUSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoIMU : d.imu.chip,
-                                       address: source == .simulated ? nil : d.imu.address,
-                                       magnetometer: source == .simulated ? "auto" : d.imu.magnetometer,
-                                       magnetometerAddress: d.imu.magnetometerAddress, rateHz: plan.imuRate)
+            var settings = IMUSettings(
+                bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoIMU : d.imu.chip,
+                address: source == .simulated ? nil : d.imu.address,
+                magnetometer: source == .simulated ? "auto" : d.imu.magnetometer,
+                magnetometerAddress: d.imu.magnetometerAddress, rateHz: plan.imuRate)
             settings.accelRange = d.imu.accelRange
             settings.gyroRange = d.imu.gyroRange
             settings.pacing = d.imu.fifo ? .fifo : .timer
@@ -176,8 +181,8 @@ public final class Hardware {
             let a: AudioInput?
             if source == .simulated {
                 if let wav = plan.audioWAV, access(wav, R_OK) == 0 {
-                    do { a = try AudioInput(loop: loop, replayingWAV: wav, directory: plan.scratchDirectory, window: d.audio.window) }
-                    catch { a = nil; notes.append("audio: cannot replay \(wav): \(error)") }
+                    do { a = try AudioInput(loop: loop, replayingWAV: wav, directory: plan.scratchDirectory, window: d.audio.window) } catch
+                    { a = nil; notes.append("audio: cannot replay \(wav): \(error)") }
                 } else {
                     a = nil
                     notes.append("audio: no WAV to replay (\(plan.audioWAV ?? "none given")); audio_level is not published")
@@ -193,10 +198,11 @@ public final class Hardware {
         if let source = plan.ptz { openPTZ(source) }
         if let source = plan.camera {
             let c = d.camera
-            let settings = VideoSettings(device: source == .simulated ? VideoSettings.testPattern : c.device,
-                                         width: c.width, height: c.height, fps: plan.cameraFPS,
-                                         keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
-                                         encoder: c.encoder)
+            let settings = VideoSettings(
+                device: source == .simulated ? VideoSettings.testPattern : c.device,
+                width: c.width, height: c.height, fps: plan.cameraFPS,
+                keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
+                encoder: c.encoder)
             do {
                 let v = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au, key in
                     self.agent?.offerVideo(monotonicTime: t, accessUnit: au, keyFrame: key)
@@ -216,13 +222,15 @@ public final class Hardware {
         if source == .simulated, let sim = simulation(bus) {
             note(try sim.attachHygrometer(chip: HardwarePlan.demoHygrometer, to: bus), "simulated hygrometer")
         }
-        let settings = HygrometerSettings(bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoHygrometer : d.hygrometer.chip,
-                                          address: source == .simulated ? nil : d.hygrometer.address, rateHz: plan.hygrometerRate)
+        let settings = HygrometerSettings(
+            bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoHygrometer : d.hygrometer.chip,
+            address: source == .simulated ? nil : d.hygrometer.address, rateHz: plan.hygrometerRate)
         do {
             let h = try HygrometerInput(loop: loop, bus: bus, settings: settings)
             if h.absentAtStart != nil {
-                notes.append("hygrometer \(h.driver.identity.name): not answering yet; temperature and humidity are registered "
-                             + "and start when it answers (looked for on the backoff)")
+                notes.append(
+                    "hygrometer \(h.driver.identity.name): not answering yet; temperature and humidity are registered "
+                        + "and start when it answers (looked for on the backoff)")
             }
             hygrometer = h
             hygrometerChip = h.driver.identity.name
@@ -241,21 +249,26 @@ public final class Hardware {
     /// The pan-tilt unit's control stream, when one answered.
     public func extraControls(systemLabel: String) -> [AgentRuntime.ExtraControl] {
         guard let ptz else { return [] }
-        return [AgentRuntime.ExtraControl(inputName: PTZSchema.inputName,
-                                          body: PTZSchema.controlStreamBody(ptz.calibration, systemLabel: systemLabel),
-                                          schema: PTZSchema.controlParameters(ptz.calibration)) { [unowned self] c in
-            self.ptzCommand(c.value)
-        }]
+        return [
+            AgentRuntime.ExtraControl(
+                inputName: PTZSchema.inputName,
+                body: PTZSchema.controlStreamBody(ptz.calibration, systemLabel: systemLabel),
+                schema: PTZSchema.controlParameters(ptz.calibration)
+            ) { [unowned self] c in
+                self.ptzCommand(c.value)
+            }
+        ]
     }
 
     /// The calibration the [ptz] section describes.
     static func calibration(_ p: PTZConfig) -> PTZCalibration {
         let speed = p.maxSpeed > 0 ? p.maxSpeed : nil
         func axis(_ channel: Int, _ limits: [Double]) -> ServoAxisCalibration {
-            ServoAxisCalibration(channel: channel, minPulseMicros: p.pulse[0], maxPulseMicros: p.pulse[1],
-                                 minDegrees: p.degrees[0], maxDegrees: p.degrees[1],
-                                 lowerLimit: limits[0], upperLimit: limits[1], maxSpeed: speed,
-                                 home: min(max(0, limits[0]), limits[1]))
+            ServoAxisCalibration(
+                channel: channel, minPulseMicros: p.pulse[0], maxPulseMicros: p.pulse[1],
+                minDegrees: p.degrees[0], maxDegrees: p.degrees[1],
+                lowerLimit: limits[0], upperLimit: limits[1], maxSpeed: speed,
+                home: min(max(0, limits[0]), limits[1]))
         }
         return PTZCalibration(pan: axis(p.panChannel, p.panLimits), tilt: axis(p.tiltChannel, p.tiltLimits))
     }
@@ -325,10 +338,11 @@ public final class Hardware {
         var o = base
         // The inertial names derive from the chips at init, so a found IMU means new options.
         if let c = imuChip {
-            o = OutputOptions(uid: o.uid, north: o.north, videoWidth: o.videoWidth, videoHeight: o.videoHeight,
-                              cameraIndex: o.cameraIndex, imuChip: c,
-                              magnetometerChip: magnetometerChip ?? ChipTable.known.builtInMagnetometer(c) ?? c,
-                              barometerChip: o.barometerChip)
+            o = OutputOptions(
+                uid: o.uid, north: o.north, videoWidth: o.videoWidth, videoHeight: o.videoHeight,
+                cameraIndex: o.cameraIndex, imuChip: c,
+                magnetometerChip: magnetometerChip ?? ChipTable.known.builtInMagnetometer(c) ?? c,
+                barometerChip: o.barometerChip)
         }
         if let b = barometerChip { o.barometerChip = b }
         o.climateChip = hygrometerChip ?? o.barometerChip
@@ -349,9 +363,10 @@ public final class Hardware {
     /// starts the devices.
     public func start(feeding agent: AgentRuntime) throws {
         self.agent = agent
-        ports = Ports(quaternion: try agent.port(QuaternionSample.self), euler: try agent.port(EulerSample.self),
-                      acceleration: try agent.port(AccelerationSample.self), angularRate: try agent.port(AngularRateSample.self),
-                      magneticField: try agent.port(MagneticFieldSample.self), ptz: try agent.port(PTZPositionSample.self))
+        ports = Ports(
+            quaternion: try agent.port(QuaternionSample.self), euler: try agent.port(EulerSample.self),
+            acceleration: try agent.port(AccelerationSample.self), angularRate: try agent.port(AngularRateSample.self),
+            magneticField: try agent.port(MagneticFieldSample.self), ptz: try agent.port(PTZPositionSample.self))
         // The barometer and the microphone send straight to their ports; the IMU's samples pass the filter here.
         if let p = try agent.port(BarometerSample.self) { barometer?.sink = p.sink }
         // The air's temperature and humidity from the hygrometer when there is one, else the barometer's.
@@ -367,7 +382,7 @@ public final class Hardware {
                 Log.info("declination \((self.trueNorth.declination * 100).rounded() / 100)° at the GPS fix (WMM2025)")
             }
         }
-        recordPTZ() // where the unit points at start
+        recordPTZ()  // where the unit points at start
         for s in sources { try s.start() }
         if plan.north == .true, imu != nil {
             Log.notice("orientation: true north once a GPS fix gives the declination; magnetic until then")
@@ -398,11 +413,13 @@ public final class Hardware {
             // The BNO055 fused on the chip.
             o = AndroidOrientation(Quaternion(w: q.w, x: q.x, y: q.y, z: q.z))
         } else {
-            filter.update(gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
-                          mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
+            filter.update(
+                gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
+                mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
             o = filter.android
         }
-        let oriented = plan.north == .true && trueNorth.status != .noFixYet
+        let oriented =
+            plan.north == .true && trueNorth.status != .noFixYet
             ? AndroidOrientation(TrueNorth.rotate(o.quaternion, declinationDegrees: trueNorth.declination)) : o
         ports.quaternion?.send(QuaternionSample(x: oriented.x, y: oriented.y, z: oriented.z, w: oriented.w), at: s.t)
         ports.euler?.send(EulerSample(heading: oriented.heading, pitch: oriented.pitch, roll: oriented.roll), at: s.t)
@@ -417,8 +434,7 @@ public final class Hardware {
 
     private func openBus(force: Bool = false) {
         if force || plan.barometer == .board || plan.imu == .board {
-            do { boardBus = try LinuxI2CBus(number: plan.devices.i2c.bus) }
-            catch { notes.append("I²C: \(error)") }
+            do { boardBus = try LinuxI2CBus(number: plan.devices.i2c.bus) } catch { notes.append("I²C: \(error)") }
         }
     }
 
@@ -448,4 +464,3 @@ public final class Hardware {
         do { _ = try f() } catch { notes.append("\(what): \(error)") }
     }
 }
-

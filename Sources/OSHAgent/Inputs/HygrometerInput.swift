@@ -38,8 +38,10 @@ public final class HygrometerInput {
     /// When the previous read started the measurement the next read collects.
     private var measurementStarted: Double?
 
-    public init(loop: EventLoop, bus: I2CBus, settings: HygrometerSettings,
-                backoff: Backoff = Backoff(initial: 1, maximum: 30)) throws {
+    public init(
+        loop: EventLoop, bus: I2CBus, settings: HygrometerSettings,
+        backoff: Backoff = Backoff(initial: 1, maximum: 30)
+    ) throws {
         self.settings = settings
         do {
             driver = try HygrometerDrivers.open(bus: bus, chip: settings.chip, address: settings.address)
@@ -50,8 +52,9 @@ public final class HygrometerInput {
         }
         var pollHandler: ((Double) throws -> Void)?
         var reopenHandler: (() throws -> Void)?
-        poller = SensorPoller(loop: loop, name: "hygrometer \(driver.identity.name)", rate: settings.rateHz, backoff: backoff,
-                              reopen: { try reopenHandler?() }, poll: { t in try pollHandler?(t) })
+        poller = SensorPoller(
+            loop: loop, name: "hygrometer \(driver.identity.name)", rate: settings.rateHz, backoff: backoff,
+            reopen: { try reopenHandler?() }, poll: { t in try pollHandler?(t) })
         pollHandler = { [unowned self] t in try self.poll(at: t) }
         reopenHandler = { [unowned self] in
             self.measurementStarted = nil

@@ -40,10 +40,12 @@ public struct IMUSettings: Sendable, Equatable {
     /// bursts, and a burst comes at least this often.
     public var magnetometerInterval: Double?
 
-    public init(bus: Int = 1, chip: String = "auto", address: UInt8? = nil, magnetometer: String = "auto",
-                magnetometerAddress: UInt8? = nil, accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500,
-                magnetometerRange: LIS3MDLRange = .gauss4, rateHz: Double = 100, mounting: AxisMap = .identity,
-                magnetometerMounting: AxisMap = .identity, pacing: Pacing = .timer, burstInterval: Double = 0.25) {
+    public init(
+        bus: Int = 1, chip: String = "auto", address: UInt8? = nil, magnetometer: String = "auto",
+        magnetometerAddress: UInt8? = nil, accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500,
+        magnetometerRange: LIS3MDLRange = .gauss4, rateHz: Double = 100, mounting: AxisMap = .identity,
+        magnetometerMounting: AxisMap = .identity, pacing: Pacing = .timer, burstInterval: Double = 0.25
+    ) {
         self.bus = bus
         self.chip = chip
         self.address = address
@@ -61,10 +63,11 @@ public struct IMUSettings: Sendable, Equatable {
 
     /// From the validated `[i2c]`/`[imu]` config (its ranges and mounting are parsed values).
     public init(config: IMUConfig, bus: Int, rateHz: Double = 100, flushInterval: Double = 0.25) {
-        self.init(bus: bus, chip: config.chip, address: config.address, magnetometer: config.magnetometer,
-                  magnetometerAddress: config.magnetometerAddress,
-                  accelRange: config.accelRange, gyroRange: config.gyroRange, rateHz: rateHz, mounting: config.mounting,
-                  pacing: config.fifo ? .fifo : .timer, burstInterval: flushInterval)
+        self.init(
+            bus: bus, chip: config.chip, address: config.address, magnetometer: config.magnetometer,
+            magnetometerAddress: config.magnetometerAddress,
+            accelRange: config.accelRange, gyroRange: config.gyroRange, rateHz: rateHz, mounting: config.mounting,
+            pacing: config.fifo ? .fifo : .timer, burstInterval: flushInterval)
     }
 
     /// A 7-bit I²C address as config writes it: "0x68" or "104"; nil when it is not one.
@@ -76,9 +79,10 @@ public struct IMUSettings: Sendable, Equatable {
     }
 
     public var driverSettings: IMUDriverSettings {
-        IMUDriverSettings(accelRange: accelRange, gyroRange: gyroRange, rateHz: rateHz, magnetometer: magnetometer,
-                          magnetometerAddress: magnetometerAddress, magnetometerRange: magnetometerRange, mounting: mounting,
-                          fifo: pacing == .fifo)
+        IMUDriverSettings(
+            accelRange: accelRange, gyroRange: gyroRange, rateHz: rateHz, magnetometer: magnetometer,
+            magnetometerAddress: magnetometerAddress, magnetometerRange: magnetometerRange, mounting: mounting,
+            fifo: pacing == .fifo)
     }
 }
 
@@ -107,18 +111,22 @@ public final class IMUInput {
 
     /// Opens the chip now (throws the driver's `I2CError`: `isAbsent` means do not register
     /// its outputs). `start()` begins polling.
-    public init(loop: EventLoop, bus: I2CBus, settings: IMUSettings, backoff: Backoff = Backoff(initial: 1, maximum: 30),
-                sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep,
-                onSample: @escaping (IMUSample) -> Void) throws {
+    public init(
+        loop: EventLoop, bus: I2CBus, settings: IMUSettings, backoff: Backoff = Backoff(initial: 1, maximum: 30),
+        sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep,
+        onSample: @escaping (IMUSample) -> Void
+    ) throws {
         self.settings = settings
         self.onSample = onSample
-        let d = try IMUDrivers.open(bus: bus, chip: settings.chip, address: settings.address,
-                                    settings: settings.driverSettings, sleep: sleep)
+        let d = try IMUDrivers.open(
+            bus: bus, chip: settings.chip, address: settings.address,
+            settings: settings.driverSettings, sleep: sleep)
         driver = d
         if d.identity.name == IMUDrivers.bno055.name && settings.rateHz > 25 {
             // Usually on a 10 kHz bus (clock stretching): one 32-byte read then takes ≈30 ms.
-            Log.notice("BNO055: if the Pi's bus runs at 10 kHz (dtparam=i2c_arm_baudrate=10000), reads take ≈30 ms; "
-                       + "set the IMU rate to 25 Hz or less")
+            Log.notice(
+                "BNO055: if the Pi's bus runs at 10 kHz (dtparam=i2c_arm_baudrate=10000), reads take ≈30 ms; "
+                    + "set the IMU rate to 25 Hz or less")
         }
         let rate: Double
         if settings.pacing == .fifo, let f = d.fifo {
@@ -131,8 +139,9 @@ public final class IMUInput {
         }
         pollInterval = 1 / rate
         var poll: ((Double) throws -> Void)?
-        poller = SensorPoller(loop: loop, name: "\(d.identity.name) at 0x\(String(d.address, radix: 16, uppercase: true))",
-                              rate: rate, backoff: backoff, reopen: { try d.reopen() }, poll: { t in try poll?(t) })
+        poller = SensorPoller(
+            loop: loop, name: "\(d.identity.name) at 0x\(String(d.address, radix: 16, uppercase: true))",
+            rate: rate, backoff: backoff, reopen: { try d.reopen() }, poll: { t in try poll?(t) })
         poll = { [unowned self] t in try self.tick(t) }
     }
 
@@ -172,8 +181,9 @@ public final class IMUInput {
             lostSamples += lost
             lastSampleTime = now
             if fifoOverflows == 1 {
-                Log.warning("\(chipName): FIFO overflowed (reads came too late), \(lost) samples lost; it was reset and "
-                            + "reading goes on (logged once; `lostSamples` counts them)")
+                Log.warning(
+                    "\(chipName): FIFO overflowed (reads came too late), \(lost) samples lost; it was reset and "
+                        + "reading goes on (logged once; `lostSamples` counts them)")
             }
             return
         }

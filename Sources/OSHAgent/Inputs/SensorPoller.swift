@@ -34,8 +34,10 @@ public final class SensorPoller {
     private lazy var retry = LoopDeadline(loop: loop) { [unowned self] in self.attemptReopen() }
 
     /// `poll` gets the monotonic time (s) of the tick; it throws on a bus error.
-    public init(loop: EventLoop, name: String, rate: Double, backoff: Backoff = Backoff(initial: 1, maximum: 30),
-                failuresBeforeReopen: Int = 3, reopen: @escaping () throws -> Void, poll: @escaping (Double) throws -> Void) {
+    public init(
+        loop: EventLoop, name: String, rate: Double, backoff: Backoff = Backoff(initial: 1, maximum: 30),
+        failuresBeforeReopen: Int = 3, reopen: @escaping () throws -> Void, poll: @escaping (Double) throws -> Void
+    ) {
         self.loop = loop
         self.name = name
         self.period = UInt64(1e9 / max(rate, 0.001))

@@ -25,8 +25,10 @@ final class TimedSampler {
     private let scratch: UnsafeMutableBufferPointer<Double>
     private let startTime = Double(Clock.monotonicNanoseconds()) / 1e9
 
-    init(loop: EventLoop, specs: [OutputSpec], gate: OutputGate, publisher: Publisher, clock: ClockGate,
-         healthPort: OutputPort<DeviceHealthSample>?, diskPath: String) {
+    init(
+        loop: EventLoop, specs: [OutputSpec], gate: OutputGate, publisher: Publisher, clock: ClockGate,
+        healthPort: OutputPort<DeviceHealthSample>?, diskPath: String
+    ) {
         self.loop = loop
         self.specs = specs
         self.gate = gate

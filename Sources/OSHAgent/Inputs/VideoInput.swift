@@ -134,14 +134,17 @@ public final class VideoInput {
         if ticks > 1 { counters.ticksMissed += Int(ticks - 1) }
         gen.render(frame: gen.frameNumber + Int(max(1, ticks)))
         let now = Double(Clock.monotonicNanoseconds()) / 1e9
-        frame(VideoFrame(format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride,
-                         monotonicTime: now, bytes: gen.buffer))
+        frame(
+            VideoFrame(
+                format: .i420, width: gen.width, height: gen.height, bytesPerLine: gen.lumaStride,
+                monotonicTime: now, bytes: gen.buffer))
     }
 
     private func startCamera() throws {
         let path = resolveCameraPath(settings.device)
-        let cam = V4L2Camera(loop: loop, device: device, path: path, width: settings.width, height: settings.height, fps: settings.fps,
-                             backoff: cameraBackoff)
+        let cam = V4L2Camera(
+            loop: loop, device: device, path: path, width: settings.width, height: settings.height, fps: settings.fps,
+            backoff: cameraBackoff)
         cam.onFrame = { [weak self] f in self?.frame(f) }
         cam.onFatalError = { [weak self] e in
             self?.counters.lastError = e.message
@@ -165,15 +168,17 @@ public final class VideoInput {
         m2m = nil
         x264 = nil
         let hw = (settings.encoder == .software || m2mFailed || format == .h264) ? V4L2EncoderSearch() : V4L2Probe.findEncoder(device)
-        var (kind, reason) = VideoEncoderDecision.decide(captureFormat: format, m2mDevice: hw.path, m2mCard: hw.card, unusable: hw.unusable,
-                                                         preference: m2mFailed ? .software : settings.encoder)
+        var (kind, reason) = VideoEncoderDecision.decide(
+            captureFormat: format, m2mDevice: hw.path, m2mCard: hw.card, unusable: hw.unusable,
+            preference: m2mFailed ? .software : settings.encoder)
         if m2mFailed && kind == .x264 { reason = "the hardware encoder failed earlier; using libx264" }
         guard let chosen = kind else { throw V4L2Error("camera0_H264: \(reason)", errno: ENODEV) }
         if case .m2m(let path) = chosen {
             do {
                 // DMABUF: up to two camera buffers inside the encoder, the others keep capturing.
-                let enc = try V4L2M2MEncoder(loop: loop, device: device, path: path, input: format, width: width, height: height,
-                                             bytesPerLine: bytesPerLine, settings: settings, dmabufSlots: dmabuf ? 2 : 0)
+                let enc = try V4L2M2MEncoder(
+                    loop: loop, device: device, path: path, input: format, width: width, height: height,
+                    bytesPerLine: bytesPerLine, settings: settings, dmabufSlots: dmabuf ? 2 : 0)
                 enc.onAccessUnit = { [weak self] au in self?.deliver(au) }
                 enc.onInputReleased = { [weak self] i in self?.giveBack(i) }
                 enc.onFailure = { [weak self] e in self?.hardwareEncoderFailed(e) }
@@ -185,8 +190,10 @@ public final class VideoInput {
                 return try openEncoder(format: format, width: width, height: height, bytesPerLine: bytesPerLine, dmabuf: dmabuf)
             }
         } else if chosen == .x264 {
-            x264 = try X264Encoder(X264Settings(width: width, height: height, fps: settings.fps, keyFrameInterval: settings.keyFrameInterval,
-                                                bitrateKbps: settings.bitrateKbps, threads: settings.threads))
+            x264 = try X264Encoder(
+                X264Settings(
+                    width: width, height: height, fps: settings.fps, keyFrameInterval: settings.keyFrameInterval,
+                    bitrateKbps: settings.bitrateKbps, threads: settings.threads))
         }
         if let m = m2m {
             reason += m.importsDMABUF ? " (camera buffers imported as DMABUF, no copy)" : " (one copy into the encoder's buffer)"
@@ -217,7 +224,8 @@ public final class VideoInput {
     private func frame(_ f: VideoFrame) {
         guard running else { return }
         counters.framesIn += 1
-        if let e = encoderInput, e == (f.format, f.width, f.height, f.bytesPerLine) {} else {
+        if let e = encoderInput, e == (f.format, f.width, f.height, f.bytesPerLine) {
+        } else {
             do {
                 try openEncoder(format: f.format, width: f.width, height: f.height, bytesPerLine: f.bytesPerLine, dmabuf: f.dmabufFD >= 0)
             } catch {

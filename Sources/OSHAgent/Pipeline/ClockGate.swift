@@ -6,7 +6,8 @@ import OSHPlatform
 /// SPEC §6); `check` gives the offset that turns monotonic times into wall-clock ones, nil to hold.
 public final class ClockGate {
     /// How to get past a held clock: the log's words and `check`'s.
-    public static let fix = "timedatectl shows whether NTP reaches a server; a GPS fix also sets the time; "
+    public static let fix =
+        "timedatectl shows whether NTP reaches a server; a GPS fix also sets the time; "
         + "a board whose clock is right without NTP can set [time] require_sync = false"
     public private(set) var state: ClockSync.State = .unsynchronized(reason: "not checked yet")
     /// Replaces the system check (tests simulate an unsynchronised board with it).
@@ -34,7 +35,9 @@ public final class ClockGate {
         if let p = provider {
             s = p()
         } else if trustHostClock {
-            s = Clock.realtimeSeconds() >= notBefore ? .synchronized(source: "host clock (trusted by configuration)")
+            s =
+                Clock.realtimeSeconds() >= notBefore
+                ? .synchronized(source: "host clock (trusted by configuration)")
                 : ClockSync.current(notBefore: notBefore)
         } else {
             s = ClockSync.current(notBefore: notBefore)
@@ -42,8 +45,9 @@ public final class ClockGate {
         if !s.isSynchronized, gpsOffset != nil { s = .synchronized(source: "GPS") }
         if s != state {
             if case .unsynchronized(let why) = s {
-                Log.warning("holding observations: \(why); they are sent, with correct times, once the clock is synchronised "
-                            + "(\(Self.fix))")
+                Log.warning(
+                    "holding observations: \(why); they are sent, with correct times, once the clock is synchronised "
+                        + "(\(Self.fix))")
             } else if case .synchronized(let src) = s {
                 let held = heldSeconds.map { " after \($0) s" } ?? ""
                 Log.info("clock trusted (\(src))\(held); observations get wall-clock times")

@@ -93,8 +93,9 @@ final class Uploader {
     /// The command arrived: EXECUTING when the upload starts, REJECTED or FAILED saying why not.
     func start(commandID: String, start: Double, stop requested: Double, outputs names: [String]) -> CommandOutcome {
         if let j = job {
-            return .rejected("an upload is running (\(percent(j)) % of \(j.total) observations, command \(j.commandID)); "
-                             + "send this one again when it completes")
+            return .rejected(
+                "an upload is running (\(percent(j)) % of \(j.total) observations, command \(j.commandID)); "
+                    + "send this one again when it completes")
         }
         var outputs: [Int] = []
         let recordedNames = settings.outputNames.indices.filter { settings.recorded[$0] }.map { settings.outputNames[$0] }
@@ -112,8 +113,9 @@ final class Uploader {
         // A window reaching into the future is cut at now: what is not recorded yet cannot be sent.
         let stop = min(requested, Clock.realtimeSeconds())
         guard stop >= start else {
-            return .failed("the window starts at \(ISOTime.string(epochSeconds: start)), after the board's clock "
-                           + "(\(ISOTime.string(epochSeconds: stop))): nothing is recorded there yet")
+            return .failed(
+                "the window starts at \(ISOTime.string(epochSeconds: start)), after the board's clock "
+                    + "(\(ISOTime.string(epochSeconds: stop))): nothing is recorded there yet")
         }
         var total = 0
         var droppedBefore = false
@@ -128,17 +130,19 @@ final class Uploader {
         }
         let window = "\(ISOTime.string(epochSeconds: start)) to \(ISOTime.string(epochSeconds: stop))"
         guard total > 0 else {
-            return .failed(droppedBefore
-                ? "the window \(window) is older than the recording (it began later, or its bound, [record] max_mb "
-                    + "or max_hours, dropped that part); "
-                    + recordedRange(outputs)
-                : "nothing recorded from \(window) for " + outputs.map { settings.outputNames[$0] }.joined(separator: ", ")
-                    + "; " + recordedRange(outputs))
+            return .failed(
+                droppedBefore
+                    ? "the window \(window) is older than the recording (it began later, or its bound, [record] max_mb "
+                        + "or max_hours, dropped that part); "
+                        + recordedRange(outputs)
+                    : "nothing recorded from \(window) for " + outputs.map { settings.outputNames[$0] }.joined(separator: ", ")
+                        + "; " + recordedRange(outputs))
         }
         job = Job(commandID: commandID, start: start, stop: stop, outputs: outputs, total: total, droppedBefore: droppedBefore)
         saveJob()
         lastReport = Clock.monotonicNanoseconds()
-        let m = "uploading \(total) recorded observations from \(window)"
+        let m =
+            "uploading \(total) recorded observations from \(window)"
             + (droppedBefore ? " (its start is older than the recording)" : "")
         statusLine = m
         Log.notice("upload \(commandID): \(m)")
@@ -184,8 +188,10 @@ final class Uploader {
                 }
             } catch {
                 job = j
-                return finish(.failed("reading the recording of \(settings.outputNames[j.outputs[0]]) failed: \(error); "
-                                      + "\(j.sent) of \(j.total) observations were sent"))
+                return finish(
+                    .failed(
+                        "reading the recording of \(settings.outputNames[j.outputs[0]]) failed: \(error); "
+                            + "\(j.sent) of \(j.total) observations were sent"))
             }
             job = j
             if pendingCount == 0 { return schedule(after: 0) }
@@ -207,8 +213,9 @@ final class Uploader {
     private func fill(_ j: inout Job) throws -> Bool {
         while let i = j.outputs.first {
             if j.window == nil {
-                j.window = try RecordingWindow(directory: settings.directory, outputName: settings.outputNames[i],
-                                               from: j.start, to: j.stop)
+                j.window = try RecordingWindow(
+                    directory: settings.directory, outputName: settings.outputNames[i],
+                    from: j.start, to: j.stop)
             }
             guard let w = j.window else { return false }
             let video = i == settings.videoIndex
@@ -283,7 +290,8 @@ final class Uploader {
         let now = Clock.monotonicNanoseconds()
         guard Double(now &- lastReport) / 1e9 >= settings.progressInterval else { return }
         lastReport = now
-        let m = "\(percent(j)) %: \(j.position) of \(j.total) recorded observations read, \(j.sent) sent"
+        let m =
+            "\(percent(j)) %: \(j.position) of \(j.total) recorded observations read, \(j.sent) sent"
             + (hooks.linkOnline() ? "" : "; paused, the node is unreachable")
         statusLine = "upload " + m
         hooks.report(j.commandID, CommandOutcome(.executing, m))
@@ -329,8 +337,11 @@ final class Uploader {
         let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard lines.count >= 3, !lines[0].isEmpty, let start = Double(lines[1]), let stop = Double(lines[2]) else { return nil }
         let window = "\(ISOTime.string(epochSeconds: start)) to \(ISOTime.string(epochSeconds: stop))"
-        return (lines[0], "the agent restarted during this upload (\(window)); what was sent is at the node, "
-                + "send uploadTimeRange again for the rest")
+        return (
+            lines[0],
+            "the agent restarted during this upload (\(window)); what was sent is at the node, "
+                + "send uploadTimeRange again for the rest"
+        )
     }
 }
 

@@ -110,15 +110,21 @@ public final class Registrar {
     /// datastream the node would not update, and which way out was taken.
     public private(set) var notices: [String] = []
 
-    public init(client: NodeClient, builder: CSRequestBuilder, server: String, identity: SystemIdentity,
-                specs: [OutputSpec], format: ScalarFormat, cached: RegistrationState?, now: @escaping () -> Double) {
+    public init(
+        client: NodeClient, builder: CSRequestBuilder, server: String, identity: SystemIdentity,
+        specs: [OutputSpec], format: ScalarFormat, cached: RegistrationState?, now: @escaping () -> Double
+    ) {
         self.client = client
         self.builder = builder
         self.identity = identity
         self.specs = specs
         self.format = format
         self.now = now
-        if let c = cached, c.server == server, c.uid == identity.uid { state = c } else { state = RegistrationState(server: server, uid: identity.uid) }
+        if let c = cached, c.server == server, c.uid == identity.uid {
+            state = c
+        } else {
+            state = RegistrationState(server: server, uid: identity.uid)
+        }
     }
 
     /// The ids per spec index (nil where not registered).
@@ -147,8 +153,11 @@ public final class Registrar {
         register { [self] r in
             switch r {
             case .success(let s):
-                if let id = s.datastreams[spec.outputName]?.id { done(.success(id)) }
-                else { done(.failure(RegistrationError(step: "re-registering \(spec.outputName)", status: 0, detail: "no id"))) }
+                if let id = s.datastreams[spec.outputName]?.id {
+                    done(.success(id))
+                } else {
+                    done(.failure(RegistrationError(step: "re-registering \(spec.outputName)", status: 0, detail: "no id")))
+                }
             case .failure(let e): done(.failure(e))
             }
         }
@@ -167,8 +176,10 @@ public final class Registrar {
     }
 
     private func systemBody(validFrom: Double) -> [UInt8] {
-        SystemBody.bytes(SystemDescription(uid: identity.uid, label: identity.label, serial: identity.serial,
-                                           validFrom: validFrom, outputs: specs))
+        SystemBody.bytes(
+            SystemDescription(
+                uid: identity.uid, label: identity.label, serial: identity.serial,
+                validFrom: validFrom, outputs: specs))
     }
 
     private func system(_ k: @escaping Step) {
@@ -207,13 +218,17 @@ public final class Registrar {
                 // empty: InMemoryBaseFeatureStore.entryStream dereferences a null entry) where it means
                 // 404. The board's UID decides: found, it is the board; not found, the board is new there.
                 if (500...599).contains(resp.status) {
-                    return lookupSystem({ [self] id in
-                        if id != cached { state.systemID = nil }
-                        createOrUpdate(id)
-                    }, k)
+                    return lookupSystem(
+                        { [self] id in
+                            if id != cached { state.systemID = nil }
+                            createOrUpdate(id)
+                        }, k)
                 }
-                k(.failure(RegistrationError(step: "checking system \(cached)", status: resp.status,
-                                             detail: resp.transportError ?? NodeError.parse(resp.body).summary)))
+                k(
+                    .failure(
+                        RegistrationError(
+                            step: "checking system \(cached)", status: resp.status,
+                            detail: resp.transportError ?? NodeError.parse(resp.body).summary)))
             }
         } else {
             lookupSystem(createOrUpdate, k)
@@ -231,8 +246,10 @@ public final class Registrar {
         guard let sys = state.systemID else { return k(.success(TransportOutcome(status: 200))) }
         let uid = SamplingFeature.foiUID(forSystemUID: identity.uid)
         let create: () -> Void = { [self] in
-            send(builder.createSamplingFeature(systemID: sys, body: SamplingFeature.bytes(systemUID: identity.uid)),
-                 step: "creating sampling feature \(uid)") { [self] r in
+            send(
+                builder.createSamplingFeature(systemID: sys, body: SamplingFeature.bytes(systemUID: identity.uid)),
+                step: "creating sampling feature \(uid)"
+            ) { [self] r in
                 guard case .success(let resp) = r else { return k(r) }
                 state.foiID = CSResponse.resourceID(fromLocation: resp.location)
                 created.append("samplingFeature")
@@ -274,8 +291,9 @@ public final class Registrar {
                     state.datastreams[spec.outputName] = (id, hash)
                     return next(i + 1, onNode, k)
                 }
-                let refusal = RegistrationError(step: step, status: resp.status,
-                                                detail: resp.transportError ?? NodeError.parse(resp.body).summary)
+                let refusal = RegistrationError(
+                    step: step, status: resp.status,
+                    detail: resp.transportError ?? NodeError.parse(resp.body).summary)
                 // The node went away or refuses us: the whole registration is retried.
                 if [0, 401, 403, 408, 429].contains(resp.status) { return k(.failure(refusal)) }
                 refusedUpdate(i, id: id, body: body, hash: hash, refusal: refusal, onNode, k)
@@ -304,8 +322,10 @@ public final class Registrar {
     ///    validTime, as it does itself when an output's structure changes
     ///    (SystemTransactionHandler.addOrUpdateDataStream), and the old one keeps its observations;
     /// 3. if the node refuses that too, this output waits for the next registration.
-    private func refusedUpdate(_ i: Int, id: String, body: [UInt8], hash: String, refusal: RegistrationError,
-                               _ onNode: [String: String], _ k: @escaping Step) {
+    private func refusedUpdate(
+        _ i: Int, id: String, body: [UInt8], hash: String, refusal: RegistrationError,
+        _ onNode: [String: String], _ k: @escaping Step
+    ) {
         let name = specs[i].outputName
         let said = "the node would not update datastream \(name) (\(id)) (HTTP \(refusal.status): \(refusal.detail))"
         let ours = (try? JSONValue.parse(body))?["schema"].flatMap { try? SchemaDecoder.datastreamSchema($0) }
@@ -329,17 +349,19 @@ public final class Registrar {
                     state.datastreams[name] = (newID, hash)
                     if newID != id {
                         created.append("datastream:" + name)
-                        notices.append(said + "; its structure differs from ours, so a new datastream \(newID) was created "
-                                       + "(the old one keeps its observations)")
+                        notices.append(
+                            said + "; its structure differs from ours, so a new datastream \(newID) was created "
+                                + "(the old one keeps its observations)")
                     } else {
                         notices.append(said + "; created again, the node kept the same datastream")
                     }
                     return next(i + 1, onNode, k)
                 }
                 state.datastreams[name] = nil
-                notices.append(said + "; its structure differs from ours and the node refused a new one too (HTTP \(resp.status): "
-                               + NodeError.parse(resp.body).summary + "): \(name) is not streamed until the next registration "
-                               + "(a restart, or the reregister command); the other outputs are")
+                notices.append(
+                    said + "; its structure differs from ours and the node refused a new one too (HTTP \(resp.status): "
+                        + NodeError.parse(resp.body).summary + "): \(name) is not streamed until the next registration "
+                        + "(a restart, or the reregister command); the other outputs are")
                 next(i + 1, onNode, k)
             }
         }

@@ -28,15 +28,15 @@ final class RegistrationService {
         self.loop = loop
         cachePath = config.stateDirectory + "/" + RegistrationState.fileName(server: config.server.apiRoot, uid: config.identity.uid)
         let cached = (try? StateFiles.read(cachePath)).flatMap { $0 }.flatMap(RegistrationState.decode)
-        registrar = Registrar(client: client, builder: builder, server: config.server.apiRoot, identity: config.identity,
-                              specs: specs, format: config.publisher.format, cached: cached, now: { Clock.realtimeSeconds() })
+        registrar = Registrar(
+            client: client, builder: builder, server: config.server.apiRoot, identity: config.identity,
+            specs: specs, format: config.publisher.format, cached: cached, now: { Clock.realtimeSeconds() })
         policy = ReconnectPolicy(backoff: config.registrationBackoff)
     }
 
     func schedule(after seconds: Double) {
         if registering { return }
-        do { try deadline.arm(after: seconds) }
-        catch { Log.error("cannot schedule registration: \(error); restart osh-edge") }
+        do { try deadline.arm(after: seconds) } catch { Log.error("cannot schedule registration: \(error); restart osh-edge") }
     }
 
     func cancel() { deadline.cancel() }
@@ -58,8 +58,9 @@ final class RegistrationService {
                     if self.noticesSaid.count < 64 { self.noticesSaid.insert(n) }
                     Log.warning(n)
                 }
-                do { try StateFiles.write(state.encoded(), to: self.cachePath) }
-                catch { Log.warning("could not save the id cache (\(error)); registration repeats at the next start") }
+                do { try StateFiles.write(state.encoded(), to: self.cachePath) } catch {
+                    Log.warning("could not save the id cache (\(error)); registration repeats at the next start")
+                }
                 self.onRegistered(state)
             case .failure(let e):
                 self.lastError = e

@@ -19,7 +19,7 @@ public struct AgentConfig: Sendable {
     /// Trust the host clock even if the kernel says it is unsynchronised (the demo's default).
     public var trustHostClock = false
     /// Never stamp a time before this (epoch seconds): the build's date.
-    public var notBefore: Double = 1_767_225_600 // 2026-01-01
+    public var notBefore: Double = 1_767_225_600  // 2026-01-01
     /// Where gps_data comes from; nil = simulated (demo) or disabled.
     public var gps: GPSInputConfig?
     /// Publish the camera datastream (swe+binary, through the video path: one frame in flight).
@@ -106,20 +106,24 @@ public final class AgentRuntime {
         let widest = specs.map { $0.leaves.count }.max() ?? 1
         let ring = ObservationRing(capacity: config.ringCapacity, maxValues: widest, datastreams: specs.count)
         let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
-        publisher = Publisher(ring: ring, encoders: encoders, transport: node, settings: config.publisher,
-                              now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
-        gate = OutputGate(rates: specs.map { config.rates[$0.outputName] ?? $0.defaultRate },
-                          publisher: publisher)
+        publisher = Publisher(
+            ring: ring, encoders: encoders, transport: node, settings: config.publisher,
+            now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
+        gate = OutputGate(
+            rates: specs.map { config.rates[$0.outputName] ?? $0.defaultRate },
+            publisher: publisher)
         clock = ClockGate(trustHostClock: config.trustHostClock, notBefore: config.notBefore)
         if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
             videoSpec = v
-            videoPublisher = VideoPublisher(transport: node, link: publisher, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
+            videoPublisher = VideoPublisher(
+                transport: node, link: publisher, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
         } else {
             videoSpec = nil
             videoPublisher = nil
         }
-        registration = RegistrationService(loop: loop, client: node, builder: builder, config: config,
-                                           specs: specs + (videoSpec.map { [$0] } ?? []))
+        registration = RegistrationService(
+            loop: loop, client: node, builder: builder, config: config,
+            specs: specs + (videoSpec.map { [$0] } ?? []))
         if config.spool.enabled { openSpool() }
         if config.record.enabled { openRecording() }
         wire()
@@ -130,13 +134,16 @@ public final class AgentRuntime {
     private func openSpool() {
         let dir = config.stateDirectory + "/spool"
         do {
-            let spool = try FileSpool(options: FileSpoolOptions(directory: dir, maxBytes: config.spool.maxMegabytes << 20,
-                                                                sync: config.spool.sync),
-                                      outputNames: specs.map(\.outputName), maxValues: publisher.ring.maxValues)
+            let spool = try FileSpool(
+                options: FileSpoolOptions(
+                    directory: dir, maxBytes: config.spool.maxMegabytes << 20,
+                    sync: config.spool.sync),
+                outputNames: specs.map(\.outputName), maxValues: publisher.ring.maxValues)
             spool.onProblem = { Log.warning($0) }
             if spool.pendingBytes > 0 {
-                Log.notice("spool: \(spool.pendingBytes) bytes of observations from an earlier outage wait in \(dir); "
-                           + "they are sent after the ring once the node answers")
+                Log.notice(
+                    "spool: \(spool.pendingBytes) bytes of observations from an earlier outage wait in \(dir); "
+                        + "they are sent after the ring once the node answers")
             }
             publisher.spool = spool
             fileSpool = spool
@@ -159,10 +166,12 @@ public final class AgentRuntime {
         do {
             // The recording leaves the spool room for two of its segments (and the state files a MiB).
             let keepFree = (fileSpool.map { 2 * $0.options.segmentBytes } ?? 0) + (1 << 20)
-            store = try RecordingStore(options: RecordingOptions(directory: dir, maxBytes: config.record.maxMegabytes << 20,
-                                                                 maxAge: config.record.maxHours * 3600, sync: config.record.sync,
-                                                                 keepFreeBytes: keepFree),
-                                       outputNames: names.indices.filter { rates[$0] > 0 }.map { names[$0] })
+            store = try RecordingStore(
+                options: RecordingOptions(
+                    directory: dir, maxBytes: config.record.maxMegabytes << 20,
+                    maxAge: config.record.maxHours * 3600, sync: config.record.sync,
+                    keepFreeBytes: keepFree),
+                outputNames: names.indices.filter { rates[$0] > 0 }.map { names[$0] })
         } catch {
             Log.error("recording disabled: \(error); check that \(config.stateDirectory) is writable by the service user")
             return
@@ -180,28 +189,32 @@ public final class AgentRuntime {
             videoLiveKeyFramesOnly = rates[specs.count] > (config.rates[v.outputName] ?? v.defaultRate)
         }
         let publisher = publisher
-        let up = Uploader(loop: loop,
-                          settings: .init(directory: dir, outputNames: names, recorded: rates.map { $0 > 0 },
-                                          videoIndex: videoSpec == nil ? nil : specs.count, share: config.record.uploadShare,
-                                          format: config.publisher.format, batchMax: config.publisher.batchMax),
-                          hooks: .init(datastreamID: { [unowned self] i in
-                                           i < self.specs.count ? publisher.datastreamID(i) : self.videoPublisher?.datastreamID
-                                       },
-                                       encoder: { publisher.encoder($0) },
-                                       linkOnline: { publisher.connectivity == .online },
-                                       linkFailed: { publisher.requestFailed() },
-                                       datastreamLost: { [unowned self] i in
-                                           Log.warning("upload: the node no longer knows \(names[i])'s datastream; registering again")
-                                           self.reregister()
-                                       },
-                                       report: { [unowned self] id, outcome in
-                                           self.commandReceiver?.report(commandID: id, outcome)
-                                           self.commands.laterOutcome("uploadTimeRange", outcome)
-                                       }),
-                          scalarTransport: node, videoTransport: node)
+        let up = Uploader(
+            loop: loop,
+            settings: .init(
+                directory: dir, outputNames: names, recorded: rates.map { $0 > 0 },
+                videoIndex: videoSpec == nil ? nil : specs.count, share: config.record.uploadShare,
+                format: config.publisher.format, batchMax: config.publisher.batchMax),
+            hooks: .init(
+                datastreamID: { [unowned self] i in
+                    i < self.specs.count ? publisher.datastreamID(i) : self.videoPublisher?.datastreamID
+                },
+                encoder: { publisher.encoder($0) },
+                linkOnline: { publisher.connectivity == .online },
+                linkFailed: { publisher.requestFailed() },
+                datastreamLost: { [unowned self] i in
+                    Log.warning("upload: the node no longer knows \(names[i])'s datastream; registering again")
+                    self.reregister()
+                },
+                report: { [unowned self] id, outcome in
+                    self.commandReceiver?.report(commandID: id, outcome)
+                    self.commands.laterOutcome("uploadTimeRange", outcome)
+                }),
+            scalarTransport: node, videoTransport: node)
         interruptedUpload = up.interruptedJob()
         uploader = up
-        Log.notice("recording \(zip(names, rates).filter { $0.1 > 0 }.map { "\($0.0) " + Self.rateText($0.1) }.joined(separator: ", ")) in \(dir)")
+        Log.notice(
+            "recording \(zip(names, rates).filter { $0.1 > 0 }.map { "\($0.0) " + Self.rateText($0.1) }.joined(separator: ", ")) in \(dir)")
     }
 
     /// "at 25 Hz", "at 2.5 Hz", "every 60 s" (device_health's once a minute).
@@ -213,8 +226,10 @@ public final class AgentRuntime {
     /// `uploadTimeRange` from the node: EXECUTING while it runs, or why not.
     func startUpload(commandID: String?, start: Double, stop: Double, outputs: [String]) -> CommandOutcome {
         guard let uploader else {
-            return .rejected(config.record.enabled ? "the recording could not be opened on this board (see its log)"
-                             : "recording is off: set [record] enabled = true to record on the board")
+            return .rejected(
+                config.record.enabled
+                    ? "the recording could not be opened on this board (see its log)"
+                    : "recording is off: set [record] enabled = true to record on the board")
         }
         guard let commandID else { return .rejected("an upload needs the node's command id to report its progress") }
         return uploader.start(commandID: commandID, start: start, stop: stop, outputs: outputs)
@@ -242,7 +257,8 @@ public final class AgentRuntime {
         let parts = r.rates.indices.filter(r.isRecording).map { i in
             "\(i < specs.count ? specs[i].outputName : videoSpec?.outputName ?? "camera") " + Self.rateText(r.rates[i])
         }
-        return parts.joined(separator: ", ") + "; \(records) records this run, \(Double(store.storedBytes * 10 / (1 << 20)) / 10) MiB on the card"
+        return parts.joined(separator: ", ")
+            + "; \(records) records this run, \(Double(store.storedBytes * 10 / (1 << 20)) / 10) MiB on the card"
             + (dropped > 0 ? ", \(dropped) not kept (bound, clock, disk)" : "")
     }
 
@@ -290,8 +306,10 @@ public final class AgentRuntime {
         onStatus?(streamingStatus)
         if config.commands, let sys = state.systemID { commands.start(systemID: sys) }
         let created = registration.registrar.created
-        Log.notice("registered \(config.identity.uid) with \(config.server.apiRoot): "
-                   + "\(registration.registrar.specs.count) datastreams" + (created.isEmpty ? "" : ", created \(created.joined(separator: ", "))"))
+        Log.notice(
+            "registered \(config.identity.uid) with \(config.server.apiRoot): "
+                + "\(registration.registrar.specs.count) datastreams"
+                + (created.isEmpty ? "" : ", created \(created.joined(separator: ", "))"))
     }
 
     /// Starts registration, the GPS input, the flush and clock timers and the timer-sampled outputs.
@@ -301,16 +319,21 @@ public final class AgentRuntime {
         let tick = UInt64(config.publisher.flushInterval * 1e9)
         // On the loop's grid, after the samplers due at the same instant: one wake-up reads and
         // sends. The first flush comes no sooner than one interval after the start.
-        timers.append(try loop.addAlignedTimer(every: tick, runsLast: true,
-                                               notBefore: loop.deadline(after: config.publisher.flushInterval)) { [unowned self] _ in
-            self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
-        })
-        timers.append(try loop.addAlignedTimer(every: 1_000_000_000) { [unowned self] _ in
-            self.checkClock()
-            self.recording?.tick(now: Clock.realtimeSeconds())
-        })
-        let sampler = TimedSampler(loop: loop, specs: specs, gate: gate, publisher: publisher, clock: clock,
-                                   healthPort: try port(DeviceHealthSample.self), diskPath: config.stateDirectory)
+        timers.append(
+            try loop.addAlignedTimer(
+                every: tick, runsLast: true,
+                notBefore: loop.deadline(after: config.publisher.flushInterval)
+            ) { [unowned self] _ in
+                self.publisher.tick(now: Double(Clock.monotonicNanoseconds()) / 1e9)
+            })
+        timers.append(
+            try loop.addAlignedTimer(every: 1_000_000_000) { [unowned self] _ in
+                self.checkClock()
+                self.recording?.tick(now: Clock.realtimeSeconds())
+            })
+        let sampler = TimedSampler(
+            loop: loop, specs: specs, gate: gate, publisher: publisher, clock: clock,
+            healthPort: try port(DeviceHealthSample.self), diskPath: config.stateDirectory)
         sampler.onPosition = { [unowned self] in self.onPosition?($0, $1, $2, $3) }
         self.sampler = sampler
         gpsPort = try port(PositionSample.self)
@@ -322,8 +345,8 @@ public final class AgentRuntime {
             gpsInput = input
         }
         for (i, spec) in specs.enumerated() {
-            if spec.kind == .gps && gpsInput != nil { continue } // the receiver paces it
-            if config.externalOutputs.contains(spec.outputName) { continue } // its device input paces it
+            if spec.kind == .gps && gpsInput != nil { continue }  // the receiver paces it
+            if config.externalOutputs.contains(spec.outputName) { continue }  // its device input paces it
             if spec.kind != .deviceHealth && SimulationHooks.provider == nil {
                 // No device and no simulation: registered, but nothing is invented for it.
                 Log.warning("\(spec.outputName): no device feeds it and no simulation is linked; it is not published")
@@ -394,8 +417,9 @@ public final class AgentRuntime {
 
     private func controlIndex(_ outputName: String) throws(ControlError) -> Int {
         guard let i = index(of: outputName) else {
-            throw ControlError(description: "no output named '\(outputName)' is published by this board; outputs: "
-                               + specs.map(\.outputName).joined(separator: ", "))
+            throw ControlError(
+                description: "no output named '\(outputName)' is published by this board; outputs: "
+                    + specs.map(\.outputName).joined(separator: ", "))
         }
         return i
     }
@@ -459,8 +483,11 @@ public final class AgentRuntime {
         publisher.clockOffset = clock.check()
         recorder?.clockOffset = publisher.clockOffset
         // While holding, the status says for how long (every 10 s); and once, that it streams again.
-        if let held = clock.heldSeconds, held % 10 == 0 { onStatus?(streamingStatus) }
-        else if wasHolding, clock.holdingSince == nil, registered { onStatus?(streamingStatus) }
+        if let held = clock.heldSeconds, held % 10 == 0 {
+            onStatus?(streamingStatus)
+        } else if wasHolding, clock.holdingSince == nil, registered {
+            onStatus?(streamingStatus)
+        }
     }
 
     // MARK: Status
@@ -506,8 +533,9 @@ public final class AgentRuntime {
     public var rows: [Row] {
         specs.indices.map { i in
             let leaves = specs[i].leaves
-            return Row(outputName: specs[i].outputName, counters: publisher.counters(i), datastreamID: publisher.datastreamID(i),
-                       lastValue: gate.lastValues[i], lastField: leaves.count > 1 ? leaves[1].names.last ?? "" : "")
+            return Row(
+                outputName: specs[i].outputName, counters: publisher.counters(i), datastreamID: publisher.datastreamID(i),
+                lastValue: gate.lastValues[i], lastField: leaves.count > 1 ? leaves[1].names.last ?? "" : "")
         }
     }
 
@@ -560,7 +588,8 @@ public final class AgentRuntime {
                 // Held for the clock, or not registered (no datastream ids), nothing can be sent:
                 // the stop goes straight to the spool.
                 if self.publisher.isIdle || self.publisher.connectivity != .online || self.publisher.clockOffset == nil
-                    || !self.registered || self.loop.now >= deadline {
+                    || !self.registered || self.loop.now >= deadline
+                {
                     self.finishStop()
                 }
             }

@@ -79,14 +79,16 @@ final class ProcessCounters {
     }
 
     static func fields(_ c: StreamCounters) -> KeyValuePairs<String, Int> {
-        ["produced": c.produced, "sent": c.sent, "sent_from_spool": c.sentFromSpool, "spooled": c.spooled,
-         "dropped_ring_full": c.droppedRingFull, "dropped_rejected": c.droppedRejected, "dropped_no_slot": c.droppedNoSlot,
-         "dropped_spool_failed": c.droppedSpoolFailed, "dropped_spool_bound": c.droppedSpoolBound,
-         "dropped_invalid": c.droppedInvalid, "dropped_not_ready": c.droppedNotReady, "dropped_failed": c.droppedFailed,
-         "dropped_lost": c.droppedLost, "dropped_unknown": c.droppedUnknown, "dropped_stop": c.droppedAtStop,
-         "dropped_untimed": c.droppedUntimed,
-         "dropped": c.dropped, "unknown_outcome": c.unknownOutcome, "pending": c.pending, "in_flight": c.inFlight,
-         "recorded": c.recorded, "record_dropped": c.recordDropped]
+        [
+            "produced": c.produced, "sent": c.sent, "sent_from_spool": c.sentFromSpool, "spooled": c.spooled,
+            "dropped_ring_full": c.droppedRingFull, "dropped_rejected": c.droppedRejected, "dropped_no_slot": c.droppedNoSlot,
+            "dropped_spool_failed": c.droppedSpoolFailed, "dropped_spool_bound": c.droppedSpoolBound,
+            "dropped_invalid": c.droppedInvalid, "dropped_not_ready": c.droppedNotReady, "dropped_failed": c.droppedFailed,
+            "dropped_lost": c.droppedLost, "dropped_unknown": c.droppedUnknown, "dropped_stop": c.droppedAtStop,
+            "dropped_untimed": c.droppedUntimed,
+            "dropped": c.dropped, "unknown_outcome": c.unknownOutcome, "pending": c.pending, "in_flight": c.inFlight,
+            "recorded": c.recorded, "record_dropped": c.recordDropped,
+        ]
     }
 
     func write() {
@@ -96,8 +98,9 @@ final class ProcessCounters {
         } catch {
             guard !failureLogged else { return }
             failureLogged = true
-            Log.warning("counters file not written: \(error); check that its directory is writable by the service user, "
-                        + "or set counters_file = \"\" in [paths]")
+            Log.warning(
+                "counters file not written: \(error); check that its directory is writable by the service user, "
+                    + "or set counters_file = \"\" in [paths]")
         }
     }
 }

@@ -13,7 +13,8 @@ public enum Daemon {
 
     /// Outputs that are published only when their device answers.
     /// Outputs published only when their device answered.
-    static let deviceKinds = Set(OutputDeclarations.all.filter { [.imu, .barometer, .climate, .audio, .camera].contains($0.device) }.map(\.kind))
+    static let deviceKinds = Set(
+        OutputDeclarations.all.filter { [.imu, .barometer, .climate, .audio, .camera].contains($0.device) }.map(\.kind))
 
     public struct Loaded {
         public var settings: AgentSettings
@@ -31,22 +32,25 @@ public enum Daemon {
             throw DaemonError.message("\(e) (a configuration is a few kilobytes: is this the right file?)")
         }
         guard let bytes = read else {
-            throw DaemonError.message("\(configPath): no such file; start from the example the package installs, "
-                                      + "/usr/share/doc/osh-edge/examples/osh-edge.conf.example (deploy/ in the source)")
+            throw DaemonError.message(
+                "\(configPath): no such file; start from the example the package installs, "
+                    + "/usr/share/doc/osh-edge/examples/osh-edge.conf.example (deploy/ in the source)")
         }
         let settings = try AgentSettings.parseFile(bytes: bytes, path: configPath, fileProblem: Self.unreadableFile)
         if forRunning { try SimulationHooks.check(settings, path: configPath, bytes: bytes) }
         let server = try configuredServer(settings, secretsPath: secretsPath)
-        let identity = try Agent.localIdentity(uid: settings.system.uid.isEmpty ? nil : settings.system.uid,
-                                               uidExtension: settings.system.uidExtension,
-                                               label: settings.system.label.isEmpty ? nil : settings.system.label)
+        let identity = try Agent.localIdentity(
+            uid: settings.system.uid.isEmpty ? nil : settings.system.uid,
+            uidExtension: settings.system.uidExtension,
+            label: settings.system.label.isEmpty ? nil : settings.system.label)
         // Named for the configured chips (what `run` finds may rename them: "auto" found an ICM-20948).
         let d = settings.devices
         func named(_ chip: String) -> String? { chip == "auto" || chip == "none" ? nil : chip }
         let imu = named(d.imu.chip) ?? "MPU9250"
-        let options = OutputOptions(uid: identity.uid, north: settings.north, imuChip: imu,
-                                    magnetometerChip: named(d.imu.magnetometer) ?? ChipTable.known.builtInMagnetometer(imu) ?? imu,
-                                    barometerChip: named(d.barometer.chip) ?? "BMP280")
+        let options = OutputOptions(
+            uid: identity.uid, north: settings.north, imuChip: imu,
+            magnetometerChip: named(d.imu.magnetometer) ?? ChipTable.known.builtInMagnetometer(imu) ?? imu,
+            barometerChip: named(d.barometer.chip) ?? "BMP280")
         var config = AgentConfig(server: server, identity: identity, options: options, stateDirectory: settings.stateDirectory)
         config.publisher = settings.publisher
         config.ringCapacity = settings.ringCapacity
@@ -62,8 +66,11 @@ public enum Daemon {
             config.recordRates[spec.outputName] = recordRate(settings, spec.kind)
             if spec.kind == .gps, o.source == .hardware {
                 let g = settings.gps
-                if let a = g.gpsd { config.gps = .gpsd(host: a.host, port: a.port) }
-                else { config.gps = .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud) }
+                if let a = g.gpsd {
+                    config.gps = .gpsd(host: a.host, port: a.port)
+                } else {
+                    config.gps = .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud)
+                }
             }
         }
         if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }
@@ -75,8 +82,10 @@ public enum Daemon {
     static func unreadableFile(_ path: String) -> String? {
         guard access(path, R_OK) != 0 else { return nil }
         let e = Errno(errno)
-        return e.text + (e == .noSuchFile ? "; copy the node's certificate (PEM) there, or set the right path"
-                                          : "; the service user must be able to read it (chmod 644, or chgrp osh-edge)")
+        return e.text
+            + (e == .noSuchFile
+                ? "; copy the node's certificate (PEM) there, or set the right path"
+                : "; the service user must be able to read it (chmod 644, or chgrp osh-edge)")
     }
 
     /// An enabled output's recording rate: its `[record.NAME] rate`, or with no `[record.NAME]`
@@ -102,16 +111,19 @@ public enum Daemon {
         if let file = secretsFile {
             let names = Set(settings.servers.map(\.name))
             for name in secrets.keys.sorted() where !names.contains(name) {
-                Log.warning("\(file): [server.\(name)] names no server in the configuration (its servers: "
-                            + settings.servers.map { "[server.\($0.name)]" }.joined(separator: ", ") + "); that secret is not used")
+                Log.warning(
+                    "\(file): [server.\(name)] names no server in the configuration (its servers: "
+                        + settings.servers.map { "[server.\($0.name)]" }.joined(separator: ", ") + "); that secret is not used")
             }
         }
         if case .password? = secrets[server.name], server.user.isEmpty {
-            throw DaemonError.message("\(secretsFile ?? "the secrets file") has a password for [server.\(server.name)], but the configuration "
-                                      + "sets no user: add user = \"NAME\" to [server.\(server.name)]")
+            throw DaemonError.message(
+                "\(secretsFile ?? "the secrets file") has a password for [server.\(server.name)], but the configuration "
+                    + "sets no user: add user = \"NAME\" to [server.\(server.name)]")
         }
-        return HTTPServer(apiRoot: server.url, credentials: server.credentials(from: secrets), tls: tls,
-                          connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout)
+        return HTTPServer(
+            apiRoot: server.url, credentials: server.credentials(from: secrets), tls: tls,
+            connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout)
     }
 
     /// Which device groups run, and from what: a group runs when any of its outputs is enabled,
@@ -138,12 +150,14 @@ public enum Daemon {
         let fromBarometer = OutputDeclarations.kinds(of: .barometer) + climate
         p.barometer = source(fromBarometer)
         p.barometerOutputs = fromBarometer.filter { output($0)?.enabled ?? false }.map(\.settingsKey)
-        p.barometerRate = max(fromBarometer.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 1,
-                              fromBarometer.map(recorded).max() ?? 0)
+        p.barometerRate = max(
+            fromBarometer.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 1,
+            fromBarometer.map(recorded).max() ?? 0)
         p.imu = source(OutputKind.inertial)
         // The filter runs at 100 Hz whatever the outputs' rates (they are thinned), faster if asked.
-        p.imuRate = max(100, OutputKind.inertial.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 100,
-                        OutputKind.inertial.map(recorded).max() ?? 0)
+        p.imuRate = max(
+            100, OutputKind.inertial.compactMap(output).filter(\.enabled).map(\.rate).max() ?? 100,
+            OutputKind.inertial.map(recorded).max() ?? 0)
         p.flushInterval = settings.publisher.flushInterval
         if let m = output(.magnetometer), m.enabled { p.magnetometerRate = max(m.rate, recorded(.magnetometer)) }
         p.audio = source([.audioLevel])
@@ -172,7 +186,8 @@ public enum Daemon {
         let catalogue = OutputCatalogue.all(config.options)
         // Device outputs only when their device answered; renamed for the chip found (MPU9250_… → ICM20948_…).
         config.outputs = catalogue.filter { spec in
-            deviceKinds.contains(spec.kind) ? feeds.contains(spec.kind) && wantedKinds.contains(spec.kind) : wanted.contains(spec.outputName)
+            deviceKinds.contains(spec.kind)
+                ? feeds.contains(spec.kind) && wantedKinds.contains(spec.kind) : wanted.contains(spec.outputName)
         }.map(\.outputName)
         // Outputs renamed for the chip found take the rate configured under their config key.
         for spec in catalogue where config.rates[spec.outputName] == nil && (config.outputs ?? []).contains(spec.outputName) {
@@ -221,8 +236,9 @@ public enum Daemon {
     /// must exist.
     static func loadSecrets(path: String?) throws -> ([String: Secret], String?) {
         if let path, access(path, F_OK) != 0, getenv("CREDENTIALS_DIRECTORY") == nil {
-            throw DaemonError.message("--secrets \(path): no such file; give the file that holds the node's password "
-                                      + "(default \(defaultSecretsPath))")
+            throw DaemonError.message(
+                "--secrets \(path): no such file; give the file that holds the node's password "
+                    + "(default \(defaultSecretsPath))")
         }
         var candidates: [String] = []
         if let dir = getenv("CREDENTIALS_DIRECTORY").map({ String(cString: $0) }), !dir.isEmpty {
@@ -233,8 +249,9 @@ public enum Daemon {
             guard let bytes = try StateFiles.read(p) else { continue }
             var st = stat()
             if stat(p, &st) == 0, st.st_mode & 0o077 != 0 {
-                throw DaemonError.message("\(p) is readable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); "
-                                          + "run: chmod 600 \(p)")
+                throw DaemonError.message(
+                    "\(p) is readable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); "
+                        + "run: chmod 600 \(p)")
             }
             return (try Secrets.parse(bytes: bytes, path: p), p)
         }
@@ -300,8 +317,9 @@ public enum Daemon {
                     throw error
                 }
                 let outputs = agent.specs.map(\.outputName) + (agent.videoSpec.map { [$0.outputName] } ?? [])
-                Log.notice("osh-edge \(Agent.version) running: \(l.config.identity.uid) → \(l.config.server.apiRoot), "
-                           + "outputs \(outputs.joined(separator: ", "))")
+                Log.notice(
+                    "osh-edge \(Agent.version) running: \(l.config.identity.uid) → \(l.config.server.apiRoot), "
+                        + "outputs \(outputs.joined(separator: ", "))")
                 let r = Running(agent: agent, hardware: hardware)
                 current = r
                 counters?.live = { [unowned agent] in agent.counterRows }
@@ -334,8 +352,9 @@ public enum Daemon {
                 })
             led = StatusLED.open(loaded.settings.devices.led, loop: loop) {
                 guard let r = current else { return .starting }
-                return LEDState.derive(registered: r.agent.registered, nodeReachable: r.agent.publisher.connectivity == .online,
-                                       clockSynchronized: r.agent.clockState.isSynchronized, sensorFault: r.hardware.sensorFault)
+                return LEDState.derive(
+                    registered: r.agent.registered, nodeReachable: r.agent.publisher.connectivity == .online,
+                    clockSynchronized: r.agent.clockState.isSynchronized, sensorFault: r.hardware.sensorFault)
             }
             if let counters {
                 // On the 1 s grid the clock check and the samplers already wake for.
@@ -359,7 +378,9 @@ public enum Daemon {
                         if !fatal.isEmpty { throw DaemonError.message(fatal.joined(separator: "; ")) }
                         try preflight(fresh, loop: loop)
                         let changed = changes(from: supervisor.config.settings, to: fresh.settings)
-                        Log.notice("reloading \(configPath): " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: "; ")))
+                        Log.notice(
+                            "reloading \(configPath): "
+                                + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: "; ")))
                         return fresh
                     }
                 } else {
@@ -391,12 +412,17 @@ public enum Daemon {
         var out: [String] = []
         for name in Set(a.outputs.keys).union(b.outputs.keys).sorted() where a.outputs[name] != b.outputs[name] {
             let was = a.outputs[name], now = b.outputs[name]
-            if was?.enabled != now?.enabled { out.append("\(name) \(now?.enabled == true ? "enabled" : "disabled")") }
-            else if was?.rate != now?.rate { out.append("\(name) rate \(was.map { "\($0.rate)" } ?? "-") → \(now.map { "\($0.rate)" } ?? "-") Hz") }
-            else { out.append("[outputs.\(name)]") }
+            if was?.enabled != now?.enabled {
+                out.append("\(name) \(now?.enabled == true ? "enabled" : "disabled")")
+            } else if was?.rate != now?.rate {
+                out.append("\(name) rate \(was.map { "\($0.rate)" } ?? "-") → \(now.map { "\($0.rate)" } ?? "-") Hz")
+            } else {
+                out.append("[outputs.\(name)]")
+            }
         }
-        let old = Dictionary(Mirror(reflecting: a).children.compactMap { c in c.label.map { ($0, String(describing: c.value)) } },
-                             uniquingKeysWith: { x, _ in x })
+        let old = Dictionary(
+            Mirror(reflecting: a).children.compactMap { c in c.label.map { ($0, String(describing: c.value)) } },
+            uniquingKeysWith: { x, _ in x })
         for c in Mirror(reflecting: b).children {
             guard let label = c.label, label != "outputs", old[label] != String(describing: c.value) else { continue }
             out.append(label)
@@ -454,8 +480,10 @@ final class AgentSupervisor<Config, Running> {
 
     /// `stop(running, seconds, completion)` stops the devices and drains the agent for at most
     /// `seconds`, then calls `completion`; `exit(code)` is called once, when nothing runs.
-    init(config: Config, running: Running, source: String, start: @escaping (Config) throws -> Running,
-         stop: @escaping (Running, Double, @escaping () -> Void) -> Void, exit: @escaping (Int32) -> Void) {
+    init(
+        config: Config, running: Running, source: String, start: @escaping (Config) throws -> Running,
+        stop: @escaping (Running, Double, @escaping () -> Void) -> Void, exit: @escaping (Int32) -> Void
+    ) {
         self.config = config
         self.running = running
         self.source = source
@@ -492,8 +520,9 @@ final class AgentSupervisor<Config, Running> {
                     phase = .running
                     Log.notice("running with the previous configuration; fix \(source) and send SIGHUP again")
                 } catch {
-                    Log.error("the previous configuration did not start again either: \(error); "
-                              + "exiting so that systemd restarts osh-edge")
+                    Log.error(
+                        "the previous configuration did not start again either: \(error); "
+                            + "exiting so that systemd restarts osh-edge")
                     finish(1)
                 }
             }

@@ -25,7 +25,8 @@ public enum SimulationHooks {
     nonisolated(unsafe) public static var provider: SimulationProvider?
 
     /// Why `source = "simulated"` cannot run in this binary.
-    public static let unavailable = "this binary has no simulation linked (osh-edge ships none); "
+    public static let unavailable =
+        "this binary has no simulation linked (osh-edge ships none); "
         + "use osh-edge-dev run --config FILE, or osh-edge-dev demo to try a node without hardware"
 
     /// The configured outputs with `source = "simulated"` must have a provider: refused at load

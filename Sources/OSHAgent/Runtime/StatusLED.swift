@@ -30,9 +30,11 @@ public final class StatusLED {
     private var failed = false
 
     /// `state` is read once per tick (keep it cheap). `now` is CLOCK_MONOTONIC ns (tests pass their own).
-    public init(line: GPIOLine, activeLow: Bool = false, tick: UInt64 = StatusLED.defaultTick,
-                now: @escaping () -> UInt64 = { Clock.monotonicNanoseconds() },
-                state: @escaping () -> LEDState) {
+    public init(
+        line: GPIOLine, activeLow: Bool = false, tick: UInt64 = StatusLED.defaultTick,
+        now: @escaping () -> UInt64 = { Clock.monotonicNanoseconds() },
+        state: @escaping () -> LEDState
+    ) {
         self.line = line
         self.activeLow = activeLow
         self.tick = max(tick, 1_000_000)
@@ -48,7 +50,9 @@ public final class StatusLED {
             let line = try LibgpiodLine(chip: settings.chip, line: settings.line, initialHigh: settings.activeLow)
             let led = StatusLED(line: line, activeLow: settings.activeLow, state: state)
             try led.start(on: loop)
-            Log.info("status LED on \(settings.chip) line \(settings.line)\(settings.activeLow ? " (active low)" : "") via libgpiod \(LibgpiodLine.libraryVersion)")
+            Log.info(
+                "status LED on \(settings.chip) line \(settings.line)\(settings.activeLow ? " (active low)" : "") via libgpiod \(LibgpiodLine.libraryVersion)"
+            )
             return led
         } catch {
             Log.warning("no status LED: \(error)")
@@ -119,10 +123,11 @@ public final class StatusLED {
 
     private func level(_ s: LEDState, at t: UInt64) -> Bool {
         let identifyLeft = identifyUntil > t ? (identifyUntil - t) / 1_000_000 : 0
-        return LEDPattern.level(state: s, elapsedMs: (t &- enteredAt) / 1_000_000,
-                                sinceActivityMs: lastBlip.map { (t &- $0) / 1_000_000 },
-                                identifyRemainingMs: identifyLeft,
-                                identifyElapsedMs: (t &- identifyStart) / 1_000_000)
+        return LEDPattern.level(
+            state: s, elapsedMs: (t &- enteredAt) / 1_000_000,
+            sinceActivityMs: lastBlip.map { (t &- $0) / 1_000_000 },
+            identifyRemainingMs: identifyLeft,
+            identifyElapsedMs: (t &- identifyStart) / 1_000_000)
     }
 
     private func drive(_ on: Bool) {
@@ -140,15 +145,18 @@ extension StatusLED {
     /// `osh-edge led`: show one pattern (or identify) for `seconds` on the configured line, then
     /// turn the LED off — for checking the wiring and the chip/line before the service runs.
     /// Throws the GPIO error (chip missing, permission, busy line) as the agent would log it.
-    public static func demonstrate(_ settings: LEDSettings, state: LEDState?, seconds: Double,
-                                   print: (String) -> Void) throws {
+    public static func demonstrate(
+        _ settings: LEDSettings, state: LEDState?, seconds: Double,
+        print: (String) -> Void
+    ) throws {
         let line = try LibgpiodLine(chip: settings.chip, line: settings.line, initialHigh: settings.activeLow)
         let loop = try EventLoop()
         let led = StatusLED(line: line, activeLow: settings.activeLow, state: { state ?? .off })
         try led.start(on: loop)
         if state == nil { led.identify(seconds: seconds) }
-        print("\(settings.chip) line \(settings.line) (libgpiod \(LibgpiodLine.libraryVersion)): "
-              + "\(state?.rawValue ?? "identify") for \(seconds) s")
+        print(
+            "\(settings.chip) line \(settings.line) (libgpiod \(LibgpiodLine.libraryVersion)): "
+                + "\(state?.rawValue ?? "identify") for \(seconds) s")
         try loop.run(until: EventLoop.deadline(after: seconds))
         led.stop()
     }

@@ -45,7 +45,8 @@ extension SystemIdentity {
             throw IdentityError.uid(e, serialSource: board.serialSource.rawValue)
         }
         let serial = board.serial.isEmpty ? "unknown" : board.serial
-        let l = label.flatMap { $0.isEmpty ? nil : $0 }
+        let l =
+            label.flatMap { $0.isEmpty ? nil : $0 }
             ?? defaultLabel(model: board.model, hostname: board.hostname, serial: serial)
         return SystemIdentity(uid: resolved, label: l, serial: board.serial)
     }

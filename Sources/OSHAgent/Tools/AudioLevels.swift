@@ -35,8 +35,10 @@ public enum AudioLevels {
     /// Captures from an ALSA device until `duration` seconds pass (nil = until SIGINT/SIGTERM);
     /// throws at once if the device cannot be opened.
     /// What the device granted is logged (stderr) when it opens.
-    public static func meterDevice(_ device: String, window: Double, duration: Double?,
-                                   onRow: @escaping (Row) -> Void) throws {
+    public static func meterDevice(
+        _ device: String, window: Double, duration: Double?,
+        onRow: @escaping (Row) -> Void
+    ) throws {
         let loop = try EventLoop()
         let input = AudioInput(loop: loop, device: device, window: window)
         let start = Double(Clock.monotonicNanoseconds()) / 1e9

@@ -22,14 +22,18 @@ public struct MagCalibrationOutcome: Sendable {
     public var configLines: [String]
 
     public var table: String {
-        var out = ["samples         \(samples)",
-                   "coverage        \(Int((coverage * 100).rounded())) % of orientations"]
+        var out = [
+            "samples         \(samples)",
+            "coverage        \(Int((coverage * 100).rounded())) % of orientations",
+        ]
         if let f = fit {
-            out += ["model           \(f.model.rawValue)",
-                    "field strength  \(fixed(f.fieldStrength, 2)) µT",
-                    "residual        \(fixed(f.relativeResidual * 100, 2)) % (rms of |corrected| − field)",
-                    "offset          \(fixed(f.calibration.offset.x, 2)), \(fixed(f.calibration.offset.y, 2)), "
-                        + "\(fixed(f.calibration.offset.z, 2)) µT"]
+            out += [
+                "model           \(f.model.rawValue)",
+                "field strength  \(fixed(f.fieldStrength, 2)) µT",
+                "residual        \(fixed(f.relativeResidual * 100, 2)) % (rms of |corrected| − field)",
+                "offset          \(fixed(f.calibration.offset.x, 2)), \(fixed(f.calibration.offset.y, 2)), "
+                    + "\(fixed(f.calibration.offset.z, 2)) µT",
+            ]
         }
         if let r = refusal {
             out.append("")
@@ -78,8 +82,10 @@ public final class MagCalibrationSession {
     private var high = Vector3(-.infinity, -.infinity, -.infinity)
     private var sinceCoverage = 0
 
-    public init(targetCoverage: Double = 0.8, maxResidual: Double = 0.05, fieldRange: ClosedRange<Double> = 15...100,
-                maxSamples: Int = 20_000) {
+    public init(
+        targetCoverage: Double = 0.8, maxResidual: Double = 0.05, fieldRange: ClosedRange<Double> = 15...100,
+        maxSamples: Int = 20_000
+    ) {
         self.targetCoverage = targetCoverage
         self.maxResidual = maxResidual
         self.fieldRange = fieldRange
@@ -114,7 +120,8 @@ public final class MagCalibrationSession {
         var out = MagCalibrationOutcome(fit: nil, coverage: coverage, samples: samples.count, refusal: nil, configLines: [])
         let pct = Int((coverage * 100).rounded()), need = Int((targetCoverage * 100).rounded())
         guard coverage >= targetCoverage else {
-            out.refusal = "only \(pct) % of orientations covered (\(need) % needed, \(samples.count) distinct readings); "
+            out.refusal =
+                "only \(pct) % of orientations covered (\(need) % needed, \(samples.count) distinct readings); "
                 + "turn the board slowly through every orientation — each face up and down, and around — and run it again"
             if samples.count >= 4 { out.fit = try? MagCalibrationSolver.solve(samples) }
             return out
@@ -128,11 +135,13 @@ public final class MagCalibrationSession {
         // Coverage again from the fitted centre: the box middle can mislead with a strong soft iron.
         out.coverage = MagCalibrationSolver.coverage(samples, center: fit.calibration.offset)
         if !fit.relativeResidual.isFinite || fit.relativeResidual > maxResidual {
-            out.refusal = "the fit is poor (residual \(fixed(fit.relativeResidual * 100, 1)) %, at most "
+            out.refusal =
+                "the fit is poor (residual \(fixed(fit.relativeResidual * 100, 1)) %, at most "
                 + "\(fixed(maxResidual * 100, 1)) % is usable): move away from steel, magnets and cables "
                 + "carrying current, turn the board slowly, and run it again"
         } else if !fieldRange.contains(fit.fieldStrength) {
-            out.refusal = "the fitted field is \(fixed(fit.fieldStrength, 1)) µT, not Earth's (22–67 µT): "
+            out.refusal =
+                "the fitted field is \(fixed(fit.fieldStrength, 1)) µT, not Earth's (22–67 µT): "
                 + "a magnet or steel is close to the sensor, or the magnetometer is misconfigured"
         } else {
             out.configLines = Self.configLines(fit.calibration)
@@ -143,8 +152,10 @@ public final class MagCalibrationSession {
     /// The [orientation] lines, as lists the config parser reads (`mag_offset = [x, y, z]`).
     public static func configLines(_ c: MagCalibration) -> [String] {
         func f(_ v: Double, _ d: Int) -> String { fixed(v, d) }
-        return ["mag_offset = [\(f(c.offset.x, 3)), \(f(c.offset.y, 3)), \(f(c.offset.z, 3))]",
-                "mag_matrix = [" + c.matrix.rowMajor.map { f($0, 6) }.joined(separator: ", ") + "]"]
+        return [
+            "mag_offset = [\(f(c.offset.x, 3)), \(f(c.offset.y, 3)), \(f(c.offset.z, 3))]",
+            "mag_matrix = [" + c.matrix.rowMajor.map { f($0, 6) }.joined(separator: ", ") + "]",
+        ]
     }
 }
 
@@ -155,8 +166,10 @@ public final class MagCalibrationRun {
     private let loop: EventLoop
 
     /// Opens the IMU (throws its `I2CError`). A chip without a magnetometer is refused here.
-    public init(loop: EventLoop, bus: I2CBus, settings: IMUSettings, session: MagCalibrationSession = MagCalibrationSession(),
-                sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep) throws {
+    public init(
+        loop: EventLoop, bus: I2CBus, settings: IMUSettings, session: MagCalibrationSession = MagCalibrationSession(),
+        sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep
+    ) throws {
         self.loop = loop
         self.session = session
         let s = session
@@ -164,9 +177,10 @@ public final class MagCalibrationRun {
             if sample.magIsNew, let m = sample.mag { s.add(Vector3(m.x, m.y, m.z)) }
         }
         guard input.hasMagnetometer else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: input.driver.address,
-                           operation: "calibrating: the \(input.chipName) has no magnetometer in use (set [imu] magnetometer, "
-                               + "or use an IMU with one)")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: input.driver.address,
+                operation: "calibrating: the \(input.chipName) has no magnetometer in use (set [imu] magnetometer, "
+                    + "or use an IMU with one)")
         }
     }
 

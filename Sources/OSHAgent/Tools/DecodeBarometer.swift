@@ -33,7 +33,9 @@ public enum BarometerDecode {
     }
 
     public static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { b in let s = String(b, radix: 16); return s.count == 1 ? "0" + s : s }.joined()
+        bytes.map { b in
+            let s = String(b, radix: 16); return s.count == 1 ? "0" + s : s
+        }.joined()
     }
 
     /// Decodes `calibration` and one data burst for `chip` (case-insensitive). Errors say which
@@ -90,7 +92,9 @@ public func probeBarometers(bus: I2CBus) -> [BarometerProbeResult] {
                 }
                 result.calibrationHex = BarometerDecode.hex(d.calibrationBytes)
                 result.rawHex = BarometerDecode.hex(d.lastBurst)
-                if reading == nil { result.error = "no conversion finished within 1 s" } else {
+                if reading == nil {
+                    result.error = "no conversion finished within 1 s"
+                } else {
                     result.decoded = try chip.decode(calibration: d.calibrationBytes, burst: d.lastBurst)
                 }
             } catch {

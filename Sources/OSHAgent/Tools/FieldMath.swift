@@ -12,13 +12,18 @@ private func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : String(re
 public enum DeclinationTool {
     /// The report for one place and date: a table like NOAA's calculator, or one JSON
     /// object. `warning` is set when the date is outside the model's validity window.
-    public static func report(latitude: Double, longitude: Double, altitudeKm: Double, decimalYear: Double,
-                              json: Bool, model: WorldMagneticModel = WorldMagneticModel()) -> (text: String, warning: String?) {
+    public static func report(
+        latitude: Double, longitude: Double, altitudeKm: Double, decimalYear: Double,
+        json: Bool, model: WorldMagneticModel = WorldMagneticModel()
+    ) -> (text: String, warning: String?) {
         let f = model.field(latitude: latitude, longitude: longitude, heightKm: altitudeKm, decimalYear: decimalYear)
-        let warning = f.dateIsValid ? nil
+        let warning =
+            f.dateIsValid
+            ? nil
             : "\(model.name) is valid \(fixed(model.validFrom, 1))–\(fixed(model.validUntil, 1)); \(fixed(decimalYear, 3)) is outside it, so these values are extrapolated"
         if json {
-            let text = "{\"model\":\"\(model.name)\",\"date\":\(fixed(decimalYear, 4)),\"latitude\":\(fixed(latitude, 6)),"
+            let text =
+                "{\"model\":\"\(model.name)\",\"date\":\(fixed(decimalYear, 4)),\"latitude\":\(fixed(latitude, 6)),"
                 + "\"longitude\":\(fixed(longitude, 6)),\"altitude_km\":\(fixed(altitudeKm, 3)),"
                 + "\"D_deg\":\(fixed(f.declination, 4)),\"I_deg\":\(fixed(f.inclination, 4)),\"H_nT\":\(fixed(f.h, 1)),"
                 + "\"X_nT\":\(fixed(f.x, 1)),\"Y_nT\":\(fixed(f.y, 1)),\"Z_nT\":\(fixed(f.z, 1)),\"F_nT\":\(fixed(f.f, 1)),"
@@ -77,7 +82,9 @@ public enum FuseTool {
         var v = [Double](repeating: .nan, count: 10)
         for (i, c) in cols.enumerated() {
             if i >= 7 && c.isEmpty { continue }
-            guard let d = Double(c), d.isFinite else { throw FusionConfigError("line \(lineNumber), column \(i + 1): '\(c)' is not a number") }
+            guard let d = Double(c), d.isFinite else {
+                throw FusionConfigError("line \(lineNumber), column \(i + 1): '\(c)' is not a number")
+            }
             v[i] = d
         }
         let mag = v[7].isNaN || v[8].isNaN || v[9].isNaN ? nil : Vector3(v[7], v[8], v[9])
@@ -103,13 +110,15 @@ public enum FuseTool {
             filter.update(gyro: row.gyro, accel: row.accel, mag: row.mag.map { $0 * options.magScale }, dt: dt)
             let a = filter.android
             if options.json {
-                emit("{\"t\":\(fixed(row.t, 4)),\"w\":\(fixed(a.w, 6)),\"x\":\(fixed(a.x, 6)),\"y\":\(fixed(a.y, 6)),"
-                     + "\"z\":\(fixed(a.z, 6)),\"heading\":\(fixed(a.heading, 3)),\"pitch\":\(fixed(a.pitch, 3)),"
-                     + "\"roll\":\(fixed(a.roll, 3)),\"mag\":\(row.mag != nil)}")
+                emit(
+                    "{\"t\":\(fixed(row.t, 4)),\"w\":\(fixed(a.w, 6)),\"x\":\(fixed(a.x, 6)),\"y\":\(fixed(a.y, 6)),"
+                        + "\"z\":\(fixed(a.z, 6)),\"heading\":\(fixed(a.heading, 3)),\"pitch\":\(fixed(a.pitch, 3)),"
+                        + "\"roll\":\(fixed(a.roll, 3)),\"mag\":\(row.mag != nil)}")
             } else {
-                emit(pad(fixed(row.t, 3), 10) + pad(fixed(a.w, 5), 9) + pad(fixed(a.x, 5), 10) + pad(fixed(a.y, 5), 10)
-                     + pad(fixed(a.z, 5), 10) + pad(fixed(a.heading, 2), 10) + pad(fixed(a.pitch, 2), 9)
-                     + pad(fixed(a.roll, 2), 9) + (row.mag != nil ? "  yes" : "  no"))
+                emit(
+                    pad(fixed(row.t, 3), 10) + pad(fixed(a.w, 5), 9) + pad(fixed(a.x, 5), 10) + pad(fixed(a.y, 5), 10)
+                        + pad(fixed(a.z, 5), 10) + pad(fixed(a.heading, 2), 10) + pad(fixed(a.pitch, 2), 9)
+                        + pad(fixed(a.roll, 2), 9) + (row.mag != nil ? "  yes" : "  no"))
             }
             count += 1
         }

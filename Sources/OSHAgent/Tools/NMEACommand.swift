@@ -16,8 +16,11 @@ public enum NMEACommand {
             if fd < 0 {
                 let e = SystemError.last("open", subject: p)
                 let code = errno
-                Log.error("\(e)" + (code == EACCES ? " (add this user to the dialout group for serial ports)"
-                                    : code == ENOENT ? "; " + DeviceCheck.missingSerialHint(p) : ""))
+                Log.error(
+                    "\(e)"
+                        + (code == EACCES
+                            ? " (add this user to the dialout group for serial ports)"
+                            : code == ENOENT ? "; " + DeviceCheck.missingSerialHint(p) : ""))
                 return 1
             }
             if isatty(fd) != 0, osh_serial_configure(fd, Int32(baud ?? 9600)) != 0 {
@@ -29,11 +32,14 @@ public enum NMEACommand {
         defer { if fd != 0 { close(fd) } }
         // EINTR and short writes are the syscall layer's (FileDescriptor), as everywhere else.
         let input = FileDescriptor(rawValue: fd), output = FileDescriptor(rawValue: 1)
-        let counters = NMEADecode.run(notBefore: notBefore, read: { buf in
-            (try? input.read(into: buf)) ?? -1
-        }, write: { bytes in
-            try? output.writeAll(bytes)
-        })
+        let counters = NMEADecode.run(
+            notBefore: notBefore,
+            read: { buf in
+                (try? input.read(into: buf)) ?? -1
+            },
+            write: { bytes in
+                try? output.writeAll(bytes)
+            })
         return counters.fixes > 0 || counters.sentences > 0 ? 0 : 1
     }
 }

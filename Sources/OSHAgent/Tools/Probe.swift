@@ -20,9 +20,11 @@ public struct ProbeSources {
     public var serialPorts: () -> [SerialPortInfo]
     public var gpsd: () -> Bool
 
-    public init(adapters: @escaping () -> [Int], openBus: @escaping (Int) throws -> I2CBus,
-                audioDevices: @escaping () -> [AudioDeviceInfo], video: V4L2Device,
-                serialPorts: @escaping () -> [SerialPortInfo] = { [] }, gpsd: @escaping () -> Bool = { false }) {
+    public init(
+        adapters: @escaping () -> [Int], openBus: @escaping (Int) throws -> I2CBus,
+        audioDevices: @escaping () -> [AudioDeviceInfo], video: V4L2Device,
+        serialPorts: @escaping () -> [SerialPortInfo] = { [] }, gpsd: @escaping () -> Bool = { false }
+    ) {
         self.adapters = adapters
         self.openBus = openBus
         self.audioDevices = audioDevices
@@ -32,9 +34,10 @@ public struct ProbeSources {
     }
 
     public static func system() -> ProbeSources {
-        ProbeSources(adapters: { LinuxI2CBus.adapters() }, openBus: { try LinuxI2CBus(number: $0) },
-                     audioDevices: { ALSADevices.captureDevices() }, video: SystemV4L2(),
-                     serialPorts: { SerialPortList.ports() }, gpsd: { SerialPortList.gpsdAnswers() })
+        ProbeSources(
+            adapters: { LinuxI2CBus.adapters() }, openBus: { try LinuxI2CBus(number: $0) },
+            audioDevices: { ALSADevices.captureDevices() }, video: SystemV4L2(),
+            serialPorts: { SerialPortList.ports() }, gpsd: { SerialPortList.gpsdAnswers() })
     }
 }
 
@@ -87,13 +90,15 @@ public struct ProbeReport: Sendable {
 }
 
 public enum Probe {
-    public static let enableI2CHint = "no I²C adapter (/dev/i2c-*) on this machine; on a Raspberry Pi enable it with "
+    public static let enableI2CHint =
+        "no I²C adapter (/dev/i2c-*) on this machine; on a Raspberry Pi enable it with "
         + "dtparam=i2c_arm=on in /boot/firmware/config.txt (or raspi-config → Interface Options → I2C) and reboot; "
         + "elsewhere load the i2c-dev module (modprobe i2c-dev)"
 
     /// PCA9685 servo drivers: no ID register, so only the address (0x40, the default strap) hints at one.
-    static let pca9685 = I2CChipIdentity(name: "PCA9685", kind: .servoDriver, addresses: [PCA9685.defaultAddress], idRegister: nil,
-                                         idValues: [], note: "known by address only (no ID register): anything at 0x40 looks like one")
+    static let pca9685 = I2CChipIdentity(
+        name: "PCA9685", kind: .servoDriver, addresses: [PCA9685.defaultAddress], idRegister: nil,
+        idValues: [], note: "known by address only (no ID register): anything at 0x40 looks like one")
 
     /// Scans `bus` (nil: every adapter) and the audio/video devices. Never throws: what cannot be
     /// read becomes a message in the report. `dump` starts each barometer found to read one burst.
@@ -129,9 +134,11 @@ public enum Probe {
         var done: Set<UInt8> = []
         // IMUs first through the driver table (it knows the ICM-20948's register-bank quirk).
         for hit in IMUDrivers.probe(bus: bus) {
-            result.chips.append(ProbeChip(name: hit.identity.name, kind: hit.identity.kind, address: hit.address,
-                                          idRegister: hit.identity.idRegister, idValue: hit.whoAmI, identifiedByID: true,
-                                          note: hit.identity.note))
+            result.chips.append(
+                ProbeChip(
+                    name: hit.identity.name, kind: hit.identity.kind, address: hit.address,
+                    idRegister: hit.identity.idRegister, idValue: hit.whoAmI, identifiedByID: true,
+                    note: hit.identity.note))
             done.insert(hit.address)
         }
         let all = BarometerDrivers.identities + IMUDrivers.identities + IMUDrivers.magnetometers
@@ -143,7 +150,9 @@ public enum Probe {
             address: for id in all where id.addresses.contains(a) {
                 guard let reg = id.idRegister else { continue }
                 let value: UInt8
-                if let v = seenRegisters[reg] { value = v } else {
+                if let v = seenRegisters[reg] {
+                    value = v
+                } else {
                     do { value = try bus.readRegister(a, reg) } catch let e as I2CError {
                         if !e.isAbsent { result.faults.append("\(e)") }
                         break address
@@ -151,20 +160,27 @@ public enum Probe {
                     seenRegisters[reg] = value
                 }
                 if id.matches(id: value) {
-                    result.chips.append(ProbeChip(name: id.name, kind: id.kind, address: a, idRegister: reg, idValue: value,
-                                                  identifiedByID: true, note: id.note))
+                    result.chips.append(
+                        ProbeChip(
+                            name: id.name, kind: id.kind, address: a, idRegister: reg, idValue: value,
+                            identifiedByID: true, note: id.note))
                     done.insert(a)
                     break
                 }
                 let want = "\(id.name) \(id.idValues.map(hex).joined(separator: "/"))"
-                if let i = reads.firstIndex(where: { $0.register == reg }) { reads[i].wanted.append(want) } else {
+                if let i = reads.firstIndex(where: { $0.register == reg }) {
+                    reads[i].wanted.append(want)
+                } else {
                     reads.append((reg, value, [want]))
                 }
             }
             if !done.contains(a), !reads.isEmpty {
-                result.unidentified.append(ProbeUnidentified(address: a, reads: reads.map {
-                    "register \(hex($0.register)) = \(hex($0.value)) (" + $0.wanted.joined(separator: ", ") + ")"
-                }))
+                result.unidentified.append(
+                    ProbeUnidentified(
+                        address: a,
+                        reads: reads.map {
+                            "register \(hex($0.register)) = \(hex($0.value)) (" + $0.wanted.joined(separator: ", ") + ")"
+                        }))
             }
         }
         // Hygrometers without an ID register (the SHT4x): their driver's identify (a serial number
@@ -172,8 +188,10 @@ public enum Probe {
         for chip in HygrometerDrivers.chips {
             for a in chip.identity.addresses where !done.contains(a) {
                 guard (try? chip.driver(bus: bus, address: a).identify()) != nil else { continue }
-                result.chips.append(ProbeChip(name: chip.identity.name, kind: .hygrometer, address: a, idRegister: chip.identity.idRegister,
-                                              idValue: nil, identifiedByID: true, note: chip.identity.note))
+                result.chips.append(
+                    ProbeChip(
+                        name: chip.identity.name, kind: .hygrometer, address: a, idRegister: chip.identity.idRegister,
+                        idValue: nil, identifiedByID: true, note: chip.identity.note))
                 done.insert(a)
             }
         }
@@ -185,9 +203,11 @@ public enum Probe {
         }
         // PCA9685: by address only. MODE1 must read back something a PCA9685 could hold.
         if !done.contains(pca9685.addresses[0]), let mode1 = try? bus.readRegister(pca9685.addresses[0], 0x00) {
-            result.chips.append(ProbeChip(name: pca9685.name, kind: .servoDriver, address: pca9685.addresses[0], idRegister: nil,
-                                          idValue: nil, identifiedByID: false,
-                                          note: pca9685.note + " (MODE1 = \(hex(mode1))); used by the pan-tilt unit"))
+            result.chips.append(
+                ProbeChip(
+                    name: pca9685.name, kind: .servoDriver, address: pca9685.addresses[0], idRegister: nil,
+                    idValue: nil, identifiedByID: false,
+                    note: pca9685.note + " (MODE1 = \(hex(mode1))); used by the pan-tilt unit"))
         }
         result.chips.sort { $0.address < $1.address }
         if dump { result.barometerDumps = probeBarometers(bus: bus) }
@@ -197,7 +217,8 @@ public enum Probe {
     static func lookForAK8963(_ bus: I2CBus, mpu: UInt8) -> ProbeChip? {
         let ak = IMUDrivers.ak8963
         guard let pin = try? bus.readRegister(mpu, MPUDriver.Reg.intPinCfg),
-              let user = try? bus.readRegister(mpu, MPUDriver.Reg.userCtrl) else { return nil }
+            let user = try? bus.readRegister(mpu, MPUDriver.Reg.userCtrl)
+        else { return nil }
         // Its I²C master running (another program reads the AK8963 through it): leave it alone.
         if user & MPUDriver.Reg.i2cMasterEnable != 0 { return nil }
         if pin & MPUDriver.Reg.bypassEnable == 0 {
@@ -205,8 +226,9 @@ public enum Probe {
         }
         defer { if pin & MPUDriver.Reg.bypassEnable == 0 { try? bus.writeRegister(mpu, MPUDriver.Reg.intPinCfg, pin) } }
         guard let reg = ak.idRegister, let v = try? bus.readRegister(ak.addresses[0], reg), ak.matches(id: v) else { return nil }
-        return ProbeChip(name: ak.name, kind: .magnetometer, address: ak.addresses[0], idRegister: reg, idValue: v,
-                         identifiedByID: true, note: "the MPU-9250's magnetometer, seen through its bypass switch")
+        return ProbeChip(
+            name: ak.name, kind: .magnetometer, address: ak.addresses[0], idRegister: reg, idValue: v,
+            identifiedByID: true, note: "the MPU-9250's magnetometer, seen through its bypass switch")
     }
 
     static func hex(_ v: UInt8) -> String {
@@ -223,7 +245,9 @@ public enum Probe {
         var notes: [String] = []
         func sensors(_ b: ProbeBus) -> Int { b.chips.filter { [.barometer, .imu, .hygrometer].contains($0.kind) }.count }
         var outputs: [String] = []
-        if let best = buses.filter({ sensors($0) > 0 }).max(by: { sensors($0) < sensors($1) || (sensors($0) == sensors($1) && $0.number > $1.number) }) {
+        if let best = buses.filter({ sensors($0) > 0 }).max(by: {
+            sensors($0) < sensors($1) || (sensors($0) == sensors($1) && $0.number > $1.number)
+        }) {
             for other in buses where other.number != best.number && sensors(other) > 0 {
                 notes.append("sensors on /dev/i2c-\(other.number) too; the agent reads one bus, /dev/i2c-\(best.number) here")
             }
@@ -237,7 +261,9 @@ public enum Probe {
                 outputs.append(OutputKind.barometer.settingsKey)
                 if measures.contains(.temperature) { outputs.append(OutputKind.temperature.settingsKey) }
                 if measures.contains(.humidity) { outputs.append(OutputKind.humidity.settingsKey) }
-                if baros.count > 1 { notes.append("\(baros.count) barometers on /dev/i2c-\(best.number); the first (\(b.name) at \(hex(b.address))) is used") }
+                if baros.count > 1 {
+                    notes.append("\(baros.count) barometers on /dev/i2c-\(best.number); the first (\(b.name) at \(hex(b.address))) is used")
+                }
             }
             if let h = best.chips.first(where: { $0.kind == .hygrometer }) {
                 lines += ["", "[hygrometer]", "chip = \"\(h.name)\"", "address = \"\(hex(h.address))\""]
@@ -269,12 +295,17 @@ public enum Probe {
                 } else {
                     lines.append("magnetometer = \"none\"")
                 }
-                lines += ["accel_range = 4", "gyro_range = 500",
-                          "mounting = \"+x,+y,+z\"   # board axes → device axes; turn it to match how the board sits"]
+                lines += [
+                    "accel_range = 4", "gyro_range = 500",
+                    "mounting = \"+x,+y,+z\"   # board axes → device axes; turn it to match how the board sits",
+                ]
                 outputs += OutputKind.inertial.filter { hasMag || $0 != .magnetometer }.map(\.settingsKey)
-                if imus.count > 1 { notes.append("\(imus.count) IMUs on /dev/i2c-\(best.number); the first (\(i.name) at \(hex(i.address))) is used") }
-                if !hasMag { notes.append("no magnetometer: orientation runs without heading (IMU-only fusion)") }
-                else if !(identity?.measures.contains(.orientation) ?? false) {
+                if imus.count > 1 {
+                    notes.append("\(imus.count) IMUs on /dev/i2c-\(best.number); the first (\(i.name) at \(hex(i.address))) is used")
+                }
+                if !hasMag {
+                    notes.append("no magnetometer: orientation runs without heading (IMU-only fusion)")
+                } else if !(identity?.measures.contains(.orientation) ?? false) {
                     notes.append("run `osh-edge calibrate mag` and put its two lines in [orientation]")
                 }
             }
@@ -286,13 +317,16 @@ public enum Probe {
         if let cam = video.first(where: { $0.role == .camera }) {
             let size = cameraSize(cam)
             let hasEncoder = video.contains { $0.role == .h264Encoder }
-            lines += ["", "[camera]", "device = \"\(cam.path)\"", "width = \(size.width)", "height = \(size.height)",
-                      "encoder = \"\(hasEncoder ? "v4l2m2m" : "x264")\""]
+            lines += [
+                "", "[camera]", "device = \"\(cam.path)\"", "width = \(size.width)", "height = \(size.height)",
+                "encoder = \"\(hasEncoder ? "v4l2m2m" : "x264")\"",
+            ]
             outputs.append(OutputKind.video.settingsKey)
             let codecs = video.filter { $0.role == .m2mCodec }
             if !hasEncoder && !codecs.isEmpty {
-                notes.append("no usable H.264 encoder (" + codecs.map { "\($0.path) (\($0.card)) \($0.note)" }.joined(separator: "; ")
-                             + "); the camera uses libx264")
+                notes.append(
+                    "no usable H.264 encoder (" + codecs.map { "\($0.path) (\($0.card)) \($0.note)" }.joined(separator: "; ")
+                        + "); the camera uses libx264")
             }
         }
         for o in outputs { lines += ["", "[outputs.\(o)]", "enabled = true"] }
@@ -304,7 +338,9 @@ public enum Probe {
     /// ≤ 1920×1080, width a multiple of 8, height of 8).
     static func cameraSize(_ cam: V4L2DeviceInfo) -> V4L2FrameSize {
         let sizes = cam.formats.flatMap(\.sizes)
-        let ok = sizes.filter { (160...1920).contains($0.width) && (120...1080).contains($0.height) && $0.width % 8 == 0 && $0.height % 8 == 0 }
+        let ok = sizes.filter {
+            (160...1920).contains($0.width) && (120...1080).contains($0.height) && $0.width % 8 == 0 && $0.height % 8 == 0
+        }
         if ok.contains(V4L2FrameSize(width: 640, height: 480)) || ok.isEmpty { return V4L2FrameSize(width: 640, height: 480) }
         return ok.min { $0.width * $0.height < $1.width * $1.height } ?? V4L2FrameSize(width: 640, height: 480)
     }
@@ -343,8 +379,9 @@ extension ProbeReport {
         out.append("")
         out.append("Serial ports (GPS)")
         if serialPorts.isEmpty {
-            out.append("  none: on a Raspberry Pi enable the UART (enable_uart=1 in /boot/firmware/config.txt, or raspi-config → "
-                       + "Interface Options → Serial Port), or plug in a USB receiver")
+            out.append(
+                "  none: on a Raspberry Pi enable the UART (enable_uart=1 in /boot/firmware/config.txt, or raspi-config → "
+                    + "Interface Options → Serial Port), or plug in a USB receiver")
         }
         for p in serialPorts {
             var line = "  " + SerialPortDiagnostics.display(path: p.path, device: p.device)
@@ -353,8 +390,11 @@ extension ProbeReport {
             if p.holders.contains(where: \.isGetty) { line += ": a login console, not free for a GPS" }
             out.append(line)
         }
-        out.append("gpsd: " + (gpsdAnswers ? "answers on 127.0.0.1:2947 ([gps] gpsd = \"127.0.0.1:2947\" reads it)"
-                                          : "nothing answers on 127.0.0.1:2947"))
+        out.append(
+            "gpsd: "
+                + (gpsdAnswers
+                    ? "answers on 127.0.0.1:2947 ([gps] gpsd = \"127.0.0.1:2947\" reads it)"
+                    : "nothing answers on 127.0.0.1:2947"))
         out.append("")
         out.append("Video (V4L2)")
         if video.isEmpty { out.append("  none") }
@@ -362,7 +402,8 @@ extension ProbeReport {
             out.append("  \(v.path)  \(v.role.rawValue)  \(v.card) (\(v.driver))")
             if !v.note.isEmpty { out.append("    not usable: \(v.note)") }
             for f in v.formats {
-                let sizes = f.isRange ? f.sizes.map(\.description).joined(separator: " … ") : f.sizes.map(\.description).joined(separator: " ")
+                let sizes =
+                    f.isRange ? f.sizes.map(\.description).joined(separator: " … ") : f.sizes.map(\.description).joined(separator: " ")
                 out.append("    \(f.fourCC)  \(sizes)")
             }
         }

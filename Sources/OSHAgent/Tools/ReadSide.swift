@@ -68,7 +68,11 @@ public final class NodeReader {
     public func exchangeAll(_ rs: [CSRequest], what: (Int) -> String) throws -> [HTTPResult] {
         var results = [HTTPResult?](repeating: nil, count: rs.count)
         var pending = rs.count
-        for (i, r) in rs.enumerated() { http.send(r) { results[i] = $0; pending -= 1 } }
+        for (i, r) in rs.enumerated() {
+            http.send(r) {
+                results[i] = $0; pending -= 1
+            }
+        }
         let seconds = server.requestTimeout > 0 ? server.requestTimeout + 5 : 3600
         let end = EventLoop.deadline(after: seconds)
         while pending > 0, Clock.monotonicNanoseconds() < end { try loop.runOnce(timeoutMs: 100) }
@@ -89,7 +93,9 @@ public final class NodeReader {
         guard (200..<300).contains(res.status) else {
             throw ReadSideError.http(what: what, status: res.status, node: NodeError.parse(res.body))
         }
-        if res.bodyTruncated { throw ReadSideError.badAnswer(what: what, detail: "the answer is larger than 64 MiB; ask for fewer records") }
+        if res.bodyTruncated {
+            throw ReadSideError.badAnswer(what: what, detail: "the answer is larger than 64 MiB; ask for fewer records")
+        }
         return res
     }
 
@@ -110,8 +116,9 @@ public enum ReadSide {
     /// The node of the agent's configuration (`[server]` + secrets), for commands given no `--node`.
     public static func configuredServer(configPath: String, secretsPath: String?) throws -> HTTPServer {
         guard let bytes = try StateFiles.read(configPath) else {
-            throw ReadSideError.config("no --node given and no configuration at \(configPath): "
-                                       + "pass --node URL (the API root, e.g. http://host:8181/sensorhub/api) or --config FILE")
+            throw ReadSideError.config(
+                "no --node given and no configuration at \(configPath): "
+                    + "pass --node URL (the API root, e.g. http://host:8181/sensorhub/api) or --config FILE")
         }
         return try Daemon.configuredServer(AgentSettings.parseFile(bytes: bytes, path: configPath), secretsPath: secretsPath)
     }
@@ -127,12 +134,15 @@ public enum ReadSide {
 
     /// Top-level systems (at most `limit`), each with its datastream count and activity from the
     /// newest phenomenon time its datastreams report; live first, the node's order otherwise.
-    public static func systems(_ r: NodeReader, limit: Int = 100, now: Double,
-                               thresholds: ActivityThresholds = .standard) throws -> [SystemRow] {
+    public static func systems(
+        _ r: NodeReader, limit: Int = 100, now: Double,
+        thresholds: ActivityThresholds = .standard
+    ) throws -> [SystemRow] {
         let list = try r.json(r.builder.listSystems(limit: Swift.max(1, Swift.min(limit, 10_000))), what: "listing systems")
         let systems = NodeCollection.items(list).compactMap(NodeSystem.init)
-        let answers = try r.exchangeAll(systems.map { r.builder.listDatastreams(systemID: $0.id, limit: 10_000) },
-                                        what: { "datastreams of system \(systems[$0].id)" })
+        let answers = try r.exchangeAll(
+            systems.map { r.builder.listDatastreams(systemID: $0.id, limit: 10_000) },
+            what: { "datastreams of system \(systems[$0].id)" })
         var rows: [SystemRow] = []
         for (s, res) in zip(systems, answers) {
             let what = "datastreams of system \(s.id)"
@@ -142,8 +152,10 @@ public enum ReadSide {
             }
             let ds = NodeCollection.items(v).compactMap(NodeDatastream.init)
             let newest = Activity.newest(ds.map(\.newest))
-            rows.append(SystemRow(system: s, datastreamCount: ds.count, newest: newest,
-                                  activity: Activity.classify(newest: newest, now: now, thresholds: thresholds)))
+            rows.append(
+                SystemRow(
+                    system: s, datastreamCount: ds.count, newest: newest,
+                    activity: Activity.classify(newest: newest, now: now, thresholds: thresholds)))
         }
         return stableSorted(rows) { $0.activity < $1.activity }
     }
@@ -169,8 +181,10 @@ public enum ReadSide {
         public var activity: SystemActivity
     }
 
-    public static func datastreams(_ r: NodeReader, system ref: String, now: Double,
-                                   thresholds: ActivityThresholds = .standard) throws -> (system: NodeSystem, rows: [DatastreamRow]) {
+    public static func datastreams(
+        _ r: NodeReader, system ref: String, now: Double,
+        thresholds: ActivityThresholds = .standard
+    ) throws -> (system: NodeSystem, rows: [DatastreamRow]) {
         let s = try resolveSystem(r, ref)
         let rows = try datastreamList(r, systemID: s.id).map {
             DatastreamRow(datastream: $0, activity: Activity.classify(newest: $0.newest, now: now, thresholds: thresholds))
@@ -223,12 +237,17 @@ public enum ReadSide {
         var rows: [ControlStreamRow] = []
         for item in NodeCollection.items(v) {
             guard let id = item["id"]?.string else { continue }
-            var row = ControlStreamRow(id: id, inputName: item["inputName"]?.string ?? item["controlInput"]?.string ?? "",
-                                       name: item["name"]?.string ?? "", commands: [])
+            var row = ControlStreamRow(
+                id: id, inputName: item["inputName"]?.string ?? item["controlInput"]?.string ?? "",
+                name: item["name"]?.string ?? "", commands: [])
             if let schema = try? r.json(r.builder.controlStreamSchema(id: id), what: "schema of control stream \(id)"),
-               let params = schema["parametersSchema"], let c = try? SchemaDecoder.component(params) {
-                if case .choice(let choice) = c.kind { row.commands = choice.items.compactMap(\.name) }
-                else if let n = c.name { row.commands = [n] }
+                let params = schema["parametersSchema"], let c = try? SchemaDecoder.component(params)
+            {
+                if case .choice(let choice) = c.kind {
+                    row.commands = choice.items.compactMap(\.name)
+                } else if let n = c.name {
+                    row.commands = [n]
+                }
             }
             rows.append(row)
         }
@@ -288,8 +307,10 @@ public enum ReadSide {
     /// The newest records (`.newest(N)`, whatever their age) or those at the latest result time,
     /// fetched in `format` (default: O&M JSON when served, else swe+binary) and decoded with one
     /// reader tree built from the datastream's schema in that same format.
-    public static func observations(_ r: NodeReader, datastream id: String, query: ObservationQuery = .newest(10),
-                                    format: String? = nil) throws -> ObservationPage {
+    public static func observations(
+        _ r: NodeReader, datastream id: String, query: ObservationQuery = .newest(10),
+        format: String? = nil
+    ) throws -> ObservationPage {
         let schema = try schema(r, datastream: id, format: format)
         let f = schema.obsFormat
         let what = "observations of datastream \(id) (\(f))"
@@ -309,10 +330,11 @@ public enum ReadSide {
             throw ReadSideError.badAnswer(what: what, detail: "\(e)")
         }
         var records = decoded.records
-        if case .newest = query { records.reverse() } // asked newest first; shown oldest → newest, like tail
+        if case .newest = query { records.reverse() }  // asked newest first; shown oldest → newest, like tail
         let timePath = schema.leaves.first { $0.component.isObservationTime }?.path
-        var page = ObservationPage(datastream: schema.datastream, format: f, leaves: schema.leaves, records: records,
-                                   decodeError: decoded.error, timePath: timePath)
+        var page = ObservationPage(
+            datastream: schema.datastream, format: f, leaves: schema.leaves, records: records,
+            decodeError: decoded.error, timePath: timePath)
         if case .newest(let n) = query { page.asked = n }
         if f == MediaType.omJSON || f == MediaType.json, let v = try? JSONValue.parse(res.body) {
             page.nodePages = NodeCollection.nextLink(v) != nil
@@ -361,8 +383,10 @@ public enum ReadSide {
     /// .connectStatusReceiver), and a status POSTed over HTTP carries none (CommandStatusHandler.addEntry
     /// passes RequestContext.getCorrelationID(), which nothing sets outside MQTT). So the outcome is
     /// read back from `…/commands/{id}/status` for up to `wait` seconds, until a final report is there.
-    public static func command(_ r: NodeReader, controlStream cs: String, json text: String,
-                               wait: Double = 12) throws -> CommandOutcome {
+    public static func command(
+        _ r: NodeReader, controlStream cs: String, json text: String,
+        wait: Double = 12
+    ) throws -> CommandOutcome {
         let body: [UInt8]
         do { body = try CommandBody.bytes(fromUserJSON: text) } catch { throw ReadSideError.config("\(error)") }
         let what = "command to control stream \(cs)"

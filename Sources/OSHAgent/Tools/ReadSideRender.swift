@@ -8,8 +8,10 @@ public enum ReadSideRender {
     public static func systemsTable(_ rows: [ReadSide.SystemRow], now: Double) -> String {
         var t = Table(["activity", "id", "uid", "name", "datastreams", "newest", "age"])
         for r in rows {
-            t.add([r.activity.rawValue, r.system.id, r.system.uid, r.system.name, String(r.datastreamCount),
-                   timeText(r.newest), Activity.ageText(r.newest, now: now)])
+            t.add([
+                r.activity.rawValue, r.system.id, r.system.uid, r.system.name, String(r.datastreamCount),
+                timeText(r.newest), Activity.ageText(r.newest, now: now),
+            ])
         }
         return rows.isEmpty ? "the node holds no systems" : t.render()
     }
@@ -40,8 +42,10 @@ public enum ReadSideRender {
         var t = Table(["activity", "id", "output", "formats", "newest", "age"])
         for r in rows {
             let d = r.datastream
-            t.add([r.activity.rawValue, d.id, d.outputName, d.formats.map(shortFormat).joined(separator: ","),
-                   timeText(d.newest), Activity.ageText(d.newest, now: now)])
+            t.add([
+                r.activity.rawValue, d.id, d.outputName, d.formats.map(shortFormat).joined(separator: ","),
+                timeText(d.newest), Activity.ageText(d.newest, now: now),
+            ])
         }
         let head = "system \(system.id) \(system.uid) \(system.name)"
         return rows.isEmpty ? head + "\nno datastreams" : head + "\n" + t.render()
@@ -158,7 +162,8 @@ public enum ReadSideRender {
         var t = Table(["id", "input", "name", "commands"])
         for r in rows { t.add([r.id, r.inputName, r.name, r.commands.joined(separator: ", ")]) }
         let head = "system \(s.id) \(s.uid), \(rows.count) control stream\(rows.count == 1 ? "" : "s")"
-        return rows.isEmpty ? head + " (osh-edge creates device_control when it registers with commands on)"
+        return rows.isEmpty
+            ? head + " (osh-edge creates device_control when it registers with commands on)"
             : head + "\n" + t.render() + "\nsend one: osh-edge command ID '{\"COMMAND\":{…}}'"
     }
 
@@ -187,10 +192,11 @@ public enum ReadSideRender {
         guard let id = o.commandID else {
             var lines = ["command on control stream \(o.controlStream): the node kept no command (HTTP \(o.httpStatus) after \(secs))"]
             if o.httpStatus == 202 {
-                lines.append("the node accepted it but no receiver acknowledged it in its window"
-                             + (o.nodeMessage.map { " (\"\($0)\")" } ?? "") + ": nothing is listening on this control stream — "
-                             + "is osh-edge running on the board, and does its log say \"commands: listening on control stream "
-                             + "\(o.controlStream)\"? (an OSH node stores a command only when a receiver is connected)")
+                lines.append(
+                    "the node accepted it but no receiver acknowledged it in its window"
+                        + (o.nodeMessage.map { " (\"\($0)\")" } ?? "") + ": nothing is listening on this control stream — "
+                        + "is osh-edge running on the board, and does its log say \"commands: listening on control stream "
+                        + "\(o.controlStream)\"? (an OSH node stores a command only when a receiver is connected)")
             } else {
                 lines.append("the node's answer had no status report" + (o.nodeMessage.map { ": \($0)" } ?? ""))
             }
@@ -198,8 +204,9 @@ public enum ReadSideRender {
         }
         var lines = ["command \(id) on control stream \(o.controlStream)"]
         guard let r = o.latestReport ?? o.firstReport else {
-            lines.append("status: the node returned HTTP \(o.httpStatus) without a status report"
-                         + (o.listingError.map { "; its status reports could not be read: \($0)" } ?? ""))
+            lines.append(
+                "status: the node returned HTTP \(o.httpStatus) without a status report"
+                    + (o.listingError.map { "; its status reports could not be read: \($0)" } ?? ""))
             return lines.joined(separator: "\n")
         }
         var s = "status: \(r.statusCode.isEmpty ? "(none)" : r.statusCode)"
@@ -207,11 +214,13 @@ public enum ReadSideRender {
         if let m = r.message, !m.isEmpty { s += " — \(m)" }
         lines.append(s)
         if !r.isFinal {
-            lines.append("no final status within \(secs): the board has the command but reported no outcome yet — see its log"
-                         + (o.listingError.map { " (its status reports could not be read: \($0))" } ?? ""))
+            lines.append(
+                "no final status within \(secs): the board has the command but reported no outcome yet — see its log"
+                    + (o.listingError.map { " (its status reports could not be read: \($0))" } ?? ""))
         } else if let first = o.firstReport, !first.isFinal {
-            lines.append("(the node answered \(first.statusCode) when its window ended — an OSH node does not hand a status "
-                         + "posted over HTTP back to the sender — and the outcome was read from its status reports after \(secs))")
+            lines.append(
+                "(the node answered \(first.statusCode) when its window ended — an OSH node does not hand a status "
+                    + "posted over HTTP back to the sender — and the outcome was read from its status reports after \(secs))")
         }
         return lines.joined(separator: "\n")
     }

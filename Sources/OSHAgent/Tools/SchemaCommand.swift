@@ -54,9 +54,13 @@ public enum SchemaCommand {
             }
             docs = [DatastreamBody.string(spec, systemLabel: r.identity.label, scalarFormat: r.format)]
         case .system:
-            docs = [SystemBody.string(SystemDescription(uid: r.identity.uid, label: r.identity.label,
-                                                        serial: r.identity.serial, validFrom: r.validFrom,
-                                                        outputs: specs))]
+            docs = [
+                SystemBody.string(
+                    SystemDescription(
+                        uid: r.identity.uid, label: r.identity.label,
+                        serial: r.identity.serial, validFrom: r.validFrom,
+                        outputs: specs))
+            ]
         case .feature:
             docs = [SamplingFeature.string(systemUID: r.identity.uid)]
         }

@@ -95,32 +95,40 @@ public struct ServiceStatus: Sendable, Equatable {
         var lines: [String] = []
         let age = written.map { Int((now - $0).rounded()) }
         if writerRuns == false || (age ?? 0) > 10 {
-            lines.append("the service is not running: \(path) was last written \(age.map { "\($0) s" } ?? "at an unknown time") ago"
-                         + (pid.map { " by PID \($0)" } ?? "") + "; the counters below are its last")
+            lines.append(
+                "the service is not running: \(path) was last written \(age.map { "\($0) s" } ?? "at an unknown time") ago"
+                    + (pid.map { " by PID \($0)" } ?? "") + "; the counters below are its last")
         } else {
             let up = started.map { Int(now - $0) }
             lines.append("osh-edge PID \(pid.map(String.init) ?? "?")" + (up.map { ", up \($0) s" } ?? ""))
         }
         let link = header["link"] ?? "?"
-        let node = header["registered"] == "0" ? "not registered yet (\(link == "online" ? "registering" : "node \(link)"))"
+        let node =
+            header["registered"] == "0"
+            ? "not registered yet (\(link == "online" ? "registering" : "node \(link)"))"
             : link == "online" ? "registered, node reachable" : "registered, node \(link)"
         lines.append("node: " + node)
         if header["clock"] == "held" {
-            lines.append("clock: not synchronised for \(header["held_seconds"] ?? "?") s: observations are held "
-                         + "(timedatectl; or [time] require_sync = false)")
+            lines.append(
+                "clock: not synchronised for \(header["held_seconds"] ?? "?") s: observations are held "
+                    + "(timedatectl; or [time] require_sync = false)")
         } else if header["clock"] != nil {
             lines.append("clock: synchronised")
         }
         switch header["recording"] {
-        case "paused": lines.append("recording: paused — the state filesystem is full (room is kept for the spool); free space or lower [record] max_mb")
+        case "paused":
+            lines.append(
+                "recording: paused — the state filesystem is full (room is kept for the spool); free space or lower [record] max_mb")
         case "failing": lines.append("recording: writes failing — see the log (journalctl -u osh-edge)")
         case "writing": lines.append("recording: writing")
         default: break
         }
         var t = ReadSideRender.Table(["output", "produced", "sent", "queued", "spooled", "dropped", "why dropped"])
         for o in outputs {
-            t.add([o.name, String(o.value("produced")), String(o.value("sent")), String(o.value("pending")),
-                   String(o.value("spooled")), String(o.value("dropped")), o.dropReasons.joined(separator: " ")])
+            t.add([
+                o.name, String(o.value("produced")), String(o.value("sent")), String(o.value("pending")),
+                String(o.value("spooled")), String(o.value("dropped")), o.dropReasons.joined(separator: " "),
+            ])
         }
         lines.append(t.render())
         return lines.joined(separator: "\n")

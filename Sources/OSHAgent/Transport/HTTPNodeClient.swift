@@ -43,15 +43,18 @@ final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
 
     private var observationChannels: [String: ObservationChannel] = [:]
 
-    func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
-                          completion: @escaping (TransportOutcome) -> Void) {
+    func postObservations(
+        datastreamID: String, contentType: String, body: ByteBuffer,
+        completion: @escaping (TransportOutcome) -> Void
+    ) {
         let channel: ObservationChannel
         if let cached = observationChannels[datastreamID], cached.contentType == contentType {
             channel = cached
         } else {
             let format: ScalarFormat = contentType == MediaType.sweJSON ? .sweJSON : .omJSON
-            channel = ObservationChannel(prepared: http.prepare(builder.postObservations(datastreamID: datastreamID, format: format)),
-                                         contentType: contentType)
+            channel = ObservationChannel(
+                prepared: http.prepare(builder.postObservations(datastreamID: datastreamID, format: format)),
+                contentType: contentType)
             observationChannels[datastreamID] = channel
         }
         // The body goes from the publisher's buffer straight to curl: no copy.
@@ -67,15 +70,18 @@ final class HTTPNodeClient: NodeClient, PublisherTransport, VideoTransport {
 
     /// A transport failure is status 0 with curl's explanation, as the publisher's verdicts expect.
     static func outcome(_ r: HTTPResult) -> TransportOutcome {
-        TransportOutcome(status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body,
-                         location: r.location)
+        TransportOutcome(
+            status: r.error == nil ? r.status : 0, transportError: r.error.map { "\($0)" }, body: r.body,
+            location: r.location)
     }
 
     private var videoRequests: [String: CSRequest] = [:]
 
     func postVideo(datastreamID: String, body: ByteBuffer, completion: @escaping (TransportOutcome) -> Void) {
         let request: CSRequest
-        if let cached = videoRequests[datastreamID] { request = cached } else {
+        if let cached = videoRequests[datastreamID] {
+            request = cached
+        } else {
             request = builder.postVideo(datastreamID: datastreamID)
             videoRequests[datastreamID] = request
         }

@@ -100,8 +100,10 @@ public struct LevelMeter: Sendable {
 
     /// Meters interleaved S16 samples (`channels` per frame, first channel only); calls
     /// `onWindow` for each window completed inside this buffer. A trailing partial frame is ignored.
-    public mutating func feed(_ samples: UnsafeBufferPointer<Int16>, channels: Int = 1,
-                              _ onWindow: (AudioLevel) -> Void) {
+    public mutating func feed(
+        _ samples: UnsafeBufferPointer<Int16>, channels: Int = 1,
+        _ onWindow: (AudioLevel) -> Void
+    ) {
         guard let base = samples.baseAddress else { return }
         let ch = max(1, channels)
         let frames = samples.count / ch
@@ -128,8 +130,10 @@ public struct LevelMeter: Sendable {
     }
 
     /// Meters interleaved S32 samples (first channel only); see the S16 variant.
-    public mutating func feed(_ samples: UnsafeBufferPointer<Int32>, channels: Int = 1,
-                              _ onWindow: (AudioLevel) -> Void) {
+    public mutating func feed(
+        _ samples: UnsafeBufferPointer<Int32>, channels: Int = 1,
+        _ onWindow: (AudioLevel) -> Void
+    ) {
         guard let base = samples.baseAddress else { return }
         let ch = max(1, channels)
         let frames = samples.count / ch
@@ -170,9 +174,10 @@ public struct LevelMeter: Sendable {
     }
 
     private mutating func closeWindow(framesAfter: Int) -> AudioLevel {
-        let level = AudioLevel(rmsdB: LevelMeter.decibels((sumSquares / Double(count)).squareRoot()),
-                               peakdB: LevelMeter.decibels(peak),
-                               frames: count, endFrame: framesFed, framesAfter: framesAfter)
+        let level = AudioLevel(
+            rmsdB: LevelMeter.decibels((sumSquares / Double(count)).squareRoot()),
+            peakdB: LevelMeter.decibels(peak),
+            frames: count, endFrame: framesFed, framesAfter: framesAfter)
         sumSquares = 0
         peak = 0
         count = 0

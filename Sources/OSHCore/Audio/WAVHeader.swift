@@ -82,8 +82,9 @@ public struct WAVHeader: Sendable, Equatable {
                 guard f.rate >= 1 else { throw ParseError.unsupported("sample rate \(f.rate)") }
                 let present = min(size, bytes.count - body)
                 let frameBytes = sampleFormat.bytesPerSample * f.channels
-                return WAVHeader(format: sampleFormat, sampleRate: f.rate, channels: f.channels,
-                                 dataOffset: body, dataBytes: present - present % frameBytes)
+                return WAVHeader(
+                    format: sampleFormat, sampleRate: f.rate, channels: f.channels,
+                    dataOffset: body, dataBytes: present - present % frameBytes)
             }
             // Chunks are padded to an even length.
             offset = body + size + (size & 1)

@@ -31,14 +31,17 @@ public struct BarometerDecodeResult: Sendable, Equatable {
 
     /// A readable table for a terminal.
     public var table: String {
-        var lines = ["chip         \(chip)",
-                     "raw          " + raw.map { "\($0.name) \($0.value)" }.joined(separator: "  "),
-                     "temperature  \(fixed(celsius, 4)) °C",
-                     "pressure     \(fixed(pressureHPa, 4)) hPa  (\(fixed(pressurePa, 4)) Pa)"]
+        var lines = [
+            "chip         \(chip)",
+            "raw          " + raw.map { "\($0.name) \($0.value)" }.joined(separator: "  "),
+            "temperature  \(fixed(celsius, 4)) °C",
+            "pressure     \(fixed(pressureHPa, 4)) hPa  (\(fixed(pressurePa, 4)) Pa)",
+        ]
         if let h = humidityPercent { lines.append("humidity     \(fixed(h, 4)) %RH") }
         if let i = integer {
-            lines.append("integer      t_fine \(i.tFine)  T \(i.centiCelsius) (0.01 °C)  P \(i.pressureQ24_8) (Pa×256 = "
-                         + "\(fixed(Double(i.pressureQ24_8) / 256, 2)) Pa)")
+            lines.append(
+                "integer      t_fine \(i.tFine)  T \(i.centiCelsius) (0.01 °C)  P \(i.pressureQ24_8) (Pa×256 = "
+                    + "\(fixed(Double(i.pressureQ24_8) / 256, 2)) Pa)")
         }
         if let c = clamp { lines.append("clamped      \(c)") }
         return lines.joined(separator: "\n")

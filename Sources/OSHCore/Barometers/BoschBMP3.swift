@@ -37,7 +37,7 @@ public struct BMP3Calibration: Sendable, Equatable {
         let u16 = { (i: Int) in Double(le16(b, i)) }
         let s16 = { (i: Int) in Double(Int16(bitPattern: le16(b, i))) }
         let s8 = { (i: Int) in Double(Int8(bitPattern: b[i])) }
-        let two = { (n: Int) in Double(sign: .plus, exponent: n, significand: 1) } // 2^n, exact
+        let two = { (n: Int) in Double(sign: .plus, exponent: n, significand: 1) }  // 2^n, exact
         t1 = u16(0) * two(8)
         t2 = u16(2) / two(30)
         t3 = s8(4) / two(48)
@@ -112,8 +112,11 @@ public struct BMP3Raw: Sendable, Equatable {
     }
 
     public var burst: [UInt8] {
-        [UInt8(truncatingIfNeeded: pressure), UInt8(truncatingIfNeeded: pressure >> 8), UInt8(truncatingIfNeeded: pressure >> 16),
-         UInt8(truncatingIfNeeded: temperature), UInt8(truncatingIfNeeded: temperature >> 8), UInt8(truncatingIfNeeded: temperature >> 16)]
+        [
+            UInt8(truncatingIfNeeded: pressure), UInt8(truncatingIfNeeded: pressure >> 8), UInt8(truncatingIfNeeded: pressure >> 16),
+            UInt8(truncatingIfNeeded: temperature), UInt8(truncatingIfNeeded: temperature >> 8),
+            UInt8(truncatingIfNeeded: temperature >> 16),
+        ]
     }
 }
 
@@ -126,18 +129,25 @@ public enum BMP3Decode {
     public static func decode(chip: String, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
         try layout.check(chip, calibration: cal, burst: burst)
         let c = try BMP3Calibration(registers: cal)
-        guard let r = burst.withUnsafeBytes({ BMP3Raw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
-        let v = c.compensate(uncompensatedT: r.temperature, uncompensatedP: r.pressure)
-        let clamp: String? = switch v.clamp {
-        case .none: nil
-        case .temperatureBelowRange: "temperature below −40 °C (pressure not computed)"
-        case .temperatureAboveRange: "temperature above 85 °C (pressure not computed)"
-        case .pressureBelowRange: "pressure below 300 hPa"
-        case .pressureAboveRange: "pressure above 1250 hPa"
+        guard let r = burst.withUnsafeBytes({ BMP3Raw(burst: $0) }) else {
+            throw BarometerDataError("\(chip): a data burst it cannot read")
         }
-        return BarometerDecodeResult(chip: chip, raw: [.init(name: "uncomp_T", value: Int(r.temperature)),
-                                                       .init(name: "uncomp_P", value: Int(r.pressure))],
-                                     celsius: v.celsius, pressurePa: v.pa, pressureHPa: v.pa / 100, humidityPercent: nil,
-                                     integer: nil, clamp: clamp)
+        let v = c.compensate(uncompensatedT: r.temperature, uncompensatedP: r.pressure)
+        let clamp: String? =
+            switch v.clamp {
+            case .none: nil
+            case .temperatureBelowRange: "temperature below −40 °C (pressure not computed)"
+            case .temperatureAboveRange: "temperature above 85 °C (pressure not computed)"
+            case .pressureBelowRange: "pressure below 300 hPa"
+            case .pressureAboveRange: "pressure above 1250 hPa"
+            }
+        return BarometerDecodeResult(
+            chip: chip,
+            raw: [
+                .init(name: "uncomp_T", value: Int(r.temperature)),
+                .init(name: "uncomp_P", value: Int(r.pressure)),
+            ],
+            celsius: v.celsius, pressurePa: v.pa, pressureHPa: v.pa / 100, humidityPercent: nil,
+            integer: nil, clamp: clamp)
     }
 }

@@ -43,8 +43,10 @@ public struct BMP58xRaw: Sendable, Equatable {
 
     public var burst: [UInt8] {
         let t = UInt32(bitPattern: temperature)
-        return [UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8), UInt8(truncatingIfNeeded: t >> 16),
-                UInt8(truncatingIfNeeded: pressure), UInt8(truncatingIfNeeded: pressure >> 8), UInt8(truncatingIfNeeded: pressure >> 16)]
+        return [
+            UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8), UInt8(truncatingIfNeeded: t >> 16),
+            UInt8(truncatingIfNeeded: pressure), UInt8(truncatingIfNeeded: pressure >> 8), UInt8(truncatingIfNeeded: pressure >> 16),
+        ]
     }
 }
 
@@ -57,11 +59,17 @@ public enum BMP58xDecode {
 
     public static func decode(chip: String, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
         try layout.check(chip, calibration: cal, burst: burst)
-        guard let r = burst.withUnsafeBytes({ BMP58xRaw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
+        guard let r = burst.withUnsafeBytes({ BMP58xRaw(burst: $0) }) else {
+            throw BarometerDataError("\(chip): a data burst it cannot read")
+        }
         let pa = r.pressurePa
-        return BarometerDecodeResult(chip: chip, raw: [.init(name: "TEMP_DATA", value: Int(r.temperature)),
-                                                       .init(name: "PRESS_DATA", value: Int(r.pressure))],
-                                     celsius: r.celsius, pressurePa: pa, pressureHPa: pa / 100, humidityPercent: nil,
-                                     integer: nil, clamp: nil)
+        return BarometerDecodeResult(
+            chip: chip,
+            raw: [
+                .init(name: "TEMP_DATA", value: Int(r.temperature)),
+                .init(name: "PRESS_DATA", value: Int(r.pressure)),
+            ],
+            celsius: r.celsius, pressurePa: pa, pressureHPa: pa / 100, humidityPercent: nil,
+            integer: nil, clamp: nil)
     }
 }

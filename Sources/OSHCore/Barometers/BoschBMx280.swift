@@ -51,8 +51,10 @@ public struct BMP280Calibration: Sendable, Equatable {
     public var t1: UInt16, t2: Int16, t3: Int16
     public var p1: UInt16, p2: Int16, p3: Int16, p4: Int16, p5: Int16, p6: Int16, p7: Int16, p8: Int16, p9: Int16
 
-    public init(t1: UInt16, t2: Int16, t3: Int16, p1: UInt16, p2: Int16, p3: Int16, p4: Int16, p5: Int16,
-                p6: Int16, p7: Int16, p8: Int16, p9: Int16) {
+    public init(
+        t1: UInt16, t2: Int16, t3: Int16, p1: UInt16, p2: Int16, p3: Int16, p4: Int16, p5: Int16,
+        p6: Int16, p7: Int16, p8: Int16, p9: Int16
+    ) {
         (self.t1, self.t2, self.t3) = (t1, t2, t3)
         (self.p1, self.p2, self.p3, self.p4, self.p5, self.p6, self.p7, self.p8, self.p9) = (p1, p2, p3, p4, p5, p6, p7, p8, p9)
     }
@@ -64,10 +66,13 @@ public struct BMP280Calibration: Sendable, Equatable {
         }
         try checkNotConstant(b, "the calibration region 0x88–0x9F")
         let s = { (i: Int) in Int16(bitPattern: le16(b, i)) }
-        self.init(t1: le16(b, 0), t2: s(2), t3: s(4), p1: le16(b, 6), p2: s(8), p3: s(10), p4: s(12), p5: s(14),
-                  p6: s(16), p7: s(18), p8: s(20), p9: s(22))
+        self.init(
+            t1: le16(b, 0), t2: s(2), t3: s(4), p1: le16(b, 6), p2: s(8), p3: s(10), p4: s(12), p5: s(14),
+            p6: s(16), p7: s(18), p8: s(20), p9: s(22))
         // dig_T1 and dig_P1 are divisors-to-be (P1 = 0 makes every pressure 0): never 0 on a real part.
-        guard t1 != 0, p1 != 0 else { throw BarometerDataError("calibration has dig_T1 = \(t1), dig_P1 = \(p1); a real part has neither 0") }
+        guard t1 != 0, p1 != 0 else {
+            throw BarometerDataError("calibration has dig_T1 = \(t1), dig_P1 = \(p1); a real part has neither 0")
+        }
     }
 
     // MARK: Double (datasheet §8.1) — what the driver uses
@@ -152,7 +157,8 @@ public struct BME280Calibration: Sendable, Equatable {
     /// Parses registers 0x88…0xA1 (26 bytes) and 0xE1…0xE7 (7 bytes).
     public init(registers main: [UInt8], humidity e: [UInt8]) throws {
         guard main.count == Self.mainByteCount, e.count == Self.humidityByteCount else {
-            throw BarometerDataError("BME280 calibration needs 26 bytes (0x88–0xA1) and 7 bytes (0xE1–0xE7), got \(main.count) and \(e.count)")
+            throw BarometerDataError(
+                "BME280 calibration needs 26 bytes (0x88–0xA1) and 7 bytes (0xE1–0xE7), got \(main.count) and \(e.count)")
         }
         let tp = try BMP280Calibration(registers: Array(main[0..<24]))
         try checkNotConstant(e, "the humidity calibration region 0xE1–0xE7")
@@ -165,7 +171,8 @@ public struct BME280Calibration: Sendable, Equatable {
     /// Relative humidity in % (0…100) from the 16-bit `adc_H` and the double formula's `t_fine`.
     @inlinable public func humidityPercent(adcH: Int32, tFine: Int32) -> Double {
         var h = Double(tFine) - 76800.0
-        h = (Double(adcH) - (Double(h4) * 64.0 + Double(h5) / 16384.0 * h))
+        h =
+            (Double(adcH) - (Double(h4) * 64.0 + Double(h5) / 16384.0 * h))
             * (Double(h2) / 65536.0 * (1.0 + Double(h6) / 67108864.0 * h * (1.0 + Double(h3) / 67108864.0 * h)))
         h = h * (1.0 - Double(h1) * h / 524288.0)
         return h > 100.0 ? 100.0 : (h < 0.0 ? 0.0 : h)
@@ -199,8 +206,10 @@ public struct BMx280Raw: Sendable, Equatable {
 
     /// The burst bytes for these values (what a simulated chip serves).
     public var burst: [UInt8] {
-        var out: [UInt8] = [UInt8(truncatingIfNeeded: adcP >> 12), UInt8(truncatingIfNeeded: adcP >> 4), UInt8(truncatingIfNeeded: adcP << 4),
-                            UInt8(truncatingIfNeeded: adcT >> 12), UInt8(truncatingIfNeeded: adcT >> 4), UInt8(truncatingIfNeeded: adcT << 4)]
+        var out: [UInt8] = [
+            UInt8(truncatingIfNeeded: adcP >> 12), UInt8(truncatingIfNeeded: adcP >> 4), UInt8(truncatingIfNeeded: adcP << 4),
+            UInt8(truncatingIfNeeded: adcT >> 12), UInt8(truncatingIfNeeded: adcT >> 4), UInt8(truncatingIfNeeded: adcT << 4),
+        ]
         if let h = adcH { out += [UInt8(truncatingIfNeeded: h >> 8), UInt8(truncatingIfNeeded: h)] }
         return out
     }
@@ -220,13 +229,16 @@ public enum BMx280Decode {
         let tp: BMP280Calibration
         var hc: BME280Calibration?
         if humidity {
-            let c = try BME280Calibration(registers: Array(cal[0..<BME280Calibration.mainByteCount]),
-                                          humidity: Array(cal[BME280Calibration.mainByteCount...]))
+            let c = try BME280Calibration(
+                registers: Array(cal[0..<BME280Calibration.mainByteCount]),
+                humidity: Array(cal[BME280Calibration.mainByteCount...]))
             (tp, hc) = (c.tp, c)
         } else {
             tp = try BMP280Calibration(registers: cal)
         }
-        guard let r = burst.withUnsafeBytes({ BMx280Raw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
+        guard let r = burst.withUnsafeBytes({ BMx280Raw(burst: $0) }) else {
+            throw BarometerDataError("\(chip): a data burst it cannot read")
+        }
         let t = tp.temperature(adcT: r.adcT)
         let pa = tp.pressurePa(adcP: r.adcP, tFine: t.tFine)
         let ti = tp.temperatureInteger(adcT: r.adcT)
@@ -236,8 +248,9 @@ public enum BMx280Decode {
             values.append(.init(name: "adc_H", value: Int(adcH)))
             h = hc.humidityPercent(adcH: adcH, tFine: t.tFine)
         }
-        return BarometerDecodeResult(chip: chip, raw: values, celsius: t.celsius, pressurePa: pa, pressureHPa: pa / 100,
-                                     humidityPercent: h,
-                                     integer: (ti.tFine, ti.centiCelsius, tp.pressureQ24_8(adcP: r.adcP, tFine: ti.tFine)), clamp: nil)
+        return BarometerDecodeResult(
+            chip: chip, raw: values, celsius: t.celsius, pressurePa: pa, pressureHPa: pa / 100,
+            humidityPercent: h,
+            integer: (ti.tFine, ti.centiCelsius, tp.pressureQ24_8(adcP: r.adcP, tFine: ti.tFine)), clamp: nil)
     }
 }

@@ -69,9 +69,11 @@ public struct DPS310Calibration: Sendable, Equatable {
     public var registers: [UInt8] {
         let m = { (v: Int32, bits: Int) in UInt32(bitPattern: v) & (UInt32(1) << UInt32(bits) - 1) }
         let (a, b, p, q) = (m(c0, 12), m(c1, 12), m(c00, 20), m(c10, 20))
-        var out: [UInt8] = [UInt8(a >> 4), UInt8((a & 0x0F) << 4 | b >> 8), UInt8(b & 0xFF),
-                            UInt8(p >> 12), UInt8((p >> 4) & 0xFF), UInt8((p & 0x0F) << 4 | q >> 16),
-                            UInt8((q >> 8) & 0xFF), UInt8(q & 0xFF)]
+        var out: [UInt8] = [
+            UInt8(a >> 4), UInt8((a & 0x0F) << 4 | b >> 8), UInt8(b & 0xFF),
+            UInt8(p >> 12), UInt8((p >> 4) & 0xFF), UInt8((p & 0x0F) << 4 | q >> 16),
+            UInt8((q >> 8) & 0xFF), UInt8(q & 0xFF),
+        ]
         for w in [c01, c11, c20, c21, c30] {
             let v = m(w, 16)
             out += [UInt8(v >> 8), UInt8(v & 0xFF)]
@@ -133,8 +135,10 @@ public struct DPS310Raw: Sendable, Equatable {
 
     public var burst: [UInt8] {
         let p = UInt32(bitPattern: pressure), t = UInt32(bitPattern: temperature)
-        return [UInt8((p >> 16) & 0xFF), UInt8((p >> 8) & 0xFF), UInt8(p & 0xFF),
-                UInt8((t >> 16) & 0xFF), UInt8((t >> 8) & 0xFF), UInt8(t & 0xFF), pressureConfig, temperatureConfig]
+        return [
+            UInt8((p >> 16) & 0xFF), UInt8((p >> 8) & 0xFF), UInt8(p & 0xFF),
+            UInt8((t >> 16) & 0xFF), UInt8((t >> 8) & 0xFF), UInt8(t & 0xFF), pressureConfig, temperatureConfig,
+        ]
     }
 }
 
@@ -149,16 +153,23 @@ public enum DPS310Decode {
     public static func decode(chip: String, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
         try layout.check(chip, calibration: cal, burst: burst)
         let c = try DPS310Calibration(registers: cal)
-        guard let r = burst.withUnsafeBytes({ DPS310Raw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
+        guard let r = burst.withUnsafeBytes({ DPS310Raw(burst: $0) }) else {
+            throw BarometerDataError("\(chip): a data burst it cannot read")
+        }
         guard let kP = DPS310Scale.factor(r.pressureOversampling), let kT = DPS310Scale.factor(r.temperatureOversampling) else {
-            throw BarometerDataError("\(chip): PRS_CFG (byte 7 of the burst) holds oversampling code \(r.pressureOversampling), "
-                                     + "which the datasheet reserves; give the registers 0x00–0x07 as read")
+            throw BarometerDataError(
+                "\(chip): PRS_CFG (byte 7 of the burst) holds oversampling code \(r.pressureOversampling), "
+                    + "which the datasheet reserves; give the registers 0x00–0x07 as read")
         }
         let v = c.compensate(rawP: r.pressure, rawT: r.temperature, kP: kP, kT: kT)
-        return BarometerDecodeResult(chip: chip, raw: [.init(name: "Praw", value: Int(r.pressure)),
-                                                       .init(name: "Traw", value: Int(r.temperature))],
-                                     celsius: v.celsius, pressurePa: v.pa, pressureHPa: v.pa / 100, humidityPercent: nil,
-                                     integer: nil, clamp: nil)
+        return BarometerDecodeResult(
+            chip: chip,
+            raw: [
+                .init(name: "Praw", value: Int(r.pressure)),
+                .init(name: "Traw", value: Int(r.temperature)),
+            ],
+            celsius: v.celsius, pressurePa: v.pa, pressureHPa: v.pa / 100, humidityPercent: nil,
+            integer: nil, clamp: nil)
     }
 }
 
@@ -171,9 +182,10 @@ extension DPS310Calibration {
         // Real parts' pressures lie within Praw_sc −1…1 (c00 ≈ 80 000 Pa, c10 ≈ −56 000 Pa), where
         // c10 dominates and the cubic is monotone; outside it the cubic may bend back.
         let k = Int64(kP)
-        let p = Int32(BarometerInversion.closest(max(-k, -0x800000), min(k, 0x7FFFFF), target: hPa * 100) {
-            pressurePa(raw: Int32($0), kP: kP, scaledTemperature: ts)
-        })
+        let p = Int32(
+            BarometerInversion.closest(max(-k, -0x800000), min(k, 0x7FFFFF), target: hPa * 100) {
+                pressurePa(raw: Int32($0), kP: kP, scaledTemperature: ts)
+            })
         return (p, t)
     }
 }

@@ -42,7 +42,8 @@ extension BMP3Calibration {
         let tc = temperature(uncompensated: t).celsius
         // Real parts report pressure codes in the upper half of the range; the cubic term makes
         // the formula bend back far outside it, so the search stays inside.
-        let p = UInt32(BarometerInversion.closest(0x200000, 0xFFFFFF, target: hPa * 100) { pressurePa(uncompensated: UInt32($0), celsius: tc).pa })
+        let p = UInt32(
+            BarometerInversion.closest(0x200000, 0xFFFFFF, target: hPa * 100) { pressurePa(uncompensated: UInt32($0), celsius: tc).pa })
         return (t, p)
     }
 }

@@ -31,8 +31,10 @@ public struct LPS22HBRaw: Sendable, Equatable {
 
     public var burst: [UInt8] {
         let p = UInt32(bitPattern: pressure), t = UInt16(bitPattern: temperature)
-        return [UInt8(truncatingIfNeeded: p), UInt8(truncatingIfNeeded: p >> 8), UInt8(truncatingIfNeeded: p >> 16),
-                UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8)]
+        return [
+            UInt8(truncatingIfNeeded: p), UInt8(truncatingIfNeeded: p >> 8), UInt8(truncatingIfNeeded: p >> 16),
+            UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8),
+        ]
     }
 }
 
@@ -44,10 +46,16 @@ public enum LPS22HBDecode {
 
     public static func decode(chip: String, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
         try layout.check(chip, calibration: cal, burst: burst)
-        guard let r = burst.withUnsafeBytes({ LPS22HBRaw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
-        return BarometerDecodeResult(chip: chip, raw: [.init(name: "PRESS_OUT", value: Int(r.pressure)),
-                                                       .init(name: "TEMP_OUT", value: Int(r.temperature))],
-                                     celsius: r.celsius, pressurePa: r.pressureHPa * 100, pressureHPa: r.pressureHPa,
-                                     humidityPercent: nil, integer: nil, clamp: nil)
+        guard let r = burst.withUnsafeBytes({ LPS22HBRaw(burst: $0) }) else {
+            throw BarometerDataError("\(chip): a data burst it cannot read")
+        }
+        return BarometerDecodeResult(
+            chip: chip,
+            raw: [
+                .init(name: "PRESS_OUT", value: Int(r.pressure)),
+                .init(name: "TEMP_OUT", value: Int(r.temperature)),
+            ],
+            celsius: r.celsius, pressurePa: r.pressureHPa * 100, pressureHPa: r.pressureHPa,
+            humidityPercent: nil, integer: nil, clamp: nil)
     }
 }

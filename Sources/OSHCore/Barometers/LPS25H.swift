@@ -35,8 +35,10 @@ public struct LPS25HRaw: Sendable, Equatable {
 
     public var burst: [UInt8] {
         let p = UInt32(bitPattern: pressure), t = UInt16(bitPattern: temperature)
-        return [UInt8(truncatingIfNeeded: p), UInt8(truncatingIfNeeded: p >> 8), UInt8(truncatingIfNeeded: p >> 16),
-                UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8)]
+        return [
+            UInt8(truncatingIfNeeded: p), UInt8(truncatingIfNeeded: p >> 8), UInt8(truncatingIfNeeded: p >> 16),
+            UInt8(truncatingIfNeeded: t), UInt8(truncatingIfNeeded: t >> 8),
+        ]
     }
 
     /// The registers' values for `hPa` and `celsius`, rounded and held to what they can hold
@@ -56,10 +58,16 @@ public enum LPS25HDecode {
 
     public static func decode(chip: String, calibration cal: [UInt8], burst: [UInt8]) throws -> BarometerDecodeResult {
         try layout.check(chip, calibration: cal, burst: burst)
-        guard let r = burst.withUnsafeBytes({ LPS25HRaw(burst: $0) }) else { throw BarometerDataError("\(chip): a data burst it cannot read") }
-        return BarometerDecodeResult(chip: chip, raw: [.init(name: "PRESS_OUT", value: Int(r.pressure)),
-                                                       .init(name: "TEMP_OUT", value: Int(r.temperature))],
-                                     celsius: r.celsius, pressurePa: r.pressureHPa * 100, pressureHPa: r.pressureHPa,
-                                     humidityPercent: nil, integer: nil, clamp: nil)
+        guard let r = burst.withUnsafeBytes({ LPS25HRaw(burst: $0) }) else {
+            throw BarometerDataError("\(chip): a data burst it cannot read")
+        }
+        return BarometerDecodeResult(
+            chip: chip,
+            raw: [
+                .init(name: "PRESS_OUT", value: Int(r.pressure)),
+                .init(name: "TEMP_OUT", value: Int(r.temperature)),
+            ],
+            celsius: r.celsius, pressurePa: r.pressureHPa * 100, pressureHPa: r.pressureHPa,
+            humidityPercent: nil, integer: nil, clamp: nil)
     }
 }

@@ -68,8 +68,10 @@ public enum ObservedTime: Sendable, Equatable {
 public enum Activity {
     /// Classifies from the newest observation time. A time in the future (a board whose clock
     /// runs ahead of ours) is age 0: it is sending, whatever its clock says. NaN is "never".
-    public static func classify(newest: ObservedTime?, now: Double,
-                                thresholds: ActivityThresholds = .standard) -> SystemActivity {
+    public static func classify(
+        newest: ObservedTime?, now: Double,
+        thresholds: ActivityThresholds = .standard
+    ) -> SystemActivity {
         guard let newest else { return .offline }
         let t = newest.seconds(now: now)
         guard t.isFinite, now.isFinite else { return .offline }

@@ -37,9 +37,11 @@ public struct CommandStatus: Sendable, Equatable {
     public var percentCompletion: Int?
     public var message: String?
 
-    public init(commandID: String, statusCode: CommandStatusCode, reportTime: Double,
-                executionTime: (start: Double, end: Double)? = nil, percentCompletion: Int? = nil,
-                message: String? = nil) {
+    public init(
+        commandID: String, statusCode: CommandStatusCode, reportTime: Double,
+        executionTime: (start: Double, end: Double)? = nil, percentCompletion: Int? = nil,
+        message: String? = nil
+    ) {
         self.commandID = commandID
         self.statusCode = statusCode
         self.reportTime = reportTime
@@ -61,7 +63,7 @@ public enum CommandStatusBody {
         w.beginObject()
         w.key("command@id"); w.string(s.commandID)
         let report = ISOTime.string(epochSeconds: s.reportTime)
-        if !report.isEmpty { w.key("reportTime"); w.string(report) } // optional on the node; never ""
+        if !report.isEmpty { w.key("reportTime"); w.string(report) }  // optional on the node; never ""
         w.key("statusCode"); w.string(s.statusCode.rawValue)
         if let p = s.percentCompletion { w.key("percentCompletion"); w.int(Swift.min(100, Swift.max(0, p))) }
         if let e = s.executionTime, e.start.isFinite, e.end.isFinite {

@@ -13,8 +13,10 @@ public enum ControlStreamBody {
 
     /// Writes the body. `parameters` is the command's SWE component (a DataRecord or DataChoice,
     /// usually); its own `name` is left as is — `inputName` is what the node keys the stream by.
-    public static func write(name: String, description: String? = nil, inputName: String,
-                             parameters: DataComponent, to out: ByteBuffer) {
+    public static func write(
+        name: String, description: String? = nil, inputName: String,
+        parameters: DataComponent, to out: ByteBuffer
+    ) {
         var w = JSONWriter(out)
         w.beginObject()
         w.key("name"); w.string(name)
@@ -28,16 +30,21 @@ public enum ControlStreamBody {
         w.endObject()
     }
 
-    public static func bytes(name: String, description: String? = nil, inputName: String,
-                             parameters: DataComponent) -> [UInt8] {
+    public static func bytes(
+        name: String, description: String? = nil, inputName: String,
+        parameters: DataComponent
+    ) -> [UInt8] {
         let b = ByteBuffer()
         write(name: name, description: description, inputName: inputName, parameters: parameters, to: b)
         return b.array
     }
 
-    public static func string(name: String, description: String? = nil, inputName: String,
-                              parameters: DataComponent) -> String {
-        String(decoding: bytes(name: name, description: description, inputName: inputName, parameters: parameters),
-               as: UTF8.self)
+    public static func string(
+        name: String, description: String? = nil, inputName: String,
+        parameters: DataComponent
+    ) -> String {
+        String(
+            decoding: bytes(name: name, description: description, inputName: inputName, parameters: parameters),
+            as: UTF8.self)
     }
 }

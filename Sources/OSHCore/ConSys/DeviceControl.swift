@@ -32,47 +32,63 @@ public enum DeviceControl {
     public static let definitionPrefix = "urn:osh:edge:def:command:"
 
     /// The parameter schema. `outputNames` empty means any name (no token constraint).
-    public static func schema(outputNames: [String], rateRange: ClosedInterval = ClosedInterval(0.001, 100),
-                              identifyRange: ClosedInterval = ClosedInterval(0, 600)) -> DataComponent {
+    public static func schema(
+        outputNames: [String], rateRange: ClosedInterval = ClosedInterval(0.001, 100),
+        identifyRange: ClosedInterval = ClosedInterval(0, 600)
+    ) -> DataComponent {
         let tokens = outputNames.isEmpty ? nil : AllowedTokens(values: outputNames)
         func outputName() -> DataComponent {
-            DataComponent(.text(Text(constraint: tokens)), name: "outputName",
-                          definition: definitionPrefix + "outputName", label: "Output Name")
+            DataComponent(
+                .text(Text(constraint: tokens)), name: "outputName",
+                definition: definitionPrefix + "outputName", label: "Output Name")
         }
-        let setRate = DataComponent(.record([
-            outputName(),
-            DataComponent(.quantity(Quantity(uom: .code("Hz"), constraint: AllowedValues(intervals: [rateRange]))),
-                          name: "rate", definition: definitionPrefix + "samplingRate", label: "Sampling Rate"),
-        ]), name: "setRate", definition: definitionPrefix + "setRate", label: "Set Output Rate")
-        let enable = DataComponent(.record([
-            outputName(),
-            DataComponent(.boolean(BooleanComponent()), name: "enabled", definition: definitionPrefix + "enabled",
-                          label: "Enabled"),
-        ]), name: "enableOutput", definition: definitionPrefix + "enableOutput", label: "Enable or Disable Output")
-        let identify = DataComponent(.record([
-            DataComponent(.quantity(Quantity(uom: .code("s"), constraint: AllowedValues(intervals: [identifyRange]))),
-                          name: "duration", definition: definitionPrefix + "duration", label: "Duration"),
-        ]), name: "identify", definition: definitionPrefix + "identify", label: "Identify (blink the LED)")
-        let reregister = DataComponent(.record([
-            DataComponent(.text(Text()), name: "reason", definition: definitionPrefix + "reason", label: "Reason"),
-        ]), name: "reregister", definition: definitionPrefix + "reregister", label: "Register Again with the Node")
+        let setRate = DataComponent(
+            .record([
+                outputName(),
+                DataComponent(
+                    .quantity(Quantity(uom: .code("Hz"), constraint: AllowedValues(intervals: [rateRange]))),
+                    name: "rate", definition: definitionPrefix + "samplingRate", label: "Sampling Rate"),
+            ]), name: "setRate", definition: definitionPrefix + "setRate", label: "Set Output Rate")
+        let enable = DataComponent(
+            .record([
+                outputName(),
+                DataComponent(
+                    .boolean(BooleanComponent()), name: "enabled", definition: definitionPrefix + "enabled",
+                    label: "Enabled"),
+            ]), name: "enableOutput", definition: definitionPrefix + "enableOutput", label: "Enable or Disable Output")
+        let identify = DataComponent(
+            .record([
+                DataComponent(
+                    .quantity(Quantity(uom: .code("s"), constraint: AllowedValues(intervals: [identifyRange]))),
+                    name: "duration", definition: definitionPrefix + "duration", label: "Duration")
+            ]), name: "identify", definition: definitionPrefix + "identify", label: "Identify (blink the LED)")
+        let reregister = DataComponent(
+            .record([
+                DataComponent(.text(Text()), name: "reason", definition: definitionPrefix + "reason", label: "Reason")
+            ]), name: "reregister", definition: definitionPrefix + "reregister", label: "Register Again with the Node")
         // Times as ISO-8601 strings (Time's default unit), as OSH writes every Time value.
-        let upload = DataComponent(.record([
-            DataComponent(.time(Time()), name: "start", definition: definitionPrefix + "startTime", label: "Start Time"),
-            DataComponent(.time(Time()), name: "stop", definition: definitionPrefix + "stopTime", label: "Stop Time"),
-            DataComponent(.text(Text()), name: "outputs", definition: definitionPrefix + "outputNames",
-                          label: "Output Names (comma-separated; empty = all recorded)"),
-        ]), name: "uploadTimeRange", definition: definitionPrefix + "uploadTimeRange", label: "Upload a Recorded Time Range")
-        return DataComponent(.choice(DataChoice(items: [setRate, enable, identify, reregister, upload])),
-                             name: inputName, definition: definitionPrefix + "deviceControl", label: "Device Control")
+        let upload = DataComponent(
+            .record([
+                DataComponent(.time(Time()), name: "start", definition: definitionPrefix + "startTime", label: "Start Time"),
+                DataComponent(.time(Time()), name: "stop", definition: definitionPrefix + "stopTime", label: "Stop Time"),
+                DataComponent(
+                    .text(Text()), name: "outputs", definition: definitionPrefix + "outputNames",
+                    label: "Output Names (comma-separated; empty = all recorded)"),
+            ]), name: "uploadTimeRange", definition: definitionPrefix + "uploadTimeRange", label: "Upload a Recorded Time Range")
+        return DataComponent(
+            .choice(DataChoice(items: [setRate, enable, identify, reregister, upload])),
+            name: inputName, definition: definitionPrefix + "deviceControl", label: "Device Control")
     }
 
     /// The control-stream body for `POST /systems/{id}/controlstreams`.
-    public static func body(systemLabel: String, outputNames: [String],
-                            rateRange: ClosedInterval = ClosedInterval(0.001, 100)) -> [UInt8] {
-        ControlStreamBody.bytes(name: ControlStreamBody.name(systemLabel: systemLabel, inputName: inputName),
-                                description: "Rates, outputs on/off, identify, re-registration and recorded uploads of this board",
-                                inputName: inputName, parameters: schema(outputNames: outputNames, rateRange: rateRange))
+    public static func body(
+        systemLabel: String, outputNames: [String],
+        rateRange: ClosedInterval = ClosedInterval(0.001, 100)
+    ) -> [UInt8] {
+        ControlStreamBody.bytes(
+            name: ControlStreamBody.name(systemLabel: systemLabel, inputName: inputName),
+            description: "Rates, outputs on/off, identify, re-registration and recorded uploads of this board",
+            inputName: inputName, parameters: schema(outputNames: outputNames, rateRange: rateRange))
     }
 
     /// A decoded command value (CommandDecoder against `schema`) as a typed command.
@@ -94,8 +110,10 @@ public enum DeviceControl {
         case "uploadTimeRange":
             guard let start = x["start"]?.number, let stop = x["stop"]?.number, let list = x["outputs"]?.text else { break }
             guard stop > start else {
-                throw CommandDecodeError(.outOfRange, "uploadTimeRange.stop \(ISOTime.string(epochSeconds: stop)) is not after "
-                                         + "start \(ISOTime.string(epochSeconds: start)): give a window with stop later than start")
+                throw CommandDecodeError(
+                    .outOfRange,
+                    "uploadTimeRange.stop \(ISOTime.string(epochSeconds: stop)) is not after "
+                        + "start \(ISOTime.string(epochSeconds: start)): give a window with stop later than start")
             }
             return .uploadTimeRange(start: start, stop: stop, outputs: outputList(list))
         default:

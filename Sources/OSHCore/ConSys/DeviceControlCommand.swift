@@ -56,13 +56,17 @@ public struct CommandDecodeError: Error, Sendable, Equatable, CustomStringConver
 public enum CommandDecoder {
     /// Reads `parameters` against `schema`. With `checkConstraints`, AllowedValues/AllowedTokens are
     /// enforced too (the receiver's job; the node only checks the shape).
-    public static func decode(_ parameters: JSONValue, schema: DataComponent,
-                              checkConstraints: Bool = true) throws(CommandDecodeError) -> CommandValue {
+    public static func decode(
+        _ parameters: JSONValue, schema: DataComponent,
+        checkConstraints: Bool = true
+    ) throws(CommandDecodeError) -> CommandValue {
         try value(parameters, schema, path: schema.name ?? "parameters", checkConstraints)
     }
 
-    private static func value(_ v: JSONValue, _ c: DataComponent, path: String,
-                              _ check: Bool) throws(CommandDecodeError) -> CommandValue {
+    private static func value(
+        _ v: JSONValue, _ c: DataComponent, path: String,
+        _ check: Bool
+    ) throws(CommandDecodeError) -> CommandValue {
         switch c.kind {
         case .choice(let choice):
             guard case .object(let m) = v, m.count == 1 else {

@@ -100,8 +100,10 @@ public struct NodeDatastream: Sendable, Equatable {
     /// End of the reported `resultTime` range.
     public var newestResultTime: ObservedTime?
 
-    public init(id: String, name: String, outputName: String, systemID: String? = nil, formats: [String] = [],
-                newestPhenomenonTime: ObservedTime? = nil, newestResultTime: ObservedTime? = nil) {
+    public init(
+        id: String, name: String, outputName: String, systemID: String? = nil, formats: [String] = [],
+        newestPhenomenonTime: ObservedTime? = nil, newestResultTime: ObservedTime? = nil
+    ) {
         self.id = id
         self.name = name
         self.outputName = outputName

@@ -112,8 +112,10 @@ public struct CSRequestBuilder: Sendable, Equatable {
 
     /// A request with the standard headers: Accept, then Content-Type (with a body or a content type),
     /// then Authorization.
-    public func request(_ method: HTTPMethod, _ path: String, query: [(String, String)] = [],
-                        contentType: String? = nil, body: [UInt8]? = nil) -> CSRequest {
+    public func request(
+        _ method: HTTPMethod, _ path: String, query: [(String, String)] = [],
+        contentType: String? = nil, body: [UInt8]? = nil
+    ) -> CSRequest {
         var headers = [HTTPHeader("Accept", MediaType.json)]
         if let ct = contentType { headers.append(HTTPHeader("Content-Type", ct)) }
         if let auth = credentials.authorization { headers.append(HTTPHeader("Authorization", auth)) }
@@ -208,20 +210,24 @@ public struct CSRequestBuilder: Sendable, Equatable {
     /// `POST /datastreams/{id}/observations` with an O&M JSON array or one swe+json record. The body may be
     /// left nil and supplied at send time from the encoder's buffer (hot path: no copy).
     public func postObservations(datastreamID: String, format: ScalarFormat, body: [UInt8]? = nil) -> CSRequest {
-        request(.post, Self.path("datastreams", datastreamID, "observations"),
-                contentType: format.mediaType, body: body)
+        request(
+            .post, Self.path("datastreams", datastreamID, "observations"),
+            contentType: format.mediaType, body: body)
     }
 
     /// `POST /datastreams/{id}/observations` with one swe+binary video record (time, length, access unit).
     public func postVideo(datastreamID: String, body: [UInt8]? = nil) -> CSRequest {
-        request(.post, Self.path("datastreams", datastreamID, "observations"),
-                contentType: MediaType.sweBinary, body: body)
+        request(
+            .post, Self.path("datastreams", datastreamID, "observations"),
+            contentType: MediaType.sweBinary, body: body)
     }
 
     /// `GET /datastreams/{id}/observations?limit=N[&order=desc][&f=<format>]`. Latest first with
     /// `descending` (`phenomenonTime=latest` is not reliable on the node's H2 store).
-    public func listObservations(datastreamID: String, limit: Int = 100, descending: Bool = false,
-                                 format: String? = nil) -> CSRequest {
+    public func listObservations(
+        datastreamID: String, limit: Int = 100, descending: Bool = false,
+        format: String? = nil
+    ) -> CSRequest {
         var q: [(String, String)] = [("limit", String(limit))]
         if descending { q.append(("order", "desc")) }
         if let f = format { q.append(("f", f)) }
@@ -292,8 +298,8 @@ public enum CSURL {
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
-                 UInt8(ascii: "_"), UInt8(ascii: "~"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.append(b)
             default:
                 out.append(UInt8(ascii: "%"))
@@ -312,7 +318,8 @@ public enum CSURL {
         var i = 0
         while i < u.count {
             if u[i] == UInt8(ascii: "%"), i + 2 < u.count,
-               let hi = Hex.value(u[i + 1]), let lo = Hex.value(u[i + 2]) {
+                let hi = Hex.value(u[i + 1]), let lo = Hex.value(u[i + 2])
+            {
                 out.append(hi << 4 | lo)
                 i += 3
             } else {

@@ -47,7 +47,8 @@ public enum CSResponse {
     static func schemeEnd(_ s: Substring) -> Substring.Index? {
         var idx = s.startIndex
         while idx < s.endIndex, let a = s[idx].asciiValue,
-              (a >= 97 && a <= 122) || (a >= 65 && a <= 90) || (a >= 48 && a <= 57) || a == 43 || a == 45 || a == 46 {
+            (a >= 97 && a <= 122) || (a >= 65 && a <= 90) || (a >= 48 && a <= 57) || a == 43 || a == 45 || a == 46
+        {
             idx = s.index(after: idx)
         }
         guard idx > s.startIndex, s[idx...].hasPrefix("://") else { return nil }
@@ -156,7 +157,7 @@ struct ErrorBodyScanner {
 
     init(bytes: [UInt8]) {
         self.bytes = bytes
-        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { i = 3 } // UTF-8 BOM
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { i = 3 }  // UTF-8 BOM
     }
 
     mutating func scan() -> (status: Int?, message: String?) {
@@ -211,8 +212,10 @@ struct ErrorBodyScanner {
             i += 1
         }
         guard digits > 0 else { i = start; return nil }
-        while let b = peek, b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E")
-            || b == UInt8(ascii: "+") || b == UInt8(ascii: "-") || (b >= 48 && b <= 57) { i += 1 }
+        while let b = peek,
+            b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E")
+                || b == UInt8(ascii: "+") || b == UInt8(ascii: "-") || (b >= 48 && b <= 57)
+        { i += 1 }
         return negative ? -value : value
     }
 
@@ -237,7 +240,8 @@ struct ErrorBodyScanner {
                 case UInt8(ascii: "u"):
                     guard var code = hex4() else { return nil }
                     if code >= 0xD800, code < 0xDC00, bytes.count >= i + 6,
-                       bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") {
+                        bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u")
+                    {
                         let save = i
                         i += 2
                         if let low = hex4(), low >= 0xDC00, low < 0xE000 {
@@ -248,7 +252,7 @@ struct ErrorBodyScanner {
                     }
                     let scalar = Unicode.Scalar(code) ?? "\u{FFFD}"
                     out.append(contentsOf: Array(String(Character(scalar)).utf8))
-                default: out.append(e) // \" \\ \/ and anything lenient
+                default: out.append(e)  // \" \\ \/ and anything lenient
                 }
             default:
                 out.append(b)
@@ -296,7 +300,8 @@ struct ErrorBodyScanner {
             // number, true, false, null: a run of literal characters
             let start = i
             while let c = peek, c != UInt8(ascii: ","), c != UInt8(ascii: "}"), c != UInt8(ascii: "]"),
-                  c != 0x20, c != 0x09, c != 0x0A, c != 0x0D { i += 1 }
+                c != 0x20, c != 0x09, c != 0x0A, c != 0x0D
+            { i += 1 }
             return i > start
         }
     }

@@ -32,12 +32,18 @@ public struct LocalReferenceFrame: Sendable, Equatable {
         id: "LOCAL_FRAME",
         origin: "Center of the sensor board",
         axes: [
-            FrameAxis(name: "x", description: "The X axis is in the plane of the board and points to the right "
-                + "when the board is seen from its component side with the GPIO header along the top edge"),
-            FrameAxis(name: "y", description: "The Y axis is in the plane of the board and points up, "
-                + "towards the GPIO header, in that same view"),
-            FrameAxis(name: "z", description: "The Z axis is perpendicular to the board and points out of "
-                + "its component side"),
+            FrameAxis(
+                name: "x",
+                description: "The X axis is in the plane of the board and points to the right "
+                    + "when the board is seen from its component side with the GPIO header along the top edge"),
+            FrameAxis(
+                name: "y",
+                description: "The Y axis is in the plane of the board and points up, "
+                    + "towards the GPIO header, in that same view"),
+            FrameAxis(
+                name: "z",
+                description: "The Z axis is perpendicular to the board and points out of "
+                    + "its component side"),
         ])
 }
 
@@ -55,8 +61,10 @@ public struct SystemDescription: Sendable, Equatable {
     /// sensor twice when both quat and euler outputs use it).
     public var components: [SystemComponentInfo]
 
-    public init(uid: String, label: String, serial: String, validFrom: Double, description: String? = nil,
-                frame: LocalReferenceFrame = .board, components: [SystemComponentInfo]) {
+    public init(
+        uid: String, label: String, serial: String, validFrom: Double, description: String? = nil,
+        frame: LocalReferenceFrame = .board, components: [SystemComponentInfo]
+    ) {
         self.uid = uid
         self.label = label
         self.serial = serial
@@ -67,10 +75,13 @@ public struct SystemDescription: Sendable, Equatable {
     }
 
     /// Components taken from the outputs in the order given (`spec.source` of each).
-    public init(uid: String, label: String, serial: String, validFrom: Double, description: String? = nil,
-                frame: LocalReferenceFrame = .board, outputs: [OutputSpec]) {
-        self.init(uid: uid, label: label, serial: serial, validFrom: validFrom, description: description,
-                  frame: frame, components: outputs.map(\.source))
+    public init(
+        uid: String, label: String, serial: String, validFrom: Double, description: String? = nil,
+        frame: LocalReferenceFrame = .board, outputs: [OutputSpec]
+    ) {
+        self.init(
+            uid: uid, label: label, serial: serial, validFrom: validFrom, description: description,
+            frame: frame, components: outputs.map(\.source))
     }
 }
 
@@ -87,7 +98,7 @@ public enum SystemBody {
         for b in s.utf8 {
             switch b {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
                 out.append(b)
             default:
                 out.append(UInt8(ascii: "_"))
@@ -139,10 +150,14 @@ public enum SystemBody {
     }
 
     /// Convenience for the registration inputs the agent has.
-    public static func write(uid: String, label: String, serial: String, validFrom: Double,
-                             description: String? = nil, outputs: [OutputSpec], to out: ByteBuffer) {
-        write(SystemDescription(uid: uid, label: label, serial: serial, validFrom: validFrom,
-                                description: description, outputs: outputs), to: out)
+    public static func write(
+        uid: String, label: String, serial: String, validFrom: Double,
+        description: String? = nil, outputs: [OutputSpec], to out: ByteBuffer
+    ) {
+        write(
+            SystemDescription(
+                uid: uid, label: label, serial: serial, validFrom: validFrom,
+                description: description, outputs: outputs), to: out)
     }
 
     public static func bytes(_ d: SystemDescription) -> [UInt8] {

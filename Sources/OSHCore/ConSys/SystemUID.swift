@@ -75,7 +75,7 @@ public enum SystemUID {
     @inline(__always) static func isAllowed(_ b: UInt8) -> Bool {
         switch b {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true
         default:
             return "-._~!$&()*+,;=:@/#%".utf8.contains(b)

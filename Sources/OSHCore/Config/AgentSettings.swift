@@ -27,8 +27,10 @@ public struct ServerSettings: Sendable, Equatable {
     /// Seconds.
     public var requestTimeout: Double
 
-    public init(name: String, url: String, user: String = "", tls: ServerTLS = .verify,
-                connectTimeout: Double = 10, requestTimeout: Double = 30) {
+    public init(
+        name: String, url: String, user: String = "", tls: ServerTLS = .verify,
+        connectTimeout: Double = 10, requestTimeout: Double = 30
+    ) {
         self.name = name
         self.url = url
         self.user = user
@@ -70,7 +72,10 @@ public struct SystemSettings: Sendable, Equatable {
     public static func isValidHostname(_ name: String) -> Bool {
         let b = Array(name.utf8)
         guard (1...63).contains(b.count), b.first != UInt8(ascii: "-"), b.last != UInt8(ascii: "-") else { return false }
-        return b.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "-") }
+        return b.allSatisfy {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                || $0 == UInt8(ascii: "-")
+        }
     }
 }
 
@@ -171,10 +176,12 @@ public struct AgentSettings: Sendable, Equatable {
     /// `readProfile` reads the board profile `[system] profile` names (its path) — the file's
     /// bytes, or nil when there is none; without it a `profile` key is refused.
     /// `chips`: the chips this build drives (OSHPlatform's `ChipTable.known`).
-    public static func parse(bytes: [UInt8], path: String, chips: KnownChips,
-                             fileProblem: ((String) -> String?)? = nil,
-                             profileDirectory: String = BoardProfile.installedDirectory,
-                             readProfile: ((String) throws -> [UInt8]?)? = nil) throws(ConfigErrors) -> AgentSettings {
+    public static func parse(
+        bytes: [UInt8], path: String, chips: KnownChips,
+        fileProblem: ((String) -> String?)? = nil,
+        profileDirectory: String = BoardProfile.installedDirectory,
+        readProfile: ((String) throws -> [UInt8]?)? = nil
+    ) throws(ConfigErrors) -> AgentSettings {
         let (doc, syntax) = ConfigParser.parseRecovering(bytes: bytes, path: path)
         // The reader gave up (far too many errors): what it read is incomplete, check no more.
         if syntax.count > ConfigParser.maxErrors || syntax.contains(where: { $0.line == nil }) {
@@ -213,9 +220,11 @@ public struct AgentSettings: Sendable, Equatable {
             return la != lb ? la < lb : a.offset < b.offset
         }.map(\.element)
         guard sorted.count > ConfigParser.maxErrors else { return sorted }
-        return Array(sorted.prefix(ConfigParser.maxErrors)) + [ConfigError(
-            path: sorted[0].path, line: nil,
-            message: "… and \(sorted.count - ConfigParser.maxErrors) more errors")]
+        return Array(sorted.prefix(ConfigParser.maxErrors)) + [
+            ConfigError(
+                path: sorted[0].path, line: nil,
+                message: "… and \(sorted.count - ConfigParser.maxErrors) more errors")
+        ]
     }
 }
 

@@ -41,8 +41,10 @@ public enum BoardProfile {
     /// later ones and the file over all — read by `read` from `directory` (nil: no way to read
     /// one, so a named profile is refused); the profiles' paths, and what was wrong with the key or
     /// the profiles.
-    static func apply(to doc: ConfigDocument, path: String, directory: String,
-                      read: ((String) throws -> [UInt8]?)?) -> (doc: ConfigDocument, paths: [String], errors: [ConfigError]) {
+    static func apply(
+        to doc: ConfigDocument, path: String, directory: String,
+        read: ((String) throws -> [UInt8]?)?
+    ) -> (doc: ConfigDocument, paths: [String], errors: [ConfigError]) {
         guard let entry = named(in: doc), entry.value != .string("") else { return (doc, [], []) }
         func refused(_ message: String) -> (doc: ConfigDocument, paths: [String], errors: [ConfigError]) {
             (doc, [], [ConfigError(path: path, line: entry.line, message: message)])
@@ -60,8 +62,9 @@ public enum BoardProfile {
             }
             names = list
         default:
-            return refused("profile in [system] must be a board name in quotes (\"pi4\", \"pi3\", \"pi5\", \"pi-zero-2w\", "
-                           + "\"sense-hat\"), a list of them, or a file's path")
+            return refused(
+                "profile in [system] must be a board name in quotes (\"pi4\", \"pi3\", \"pi5\", \"pi-zero-2w\", "
+                    + "\"sense-hat\"), a list of them, or a file's path")
         }
         var out = doc
         var paths: [String] = []
@@ -73,8 +76,9 @@ public enum BoardProfile {
                 return refused("profile = \(ConfigValue.quote(name)) in [system]: \(p) cannot be read (\(error))")
             }
             guard let bytes else {
-                return refused("profile = \(ConfigValue.quote(name)) in [system]: there is no \(p); the board profiles are "
-                               + "pi3, pi4, pi5, pi-zero-2w and sense-hat (in \(directory)), or give a profile file's path")
+                return refused(
+                    "profile = \(ConfigValue.quote(name)) in [system]: there is no \(p); the board profiles are "
+                        + "pi3, pi4, pi5, pi-zero-2w and sense-hat (in \(directory)), or give a profile file's path")
             }
             let (profile, e) = ConfigParser.parseRecovering(bytes: bytes, path: p)
             out = merge(out, under: profile, index: i)

@@ -154,8 +154,10 @@ public enum ConfigParser {
     /// Parses a whole file, recovering at each line: the document holds every line that parsed
     /// (damaged sections and keys are marked), the errors every line that did not.
     /// `redactValues` keeps value text out of messages (the secrets file).
-    public static func parseRecovering(bytes: [UInt8], path: String,
-                                       redactValues: Bool = false) -> (ConfigDocument, [ConfigError]) {
+    public static func parseRecovering(
+        bytes: [UInt8], path: String,
+        redactValues: Bool = false
+    ) -> (ConfigDocument, [ConfigError]) {
         var p = LineParser(path: path, redact: redactValues)
         bytes.withUnsafeBufferPointer { p.run($0) }
         return (ConfigDocument(path: path, sections: p.sections), p.errors)
@@ -209,8 +211,10 @@ private struct LineParser {
     mutating func fail(_ line: Int?, _ message: String) {
         guard !stopped else { return }
         if errors.count >= ConfigParser.maxErrors {
-            errors.append(ConfigError(path: path, line: nil,
-                                      message: "too many errors (more than \(ConfigParser.maxErrors)); stopped reading"))
+            errors.append(
+                ConfigError(
+                    path: path, line: nil,
+                    message: "too many errors (more than \(ConfigParser.maxErrors)); stopped reading"))
             stopped = true
             return
         }
@@ -255,7 +259,7 @@ private struct LineParser {
             }
             let end = i
             var contentEnd = end
-            if contentEnd > start, buf[contentEnd - 1] == Byte.cr { contentEnd -= 1 } // CRLF
+            if contentEnd > start, buf[contentEnd - 1] == Byte.cr { contentEnd -= 1 }  // CRLF
             parseLine(buf, start, contentEnd, line, problem)
             if stopped { return }
             start = end + 1
@@ -265,8 +269,10 @@ private struct LineParser {
 
     // MARK: One line
 
-    mutating func parseLine(_ buf: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ line: Int,
-                            _ problem: String?) {
+    mutating func parseLine(
+        _ buf: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int, _ line: Int,
+        _ problem: String?
+    ) {
         if end - start > ConfigParser.maxLineLength {
             fail(line, "the line is \(end - start) bytes long; the limit is \(ConfigParser.maxLineLength)")
             markDamagedLine(buf, start, end)
@@ -318,8 +324,10 @@ private struct LineParser {
             let name = try headerName(&c)
             let title = "[" + name.joined(separator: ".") + "]"
             if let previous = sections.first(where: { !$0.isDamaged && $0.name == name }) {
-                fail(line, "section \(title) is already defined on line \(previous.line); "
-                    + "put all its keys under that one header")
+                fail(
+                    line,
+                    "section \(title) is already defined on line \(previous.line); "
+                        + "put all its keys under that one header")
                 sections.append(ConfigSection(name: name, line: line, isDamaged: true))
                 return
             }
@@ -331,10 +339,11 @@ private struct LineParser {
     }
 
     func headerName(_ c: inout Cursor) throws(LineError) -> [String] {
-        c.advance() // [
+        c.advance()  // [
         if c.peek == Byte.open {
-            throw LineError(message: "[[...]] (arrays of tables) is not supported; "
-                + "use one [section.NAME] header per item")
+            throw LineError(
+                message: "[[...]] (arrays of tables) is not supported; "
+                    + "use one [section.NAME] header per item")
         }
         var parts: [String] = []
         while true {
@@ -344,23 +353,28 @@ private struct LineParser {
                     throw LineError(message: "section names are bare words (letters, digits, _ and -), without quotes")
                 }
                 if c.peek == Byte.close {
-                    throw LineError(message: parts.isEmpty ? "empty section header []; write [section] or [section.NAME]"
-                        : "a section name cannot end with '.'")
+                    throw LineError(
+                        message: parts.isEmpty
+                            ? "empty section header []; write [section] or [section.NAME]"
+                            : "a section name cannot end with '.'")
                 }
-                throw LineError(message: "section names are bare words (letters, digits, _ and -); "
-                    + "found \(c.describeNext()) in the header")
+                throw LineError(
+                    message: "section names are bare words (letters, digits, _ and -); "
+                        + "found \(c.describeNext()) in the header")
             }
             parts.append(part)
             c.skipSpaces()
             if c.peek == Byte.dot { c.advance(); continue }
             if c.peek == Byte.close { c.advance(); break }
             if c.atEnd || c.peek == Byte.hash { throw LineError(message: "section header is not closed: missing ']'") }
-            throw LineError(message: "unexpected \(c.describeNext()) in the section header; "
-                + "write [section] or [section.NAME]")
+            throw LineError(
+                message: "unexpected \(c.describeNext()) in the section header; "
+                    + "write [section] or [section.NAME]")
         }
         if parts.count > 2 {
-            throw LineError(message: "a section header has one or two parts, as [section] or [section.NAME]; "
-                + "[\(parts.joined(separator: "."))] has \(parts.count)")
+            throw LineError(
+                message: "a section header has one or two parts, as [section] or [section.NAME]; "
+                    + "[\(parts.joined(separator: "."))] has \(parts.count)")
         }
         c.skipSpaces()
         guard c.atEnd || c.peek == Byte.hash else {
@@ -379,8 +393,10 @@ private struct LineParser {
             } else if next == Byte.equals {
                 fail(line, "missing key before '='")
             } else {
-                fail(line, "expected a key (letters, digits, _ and -) or a [section] header; "
-                    + "found \(c.describeNext())")
+                fail(
+                    line,
+                    "expected a key (letters, digits, _ and -) or a [section] header; "
+                        + "found \(c.describeNext())")
             }
             return
         }
@@ -394,8 +410,9 @@ private struct LineParser {
                 if c.atEnd || c.peek == Byte.hash {
                     throw LineError(message: "expected '=' and a value after key '\(key)'")
                 }
-                throw LineError(message: "expected '=' after key '\(key)'; found \(c.describeNext())"
-                    + " (keys are letters, digits, _ and -)")
+                throw LineError(
+                    message: "expected '=' after key '\(key)'; found \(c.describeNext())"
+                        + " (keys are letters, digits, _ and -)")
             }
             c.advance()
             c.skipSpaces()
@@ -405,12 +422,15 @@ private struct LineParser {
             let value = try self.value(&c, key: key, inArray: false)
             c.skipSpaces()
             guard c.atEnd || c.peek == Byte.hash else {
-                throw LineError(message: "unexpected \(shownNext(c)) after the value of '\(key)'; "
-                    + "comments start with '#'")
+                throw LineError(
+                    message: "unexpected \(shownNext(c)) after the value of '\(key)'; "
+                        + "comments start with '#'")
             }
             if let previous = sections[current].entries.first(where: { $0.key == key }) {
-                fail(line, "key '\(key)' is already set on line \(previous.line) in \(sections[current].title); "
-                    + "set each key once")
+                fail(
+                    line,
+                    "key '\(key)' is already set on line \(previous.line) in \(sections[current].title); "
+                        + "set each key once")
                 return
             }
             if sections[current].damagedKeys.contains(key) {
@@ -465,7 +485,8 @@ private struct LineParser {
             throw LineError(message: "true and false are written in lower case, without quotes: true or false")
         }
         let first = w[0]
-        let looksNumeric = Byte.isDigit(first)
+        let looksNumeric =
+            Byte.isDigit(first)
             || ((first == Byte.plus || first == Byte.minus || first == Byte.dot) && w.count > 1 && Byte.isDigit(w[1]))
         guard looksNumeric else {
             if redact { throw LineError(message: "text values must be in double quotes") }
@@ -509,7 +530,8 @@ private struct LineParser {
             throw LineError(message: "\(shown): leading zeros are not allowed in numbers")
         }
         if intDigits == 1, w[intStart] == 0x30, i < w.count,
-           [UInt8(ascii: "x"), UInt8(ascii: "o"), UInt8(ascii: "b")].contains(w[i]) {
+            [UInt8(ascii: "x"), UInt8(ascii: "o"), UInt8(ascii: "b")].contains(w[i])
+        {
             throw LineError(message: "\(shown): hexadecimal, octal and binary numbers are not supported; write a decimal number")
         }
         var isDecimal = false
@@ -538,8 +560,9 @@ private struct LineParser {
                 throw LineError(message: "dates and times are written as quoted strings, as \"2026-01-01T00:00:00Z\"")
             }
             if redact { throw LineError(message: "the value is not a number; text values must be in double quotes") }
-            throw LineError(message: "\(shown) is not a number; text values must be in double quotes: "
-                + ConfigValue.quote(text))
+            throw LineError(
+                message: "\(shown) is not a number; text values must be in double quotes: "
+                    + ConfigValue.quote(text))
         }
         let s = String(decoding: clean, as: UTF8.self)
         if isDecimal {
@@ -555,7 +578,7 @@ private struct LineParser {
     }
 
     func string(_ c: inout Cursor) throws(LineError) -> String {
-        c.advance() // "
+        c.advance()  // "
         if c.peek == Byte.quote, c.peek(1) == Byte.quote {
             throw LineError(message: "multi-line strings (\"\"\") are not supported; write \\n inside one quoted line")
         }
@@ -586,23 +609,29 @@ private struct LineParser {
                     c.advance()
                 }
                 guard let scalar = Unicode.Scalar(v) else {
-                    throw LineError(message: (redact ? "a \\u escape" : "\\u" + String(v, radix: 16, uppercase: true))
-                        + " is not a Unicode character (surrogates are not allowed)")
+                    throw LineError(
+                        message: (redact ? "a \\u escape" : "\\u" + String(v, radix: 16, uppercase: true))
+                            + " is not a Unicode character (surrogates are not allowed)")
                 }
                 if v == 0 { throw LineError(message: "\\u0000 (NUL) is not allowed in a string") }
                 out.append(contentsOf: UTF8.encode(scalar)!)
             default:
-                let shown = redact ? "" : e < 0x80 && e >= 0x20 ? "\\" + String(UnicodeScalar(e)) + " "
-                    : "(\\ followed by " + Self.hex(e) + ") "
-                throw LineError(message: "unknown escape \(shown)in a string; allowed: \\\" \\\\ \\n \\t \\uXXXX "
-                    + "(a Windows path is written C:\\\\dir)")
+                let shown =
+                    redact
+                    ? ""
+                    : e < 0x80 && e >= 0x20
+                        ? "\\" + String(UnicodeScalar(e)) + " "
+                        : "(\\ followed by " + Self.hex(e) + ") "
+                throw LineError(
+                    message: "unknown escape \(shown)in a string; allowed: \\\" \\\\ \\n \\t \\uXXXX "
+                        + "(a Windows path is written C:\\\\dir)")
             }
         }
         return String(decoding: out, as: UTF8.self)
     }
 
     func array(_ c: inout Cursor, key: String) throws(LineError) -> ConfigValue {
-        c.advance() // [
+        c.advance()  // [
         var items: [ConfigValue] = []
         while true {
             c.skipSpaces()

@@ -19,8 +19,10 @@ public struct KnownChips: Sendable, Equatable {
     /// Humidity and temperature chips.
     public var hygrometers: [I2CChipIdentity]
 
-    public init(barometers: [I2CChipIdentity], imus: [I2CChipIdentity], magnetometers: [I2CChipIdentity],
-                hygrometers: [I2CChipIdentity] = []) {
+    public init(
+        barometers: [I2CChipIdentity], imus: [I2CChipIdentity], magnetometers: [I2CChipIdentity],
+        hygrometers: [I2CChipIdentity] = []
+    ) {
         self.barometers = barometers
         self.imus = imus
         self.magnetometers = magnetometers
@@ -154,8 +156,10 @@ extension SettingsReader {
         if text == "auto" { return .some(nil) }
         let lower = text.lowercased()
         if lower.hasPrefix("0x"), let v = UInt8(lower.dropFirst(2), radix: 16), (0x08...0x77).contains(v) { return .some(v) }
-        fail(line, "\(key) = \(ConfigValue.quote(text)) in \(s.title) must be a 7-bit I²C address in hex from \"0x08\" "
-            + "to \"0x77\" (as i2cdetect shows it), or \"auto\"")
+        fail(
+            line,
+            "\(key) = \(ConfigValue.quote(text)) in \(s.title) must be a 7-bit I²C address in hex from \"0x08\" "
+                + "to \"0x77\" (as i2cdetect shows it), or \"auto\"")
         return nil
     }
 
@@ -164,9 +168,11 @@ extension SettingsReader {
         if text == "auto" || text == "none" { return text }
         let c = KnownChips.canonical(text)
         if known.contains(where: { KnownChips.canonical($0) == c }) { return c }
-        fail(line, "\(key) = \(ConfigValue.quote(text)) in \(s.title) is not a chip osh-edge drives"
-            + "\(Self.hint(c, known, quoted: true)); known: \(known.joined(separator: ", ")), or \"auto\" or \"none\" "
-            + "(`osh-edge probe` lists what is on the bus)")
+        fail(
+            line,
+            "\(key) = \(ConfigValue.quote(text)) in \(s.title) is not a chip osh-edge drives"
+                + "\(Self.hint(c, known, quoted: true)); known: \(known.joined(separator: ", ")), or \"auto\" or \"none\" "
+                + "(`osh-edge probe` lists what is on the bus)")
         return nil
     }
 
@@ -183,7 +189,10 @@ extension SettingsReader {
             }
             if out.count == count, out.allSatisfy({ $0.isFinite }) { return out }
         }
-        fail(e.line, "'\(key)' in \(s.title) must be a list of \(count) numbers, as [\(Array(repeating: "0", count: min(count, 3)).joined(separator: ", "))\(count > 3 ? ", …" : "")]")
+        fail(
+            e.line,
+            "'\(key)' in \(s.title) must be a list of \(count) numbers, as [\(Array(repeating: "0", count: min(count, 3)).joined(separator: ", "))\(count > 3 ? ", …" : "")]"
+        )
         return nil
     }
 
@@ -203,18 +212,26 @@ extension SettingsReader {
             if let c = chipName(s, "magnetometer", chips.magnetometerNames) { d.imu.magnetometer = c }
             if let a = address(s, "magnetometer_address") { d.imu.magnetometerAddress = a }
             if let v = integer(s, "accel_range", 2...16) {
-                if let r = AccelRange(g: v) { d.imu.accelRange = r }
-                else { fail(s.entry("accel_range")?.line, "accel_range in [imu] must be 2, 4, 8 or 16 (g)") }
+                if let r = AccelRange(g: v) {
+                    d.imu.accelRange = r
+                } else {
+                    fail(s.entry("accel_range")?.line, "accel_range in [imu] must be 2, 4, 8 or 16 (g)")
+                }
             }
             if let v = integer(s, "gyro_range", 250...2000) {
-                if let r = GyroRange(dps: v) { d.imu.gyroRange = r }
-                else { fail(s.entry("gyro_range")?.line, "gyro_range in [imu] must be 250, 500, 1000 or 2000 (degrees per second)") }
+                if let r = GyroRange(dps: v) {
+                    d.imu.gyroRange = r
+                } else {
+                    fail(s.entry("gyro_range")?.line, "gyro_range in [imu] must be 250, 500, 1000 or 2000 (degrees per second)")
+                }
             }
             if let v = bool(s, "fifo") { d.imu.fifo = v }
             if let (m, line) = string(s, "mounting") {
                 do { d.imu.mounting = try AxisMap(commaSeparated: m) } catch {
-                    fail(line, "mounting = \(ConfigValue.quote(m)) in [imu]: \(error); write three signed axes, "
-                        + "as \"+x,+y,+z\" (as printed) or \"-y,+x,+z\" (board turned 90° left)")
+                    fail(
+                        line,
+                        "mounting = \(ConfigValue.quote(m)) in [imu]: \(error); write three signed axes, "
+                            + "as \"+x,+y,+z\" (as printed) or \"-y,+x,+z\" (board turned 90° left)")
                 }
             }
         case "orientation":
@@ -227,15 +244,27 @@ extension SettingsReader {
             if let w = number(s, "window", 0.1...1, unit: "seconds") { d.audio.window = w }
         case "camera":
             if let (dev, line) = string(s, "device") {
-                if dev == "test-pattern" { d.camera.device = dev }
-                else if let problem = Self.pathProblem(dev) { fail(line, "device in [camera] \(problem), or \"test-pattern\"") }
-                else { d.camera.device = dev }
+                if dev == "test-pattern" {
+                    d.camera.device = dev
+                } else if let problem = Self.pathProblem(dev) {
+                    fail(line, "device in [camera] \(problem), or \"test-pattern\"")
+                } else {
+                    d.camera.device = dev
+                }
             }
             if let v = integer(s, "width", 160...1920) {
-                if v % 16 == 0 || v % 8 == 0 { d.camera.width = v } else { fail(s.entry("width")?.line, "width in [camera] must be a multiple of 8") }
+                if v % 16 == 0 || v % 8 == 0 {
+                    d.camera.width = v
+                } else {
+                    fail(s.entry("width")?.line, "width in [camera] must be a multiple of 8")
+                }
             }
             if let v = integer(s, "height", 120...1080) {
-                if v % 8 == 0 { d.camera.height = v } else { fail(s.entry("height")?.line, "height in [camera] must be a multiple of 8 (1080 is allowed)") }
+                if v % 8 == 0 {
+                    d.camera.height = v
+                } else {
+                    fail(s.entry("height")?.line, "height in [camera] must be a multiple of 8 (1080 is allowed)")
+                }
             }
             if let e = choice(s, "encoder", CameraConfig.encoders) { d.camera.encoder = e }
             if let v = integer(s, "keyframe_interval", 1...250) { d.camera.keyframeInterval = v }

@@ -34,23 +34,31 @@ public enum Secrets {
             guard s.name.count == 2, s.name[0] == "server" else {
                 if s.name.isEmpty {
                     for e in s.entries {
-                        fail(e.line, "key '\(e.key)' is outside any section; put it under [server.NAME], "
-                            + "NAME being the server's name in \(AgentSettings.defaultPath)")
+                        fail(
+                            e.line,
+                            "key '\(e.key)' is outside any section; put it under [server.NAME], "
+                                + "NAME being the server's name in \(AgentSettings.defaultPath)")
                     }
                 } else {
-                    fail(s.line, "section \(s.title) is not known in the secrets file; it holds only "
-                        + "[server.NAME] sections, each with password = \"…\" or token = \"…\"")
+                    fail(
+                        s.line,
+                        "section \(s.title) is not known in the secrets file; it holds only "
+                            + "[server.NAME] sections, each with password = \"…\" or token = \"…\"")
                 }
                 continue
             }
             for e in s.entries where !known.contains(e.key) {
-                fail(e.line, "key '\(e.key)' is not known in \(s.title)\(SettingsReader.hint(e.key, known)); "
-                    + "known keys: password, token")
+                fail(
+                    e.line,
+                    "key '\(e.key)' is not known in \(s.title)\(SettingsReader.hint(e.key, known)); "
+                        + "known keys: password, token")
             }
             let p = s.entry("password"), t = s.entry("token")
             if let p, let t {
-                fail(max(p.line, t.line), "\(s.title) has both password and token; keep one "
-                    + "(password for HTTP Basic with 'user', token for a Bearer token)")
+                fail(
+                    max(p.line, t.line),
+                    "\(s.title) has both password and token; keep one "
+                        + "(password for HTTP Basic with 'user', token for a Bearer token)")
                 continue
             }
             guard let e = p ?? t else {

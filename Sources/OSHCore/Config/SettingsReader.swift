@@ -16,9 +16,12 @@ struct SettingsReader {
         self.chips = chips
     }
 
-    static let sectionKinds = ["server", "node", "system", "publisher", "time", "outputs", "record", "orientation", "gps",
-                               "i2c", "barometer", "hygrometer", "imu", "audio", "camera", "led", "ptz", "log", "paths"]
-    static let sectionList = "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
+    static let sectionKinds = [
+        "server", "node", "system", "publisher", "time", "outputs", "record", "orientation", "gps",
+        "i2c", "barometer", "hygrometer", "imu", "audio", "camera", "led", "ptz", "log", "paths",
+    ]
+    static let sectionList =
+        "[server.NAME], [node], [system], [publisher], [time], [outputs.NAME], "
         + "[record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], "
         + "[ptz], [log], [paths]"
     static let keys: [String: [String]] = [
@@ -79,8 +82,10 @@ struct SettingsReader {
                 continue
             }
             guard Self.sectionKinds.contains(kind) else {
-                fail(s.line, "section \(s.title) is not known\(Self.hint(kind, Self.sectionKinds, bracket: true)); "
-                    + "known sections: \(Self.sectionList)")
+                fail(
+                    s.line,
+                    "section \(s.title) is not known\(Self.hint(kind, Self.sectionKinds, bracket: true)); "
+                        + "known sections: \(Self.sectionList)")
                 continue
             }
             let named = kind == "server" || kind == "outputs"
@@ -89,8 +94,10 @@ struct SettingsReader {
                     unnamedServer = true
                     fail(s.line, "[server] needs a name, as [server.main]: one [server.NAME] section per node")
                 } else {
-                    fail(s.line, "[outputs] needs an output name, as [outputs.gps_data]; outputs: "
-                        + AgentSettings.outputNames.joined(separator: ", "))
+                    fail(
+                        s.line,
+                        "[outputs] needs an output name, as [outputs.gps_data]; outputs: "
+                            + AgentSettings.outputNames.joined(separator: ", "))
                 }
                 continue
             }
@@ -121,8 +128,10 @@ struct SettingsReader {
                     if let t = ISOTime.parse(text) {
                         notBefore = t
                     } else {
-                        fail(line, "not_before = \(ConfigValue.quote(text)) in [time] is not an ISO-8601 time "
-                            + "with a zone; write it as \"2026-01-01T00:00:00Z\"")
+                        fail(
+                            line,
+                            "not_before = \(ConfigValue.quote(text)) in [time] is not an ISO-8601 time "
+                                + "with a zone; write it as \"2026-01-01T00:00:00Z\"")
                     }
                 }
             case "outputs":
@@ -150,16 +159,24 @@ struct SettingsReader {
                     if let problem = Self.pathProblem(dev) { fail(line, "device in [gps] \(problem)") } else { gps.device = dev }
                 }
                 if let b = integer(s, "baud", 0...921_600) {
-                    if b == 0 || GPSSettings.bauds.contains(b) { gps.baud = b }
-                    else {
-                        fail(s.entries.first { $0.key == "baud" }?.line,
-                             "baud in [gps] must be 0 (automatic) or one of " + GPSSettings.bauds.map(String.init).joined(separator: ", "))
+                    if b == 0 || GPSSettings.bauds.contains(b) {
+                        gps.baud = b
+                    } else {
+                        fail(
+                            s.entries.first { $0.key == "baud" }?.line,
+                            "baud in [gps] must be 0 (automatic) or one of " + GPSSettings.bauds.map(String.init).joined(separator: ", "))
                     }
                 }
                 if let (g, line) = string(s, "gpsd") {
-                    if g.isEmpty { gps.gpsd = nil }
-                    else if let a = GPSDAddress(g) { gps.gpsd = a }
-                    else { fail(line, "gpsd in [gps] must be HOST:PORT with a numeric address, e.g. \"127.0.0.1:2947\", or \"\" to read the device") }
+                    if g.isEmpty {
+                        gps.gpsd = nil
+                    } else if let a = GPSDAddress(g) {
+                        gps.gpsd = a
+                    } else {
+                        fail(
+                            line,
+                            "gpsd in [gps] must be HOST:PORT with a numeric address, e.g. \"127.0.0.1:2947\", or \"\" to read the device")
+                    }
                 }
             case "log":
                 if let v = choice(s, "level", AgentSettings.logLevels.map { ($0, $0) }) { logLevel = v }
@@ -186,16 +203,19 @@ struct SettingsReader {
 
         for r in recordOutputs {
             guard let o = outputs[r.name], o.enabled else {
-                fail(r.section.line, "\(r.section.title) records an output that is not enabled: set enabled = true "
-                    + "in [outputs.\(r.name)], or remove \(r.section.title)")
+                fail(
+                    r.section.line,
+                    "\(r.section.title) records an output that is not enabled: set enabled = true "
+                        + "in [outputs.\(r.name)], or remove \(r.section.title)")
                 continue
             }
             // Without a rate of its own, the output is recorded at its live rate.
             record.rates[r.name] = r.rate ?? o.rate
         }
 
-        let active = activeServer(servers, serverSections, nodeSection,
-                                  anyDamaged: unnamedServer || doc.sections.contains { $0.isDamaged })
+        let active = activeServer(
+            servers, serverSections, nodeSection,
+            anyDamaged: unnamedServer || doc.sections.contains { $0.isDamaged })
         guard let active else { return nil }
         var settings = AgentSettings(server: active)
         settings.servers = servers
@@ -223,8 +243,11 @@ struct SettingsReader {
                 continue
             }
             let homes = Self.sectionKinds.filter { Self.keys[$0]?.contains(e.key) == true }
-            let home = homes.isEmpty ? "put it under the [section] it belongs to"
-                : "it belongs under " + homes.map { $0 == "server" ? "[server.NAME]" : $0 == "outputs" ? "[outputs.NAME]" : "[\($0)]" }
+            let home =
+                homes.isEmpty
+                ? "put it under the [section] it belongs to"
+                : "it belongs under "
+                    + homes.map { $0 == "server" ? "[server.NAME]" : $0 == "outputs" ? "[outputs.NAME]" : "[\($0)]" }
                     .joined(separator: " or ")
             fail(e.line, "key '\(e.key)' is outside any section (before the first [section] header); \(home)")
         }
@@ -237,8 +260,10 @@ struct SettingsReader {
 
     mutating func secretKey(_ e: ConfigEntry, _ s: ConfigSection) {
         let section = s.name.first == "server" && s.name.count == 2 ? s.title : "[server.NAME]"
-        fail(e.line, "'\(e.key)' does not belong in this file (others can read it): put \(e.key.lowercased()) = \"…\" "
-            + "under \(section) in \(Secrets.defaultPath) (root-only)")
+        fail(
+            e.line,
+            "'\(e.key)' does not belong in this file (others can read it): put \(e.key.lowercased()) = \"…\" "
+                + "under \(section) in \(Secrets.defaultPath) (root-only)")
     }
 
     /// Refuses passwords and tokens, and keys the section does not know (with a suggestion).
@@ -247,8 +272,10 @@ struct SettingsReader {
             if Self.isSecretKey(e.key) {
                 secretKey(e, s)
             } else {
-                fail(e.line, "key '\(e.key)' is not known in \(s.title)\(Self.hint(e.key, known)); "
-                    + "known keys: \(known.joined(separator: ", "))")
+                fail(
+                    e.line,
+                    "key '\(e.key)' is not known in \(s.title)\(Self.hint(e.key, known)); "
+                        + "known keys: \(known.joined(separator: ", "))")
             }
         }
     }
@@ -294,8 +321,10 @@ struct SettingsReader {
                 fail(line, "certificate in \(s.title) \(problem)")
                 ok = false
             } else if let mode, mode != "trust-certificate" {
-                fail(line, "certificate in \(s.title) is only used with tls = \"trust-certificate\"; "
-                    + "set that, or remove certificate")
+                fail(
+                    line,
+                    "certificate in \(s.title) is only used with tls = \"trust-certificate\"; "
+                        + "set that, or remove certificate")
                 ok = false
             } else if let problem = fileProblem?(c) {
                 fail(line, "certificate = \(ConfigValue.quote(c)) in \(s.title): \(problem)")
@@ -314,8 +343,10 @@ struct SettingsReader {
                     pin = normalised
                 }
             } else {
-                fail(line, "pin_sha256 in \(s.title) must be the base64 SHA-256 of the node's public key "
-                    + "(44 characters ending in '='; `osh-edge check` prints it)")
+                fail(
+                    line,
+                    "pin_sha256 in \(s.title) must be the base64 SHA-256 of the node's public key "
+                        + "(44 characters ending in '='; `osh-edge check` prints it)")
                 ok = false
             }
         }
@@ -327,8 +358,10 @@ struct SettingsReader {
                 server.tls = .trustCertificate(path: certificate)
             } else {
                 if !present(s, "certificate") {
-                    fail(tlsEntry?.line ?? s.line, "tls = \"trust-certificate\" in \(s.title) needs "
-                        + "certificate = \"/etc/osh-edge/node.pem\" (the node's certificate, PEM)")
+                    fail(
+                        tlsEntry?.line ?? s.line,
+                        "tls = \"trust-certificate\" in \(s.title) needs "
+                            + "certificate = \"/etc/osh-edge/node.pem\" (the node's certificate, PEM)")
                 }
                 ok = false
             }
@@ -337,8 +370,10 @@ struct SettingsReader {
                 server.tls = .pin(sha256Base64: pin)
             } else {
                 if !present(s, "pin_sha256") {
-                    fail(tlsEntry?.line ?? s.line, "tls = \"pin\" in \(s.title) needs pin_sha256 = \"BASE64\" "
-                        + "(the SHA-256 of the node's public key; `osh-edge check` prints it)")
+                    fail(
+                        tlsEntry?.line ?? s.line,
+                        "tls = \"pin\" in \(s.title) needs pin_sha256 = \"BASE64\" "
+                            + "(the SHA-256 of the node's public key; `osh-edge check` prints it)")
                 }
                 ok = false
             }
@@ -352,9 +387,11 @@ struct SettingsReader {
     mutating func knownOutput(_ s: ConfigSection) -> String? {
         let name = s.name[1]
         guard AgentSettings.outputNames.contains(name) else {
-            fail(s.line, "output '\(name)' in \(s.title) is not known"
-                + "\(Self.hint(name, AgentSettings.outputNames)); known outputs: "
-                + AgentSettings.outputNames.joined(separator: ", "))
+            fail(
+                s.line,
+                "output '\(name)' in \(s.title) is not known"
+                    + "\(Self.hint(name, AgentSettings.outputNames)); known outputs: "
+                    + AgentSettings.outputNames.joined(separator: ", "))
             return nil
         }
         return name
@@ -374,18 +411,24 @@ struct SettingsReader {
             if uid.isEmpty || SystemUID.isValid(uid) {
                 out.uid = uid
             } else {
-                fail(line, "uid = \(ConfigValue.quote(uid)) in [system] is not a usable UID: at least "
-                    + "\(SystemUID.minimumLength) characters, no spaces, URN characters only, as "
-                    + "\"urn:osh:rpi:garden-01\"; \"\" uses the board's serial")
+                fail(
+                    line,
+                    "uid = \(ConfigValue.quote(uid)) in [system] is not a usable UID: at least "
+                        + "\(SystemUID.minimumLength) characters, no spaces, URN characters only, as "
+                        + "\"urn:osh:rpi:garden-01\"; \"\" uses the board's serial")
             }
         }
         if let (ext, line) = string(s, "uid_extension") {
             if !ext.utf8.allSatisfy(SystemUID.isAllowed) {
-                fail(line, "uid_extension = \(ConfigValue.quote(ext)) in [system] may hold only letters, digits and "
-                    + "-._~!$&()*+,;=:@/#% (no spaces)")
+                fail(
+                    line,
+                    "uid_extension = \(ConfigValue.quote(ext)) in [system] may hold only letters, digits and "
+                        + "-._~!$&()*+,;=:@/#% (no spaces)")
             } else if !ext.isEmpty, s.entry("uid").map({ $0.value != .string("") }) == true {
-                fail(line, "uid_extension in [system] is only used when uid is empty "
-                    + "(the UID is then urn:osh:rpi:<serial>:<uid_extension>); remove one of them")
+                fail(
+                    line,
+                    "uid_extension in [system] is only used when uid is empty "
+                        + "(the UID is then urn:osh:rpi:<serial>:<uid_extension>); remove one of them")
             } else {
                 out.uidExtension = ext
             }
@@ -401,39 +444,49 @@ struct SettingsReader {
             if name.isEmpty || SystemSettings.isValidHostname(name) {
                 out.hostname = name
             } else {
-                fail(line, "hostname = \(ConfigValue.quote(name)) in [system] is not a usable hostname: 1 to 63 "
-                    + "lower-case letters, digits and '-', not starting or ending with '-', as \"garden-01\"; "
-                    + "\"\" keeps the board's own")
+                fail(
+                    line,
+                    "hostname = \(ConfigValue.quote(name)) in [system] is not a usable hostname: 1 to 63 "
+                        + "lower-case letters, digits and '-', not starting or ending with '-', as \"garden-01\"; "
+                        + "\"\" keeps the board's own")
             }
         }
         return out
     }
 
-    mutating func activeServer(_ servers: [ServerSettings], _ sections: [ConfigSection],
-                               _ node: ConfigSection?, anyDamaged: Bool) -> ServerSettings? {
+    mutating func activeServer(
+        _ servers: [ServerSettings], _ sections: [ConfigSection],
+        _ node: ConfigSection?, anyDamaged: Bool
+    ) -> ServerSettings? {
         let names = sections.map { $0.name[1] }
         let list = names.joined(separator: ", ")
         if names.isEmpty {
             // A header that could not be read (or [server] without a name) may have been the server:
             // that error is enough.
             if !anyDamaged {
-                fail(nil, "no [server.NAME] section: add one with url = \"https://HOST/sensorhub/api\" "
-                    + "(the node to stream to)")
+                fail(
+                    nil,
+                    "no [server.NAME] section: add one with url = \"https://HOST/sensorhub/api\" "
+                        + "(the node to stream to)")
             }
             return nil
         }
         if let node, let (active, line) = string(node, "active") {
             guard names.contains(active) else {
-                fail(line, "active = \(ConfigValue.quote(active)) in [node] does not name a server"
-                    + "\(Self.hint(active, names, quoted: true)); servers: \(list)")
+                fail(
+                    line,
+                    "active = \(ConfigValue.quote(active)) in [node] does not name a server"
+                        + "\(Self.hint(active, names, quoted: true)); servers: \(list)")
                 return nil
             }
             return servers.first { $0.name == active }
         }
-        if let node, present(node, "active") { return nil } // already reported
+        if let node, present(node, "active") { return nil }  // already reported
         if names.count > 1 {
-            fail(node?.line ?? sections[1].line, "\(names.count) servers are defined (\(list)); choose one with "
-                + "active = \(ConfigValue.quote(names[0])) in [node]")
+            fail(
+                node?.line ?? sections[1].line,
+                "\(names.count) servers are defined (\(list)); choose one with "
+                    + "active = \(ConfigValue.quote(names[0])) in [node]")
             return nil
         }
         return servers.first
@@ -450,8 +503,10 @@ struct SettingsReader {
         guard let e = s.entry(key) else { return nil }
         guard case .string(let v) = e.value else {
             let hint = e.value.rendered.contains(" ") ? "" : ": write \(ConfigValue.quote(e.value.rendered))"
-            fail(e.line, "'\(key)' in \(s.title) must be a quoted string; got \(e.value.kindName)"
-                + (e.value.kindName == "a list" ? "" : hint))
+            fail(
+                e.line,
+                "'\(key)' in \(s.title) must be a quoted string; got \(e.value.kindName)"
+                    + (e.value.kindName == "a list" ? "" : hint))
             return nil
         }
         return (v, e.line)
@@ -484,10 +539,13 @@ struct SettingsReader {
         return v
     }
 
-    mutating func number(_ s: ConfigSection, _ key: String, _ range: ClosedRange<Double>,
-                         lowerExclusive: Bool = false, unit: String) -> Double? {
+    mutating func number(
+        _ s: ConfigSection, _ key: String, _ range: ClosedRange<Double>,
+        lowerExclusive: Bool = false, unit: String
+    ) -> Double? {
         guard let e = s.entry(key) else { return nil }
-        let allowed = lowerExclusive
+        let allowed =
+            lowerExclusive
             ? "more than \(Self.format(range.lowerBound)), up to \(Self.format(range.upperBound)) \(unit)"
             : "\(Self.format(range.lowerBound)) to \(Self.format(range.upperBound)) \(unit)"
         let v: Double
@@ -519,8 +577,10 @@ struct SettingsReader {
             return nil
         }
         guard let hit = options.first(where: { $0.0 == v }) else {
-            fail(e.line, "\(key) = \(ConfigValue.quote(v)) in \(s.title) is not allowed"
-                + "\(Self.hint(v, names, quoted: true)); allowed: \(allowed)")
+            fail(
+                e.line,
+                "\(key) = \(ConfigValue.quote(v)) in \(s.title) is not allowed"
+                    + "\(Self.hint(v, names, quoted: true)); allowed: \(allowed)")
             return nil
         }
         return hit.1
@@ -540,7 +600,8 @@ struct SettingsReader {
         }
         var end = scheme
         while end < bytes.count, bytes[end] != UInt8(ascii: "/"), bytes[end] != UInt8(ascii: "?"),
-              bytes[end] != UInt8(ascii: "#") {
+            bytes[end] != UInt8(ascii: "#")
+        {
             if bytes[end] == UInt8(ascii: "@") {
                 return "cannot hold a user name or password: put the user in 'user' and the password in "
                     + Secrets.defaultPath
@@ -579,7 +640,8 @@ struct SettingsReader {
         if v.hasPrefix("sha256//") { v = v.dropFirst(8) }
         let u = Array(v.utf8)
         guard u.count == 44, u.last == UInt8(ascii: "="), u[42] != UInt8(ascii: "="),
-              !u.contains(where: { $0 <= 0x20 }), Base64.decode(u)?.count == 32 else { return nil }
+            !u.contains(where: { $0 <= 0x20 }), Base64.decode(u)?.count == 32
+        else { return nil }
         return String(v)
     }
 
@@ -593,7 +655,9 @@ struct SettingsReader {
     /// ` (did you mean 'x'?)` when a known word is close to `word`, else "".
     static func hint(_ word: String, _ known: [String], bracket: Bool = false, quoted: Bool = false) -> String {
         guard let s = suggestion(word, known) else { return "" }
-        let shown = bracket ? (s == "server" ? "[server.NAME]" : s == "outputs" ? "[outputs.NAME]" : "[\(s)]")
+        let shown =
+            bracket
+            ? (s == "server" ? "[server.NAME]" : s == "outputs" ? "[outputs.NAME]" : "[\(s)]")
             : quoted ? ConfigValue.quote(s) : "'\(s)'"
         return " (did you mean \(shown)?)"
     }

@@ -45,8 +45,10 @@ public struct SWERecordValue: Sendable, Equatable {
     /// The node's observation `id`.
     public var id: String?
 
-    public init(fields: [(path: String, value: SWEValue)], phenomenonTime: Double? = nil,
-                resultTime: Double? = nil, foiID: String? = nil, id: String? = nil) {
+    public init(
+        fields: [(path: String, value: SWEValue)], phenomenonTime: Double? = nil,
+        resultTime: Double? = nil, foiID: String? = nil, id: String? = nil
+    ) {
         self.fields = fields
         self.phenomenonTime = phenomenonTime
         self.resultTime = resultTime
@@ -65,7 +67,8 @@ public struct SWERecordValue: Sendable, Equatable {
 
     public static func == (a: SWERecordValue, b: SWERecordValue) -> Bool {
         guard a.fields.count == b.fields.count, a.phenomenonTime == b.phenomenonTime, a.resultTime == b.resultTime,
-              a.foiID == b.foiID, a.id == b.id else { return false }
+            a.foiID == b.foiID, a.id == b.id
+        else { return false }
         for i in a.fields.indices where a.fields[i].path != b.fields[i].path || a.fields[i].value != b.fields[i].value {
             return false
         }

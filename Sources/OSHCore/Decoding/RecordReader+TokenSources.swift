@@ -72,8 +72,10 @@ extension RecordReader {
             }
             if n.optional { return false }
             // The node's own wording (JsonDataParserGson.RecordReader), so messages match its 400s.
-            throw fail(next < m.count ? "Expected field '\(n.name)' but was '\(m[next].0)'"
-                                      : "Expected field '\(n.name)' but the object ended", container: true)
+            throw fail(
+                next < m.count
+                    ? "Expected field '\(n.name)' but was '\(m[next].0)'"
+                    : "Expected field '\(n.name)' but the object ended", container: true)
         }
 
         mutating func skipField(_ n: Node) throws(SWEDecodingError) {
@@ -99,7 +101,7 @@ extension RecordReader {
                 case .number(let d, _):
                     if iso { throw fail("expected an ISO 8601 string, found number") }
                     return .time(d)
-                case .null: return .time(.nan) // what osh-core reads for a null time
+                case .null: return .time(.nan)  // what osh-core reads for a null time
                 default: throw fail("expected a time, found \(v.typeName)")
                 }
             case .quantity(let float32):
@@ -272,7 +274,7 @@ extension RecordReader {
                 guard let k else { throw fail(n, "count value is not an integer in range", at: start) }
                 return .count(k)
             case .boolean:
-                return .bool(try real(dt, n) != 0) // any non-zero integer is true, as Java's readBoolean
+                return .bool(try real(dt, n) != 0)  // any non-zero integer is true, as Java's readBoolean
             case .text:
                 return .text(try string(n))
             default:
@@ -283,7 +285,7 @@ extension RecordReader {
         mutating func beginArray(_ n: Node, size: Int?) throws(SWEDecodingError) -> Opening {
             if case .block? = n.member { return .block(try block(n)) }
             var k = size ?? 0
-            if size == nil { // implicit size: a 4-byte count first (osh-core ImplicitSizeProcessor)
+            if size == nil {  // implicit size: a 4-byte count first (osh-core ImplicitSizeProcessor)
                 let start = offset
                 let l = Int32(truncatingIfNeeded: try unsigned(4, n))
                 guard l >= 0 else { throw fail(n, "negative array size \(l)", at: start) }
@@ -344,7 +346,7 @@ extension RecordReader {
                     return nil
                 }
             }
-            return String(decoding: units, as: UTF16.self) // a lone surrogate becomes U+FFFD
+            return String(decoding: units, as: UTF16.self)  // a lone surrogate becomes U+FFFD
         }
     }
 }

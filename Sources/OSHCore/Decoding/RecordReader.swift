@@ -71,7 +71,7 @@ public struct RecordReader: Sendable {
         }
         var seen = Set<String>()
         var phenomenon: Double?, resultTime: Double?, foi: String?, id: String?, result: JSONValue?
-        for (key, v) in members where seen.insert(key).inserted { // first occurrence wins
+        for (key, v) in members where seen.insert(key).inserted {  // first occurrence wins
             let p = "\(path)/\(key)"
             switch key {
             case "phenomenonTime": phenomenon = try Self.isoTime(v, p)
@@ -177,7 +177,7 @@ public struct RecordReader: Sendable {
                 }
                 break
             }
-            if src.offset == start { // a record of no bytes would loop forever
+            if src.offset == start {  // a record of no bytes would loop forever
                 out.error = .binary(offset: start, member: "", message: "the record encoding reads no bytes")
                 break
             }
@@ -199,9 +199,11 @@ public struct RecordReader: Sendable {
         return out
     }
 
-    private func walkGroup<S: TokenSource>(_ g: Node, _ children: [Node], _ src: inout S,
-                                           _ out: inout [(path: String, value: SWEValue)],
-                                           _ ctx: inout WalkContext) throws(SWEDecodingError) {
+    private func walkGroup<S: TokenSource>(
+        _ g: Node, _ children: [Node], _ src: inout S,
+        _ out: inout [(path: String, value: SWEValue)],
+        _ ctx: inout WalkContext
+    ) throws(SWEDecodingError) {
         try src.beginGroup(g)
         for c in children {
             if let om = ctx.om, c.omExcluded {
@@ -319,7 +321,7 @@ extension RecordReader {
         enum Size: Sendable { case fixed(Int), ref(String), implicit }
 
         indirect enum Kind: Sendable {
-            case group([Node])                       // DataRecord or Vector: walked into
+            case group([Node])  // DataRecord or Vector: walked into
             case time(iso: Bool), quantity(float32: Bool), count(id: String?), boolean, text
             case array(element: Node, size: Size)
             case choice(items: [Node])
@@ -395,9 +397,10 @@ extension RecordReader {
                 kind = .choice(items: items)
             }
             let def = c.definition ?? ""
-            return Node(name: name, path: path, ref: ref, optional: c.optional ?? false,
-                        omExcluded: SWE.observationTimeDefinitions.contains(def), isRunTime: def == SWE.runTime,
-                        kind: kind, member: member)
+            return Node(
+                name: name, path: path, ref: ref, optional: c.optional ?? false,
+                omExcluded: SWE.observationTimeDefinitions.contains(def), isRunTime: def == SWE.runTime,
+                kind: kind, member: member)
         }
 
         /// With an encoding: scalars need a Component of a data type that can carry them;
@@ -430,8 +433,11 @@ extension RecordReader {
             case .group(let children):
                 for c in children { c.fill(om: om, excluded: ex, into: &out) }
             case .time:
-                if ex, let om { out.append((path, .time(isRunTime ? om.result ?? om.phenomenon : om.phenomenon))) }
-                else { out.append((path, .absent)) }
+                if ex, let om {
+                    out.append((path, .time(isRunTime ? om.result ?? om.phenomenon : om.phenomenon)))
+                } else {
+                    out.append((path, .absent))
+                }
             default:
                 out.append((path, .absent))
             }

@@ -41,12 +41,16 @@ public enum SchemaDecoder {
         case "DataRecord":
             c = DataComponent(.record(try components(o, "fields")))
         case "Vector":
-            c = DataComponent(.vector(Vector(referenceFrame: try o.string("referenceFrame"),
-                                             localFrame: try o.string("localFrame"),
-                                             coordinates: try components(o, "coordinates"))))
+            c = DataComponent(
+                .vector(
+                    Vector(
+                        referenceFrame: try o.string("referenceFrame"),
+                        localFrame: try o.string("localFrame"),
+                        coordinates: try components(o, "coordinates"))))
         case "Quantity":
-            var q = Quantity(uom: try uom(o), constraint: try allowedValues(o, integers: false),
-                             value: try o.number("value"))
+            var q = Quantity(
+                uom: try uom(o), constraint: try allowedValues(o, integers: false),
+                value: try o.number("value"))
             q.simple = try simple(o)
             c = DataComponent(.quantity(q))
         case "Count":
@@ -54,9 +58,10 @@ public enum SchemaDecoder {
             n.simple = try simple(o)
             c = DataComponent(.count(n))
         case "Time":
-            var t = Time(uom: try uom(o), referenceTime: try o.string("referenceTime"),
-                         localFrame: try o.string("localFrame"), constraint: try allowedValues(o, integers: false))
-            t.simple = try simple(o) // replaces Time()'s UTC default with what was actually sent
+            var t = Time(
+                uom: try uom(o), referenceTime: try o.string("referenceTime"),
+                localFrame: try o.string("localFrame"), constraint: try allowedValues(o, integers: false))
+            t.simple = try simple(o)  // replaces Time()'s UTC default with what was actually sent
             c = DataComponent(.time(t))
         case "Text":
             var t = Text(constraint: try allowedTokens(o), value: try o.string("value"))
@@ -139,8 +144,10 @@ public enum SchemaDecoder {
                 guard case .array(let pair) = x, pair.count == 2 else {
                     throw SWEDecodingError.schema(path: p, message: "expected a [min, max] pair")
                 }
-                out.intervals.append(ClosedInterval(try number(pair[0], p + "/0", integer: integers),
-                                                    try number(pair[1], p + "/1", integer: integers)))
+                out.intervals.append(
+                    ClosedInterval(
+                        try number(pair[0], p + "/0", integer: integers),
+                        try number(pair[1], p + "/1", integer: integers)))
             }
         }
         return out
@@ -215,7 +222,7 @@ public enum SchemaDecoder {
             throw o.error("type", type.map { "expected \"BinaryEncoding\", found \"\($0)\"" } ?? "missing \"type\"")
         }
         var e = BinaryEncoding(members: [])
-        switch try o.string("byteOrder") ?? "bigEndian" { // SWE Common's default
+        switch try o.string("byteOrder") ?? "bigEndian" {  // SWE Common's default
         case "bigEndian": e.bigEndian = true
         case "littleEndian": e.bigEndian = false
         case let s: throw o.error("byteOrder", "unknown byte order \"\(s)\"")
@@ -374,7 +381,9 @@ extension SchemaDecoder {
 
         func int(_ key: String) throws(SWEDecodingError) -> Int? {
             guard let v = self[key] else { return nil }
-            guard let i = v.int else { throw error(key, "expected an integer, found \(v.typeName == "number" ? "\(v.double!)" : v.typeName)") }
+            guard let i = v.int else {
+                throw error(key, "expected an integer, found \(v.typeName == "number" ? "\(v.double!)" : v.typeName)")
+            }
             return i
         }
 

@@ -79,7 +79,9 @@ public struct BinaryScalarEncoder: Sendable {
 
     static func write(_ v: Double, as dt: ScalarDataType, bigEndian: Bool, to out: ByteBuffer) {
         func put<T: FixedWidthInteger>(_ x: T) {
-            if bigEndian { out.appendBigEndian(x) } else {
+            if bigEndian {
+                out.appendBigEndian(x)
+            } else {
                 var le = x.littleEndian
                 withUnsafeBytes(of: &le) { out.append($0) }
             }
@@ -96,7 +98,7 @@ public struct BinaryScalarEncoder: Sendable {
         case .unsignedShort: put(clampInt(v, UInt16.self))
         case .unsignedByte: put(clampInt(v, UInt8.self))
         case .boolean: put(UInt8(v != 0 && !v.isNaN ? 1 : 0))
-        case .utf8String: break // refused at init
+        case .utf8String: break  // refused at init
         }
     }
 }

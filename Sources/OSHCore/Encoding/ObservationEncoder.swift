@@ -61,9 +61,9 @@ public final class ObservationEncoder {
     public private(set) var foiID: String?
 
     private enum Op {
-        case literal(Int, Int)   // [start, end) in `literals`
-        case time               // the observation time as an ISO string in quotes
-        case value(Int, LeafKind) // value index
+        case literal(Int, Int)  // [start, end) in `literals`
+        case time  // the observation time as an ISO string in quotes
+        case value(Int, LeafKind)  // value index
     }
 
     private var literalStorage: UnsafeMutablePointer<UInt8>
@@ -231,11 +231,15 @@ public final class ObservationEncoder {
         case .boolean:
             out.append(v != 0 && !v.isNaN ? StaticString("true") : StaticString("false"))
         case .time(let iso):
-            if iso { writeTime(v, to: out) }
-            else if v.isFinite { JSONWriter.writeDouble(v, to: out) }
-            else { JSONWriter.writeSpecial(v, schema: false, to: out) }
+            if iso {
+                writeTime(v, to: out)
+            } else if v.isFinite {
+                JSONWriter.writeDouble(v, to: out)
+            } else {
+                JSONWriter.writeSpecial(v, schema: false, to: out)
+            }
         case .text, .category, .array, .choice:
-            out.append(StaticString("null")) // excluded at init; never reached
+            out.append(StaticString("null"))  // excluded at init; never reached
         }
     }
 }

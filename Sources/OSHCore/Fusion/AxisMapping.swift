@@ -40,7 +40,11 @@ public struct AxisMapping: Sendable, Equatable {
             }
             var source = Substring(kv[1])
             var sign = 1.0
-            if source.hasPrefix("-") { sign = -1; source = source.dropFirst() } else if source.hasPrefix("+") { source = source.dropFirst() }
+            if source.hasPrefix("-") {
+                sign = -1; source = source.dropFirst()
+            } else if source.hasPrefix("+") {
+                source = source.dropFirst()
+            }
             guard source.count == 1, let axis = source.first, "xyz".contains(axis) else {
                 throw FusionConfigError("axis mapping '\(text)': '\(kv[1])' is not one of x, y, z, -x, -y, -z")
             }
@@ -51,8 +55,9 @@ public struct AxisMapping: Sendable, Equatable {
             rows[i] = Vector3(axis == "x" ? sign : 0, axis == "y" ? sign : 0, axis == "z" ? sign : 0)
         }
         guard let r0 = rows[0], let r1 = rows[1], let r2 = rows[2] else {
-            throw FusionConfigError("axis mapping '\(text)': give all three axes (x=…,y=…,z=…) or one of "
-                                    + Self.named.map(\.0).joined(separator: ", "))
+            throw FusionConfigError(
+                "axis mapping '\(text)': give all three axes (x=…,y=…,z=…) or one of "
+                    + Self.named.map(\.0).joined(separator: ", "))
         }
         let m = Matrix3(r0.x, r0.y, r0.z, r1.x, r1.y, r1.z, r2.x, r2.y, r2.z)
         guard m.determinant > 0 else {

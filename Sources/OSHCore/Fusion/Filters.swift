@@ -29,8 +29,10 @@ public enum FusionAlgorithm: String, Sendable, CaseIterable {
 @inline(__always) func integrate(_ q: Quaternion, rate w: Vector3, correction: Quaternion, dt: Double) -> Quaternion {
     let half = 0.5 * dt
     let dq = q * Quaternion(w: 0, x: w.x, y: w.y, z: w.z)
-    return Quaternion(w: q.w + (dq.w * half - correction.w * dt), x: q.x + (dq.x * half - correction.x * dt),
-                      y: q.y + (dq.y * half - correction.y * dt), z: q.z + (dq.z * half - correction.z * dt)).normalized
+    return Quaternion(
+        w: q.w + (dq.w * half - correction.w * dt), x: q.x + (dq.x * half - correction.x * dt),
+        y: q.y + (dq.y * half - correction.y * dt), z: q.z + (dq.z * half - correction.z * dt)
+    ).normalized
 }
 
 public struct MadgwickFilter: Sendable {
@@ -50,7 +52,9 @@ public struct MadgwickFilter: Sendable {
                 step = Quaternion(w: step.w + g.w, x: step.x + g.x, y: step.y + g.y, z: step.z + g.z)
             }
             let n = step.norm
-            step = n > 1e-12 ? Quaternion(w: step.w * beta / n, x: step.x * beta / n, y: step.y * beta / n, z: step.z * beta / n)
+            step =
+                n > 1e-12
+                ? Quaternion(w: step.w * beta / n, x: step.x * beta / n, y: step.y * beta / n, z: step.z * beta / n)
                 : Quaternion(w: 0, x: 0, y: 0, z: 0)
         }
         q = integrate(q, rate: gyro, correction: step, dt: dt)
@@ -66,8 +70,9 @@ public struct MadgwickFilter: Sendable {
         let dx = Matrix3(0, 2 * y, 2 * z, 2 * y, -4 * x, -2 * w, 2 * z, 2 * w, -4 * x)
         let dy = Matrix3(-4 * y, 2 * x, 2 * w, 2 * x, 0, 2 * z, -2 * w, 2 * z, -4 * y)
         let dz = Matrix3(-4 * z, -2 * w, 2 * x, 2 * w, -4 * z, 2 * y, 2 * x, 2 * y, 0)
-        return Quaternion(w: f.dot(dw.transposed * d), x: f.dot(dx.transposed * d),
-                          y: f.dot(dy.transposed * d), z: f.dot(dz.transposed * d))
+        return Quaternion(
+            w: f.dot(dw.transposed * d), x: f.dot(dx.transposed * d),
+            y: f.dot(dy.transposed * d), z: f.dot(dz.transposed * d))
     }
 }
 

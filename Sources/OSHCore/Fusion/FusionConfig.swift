@@ -7,8 +7,10 @@ import Glibc
 
 extension FusionSettings {
     /// Keys understood by `set(key:value:)`.
-    public static let configKeys = ["fusion", "gain", "beta", "kp", "ki", "rate", "mounting", "gyro_bias",
-                                    "mag_offset", "mag_matrix"]
+    public static let configKeys = [
+        "fusion", "gain", "beta", "kp", "ki", "rate", "mounting", "gyro_bias",
+        "mag_offset", "mag_matrix",
+    ]
 
     /// Applies one configuration key. Values:
     /// - `fusion = madgwick|mahony`; `gain` = β for Madgwick or Kp for Mahony; `beta`, `kp`, `ki`
@@ -32,7 +34,9 @@ extension FusionSettings {
         }
         switch key {
         case "fusion":
-            guard let a = FusionAlgorithm(rawValue: value) else { throw FusionConfigError("fusion must be madgwick or mahony, not '\(value)'") }
+            guard let a = FusionAlgorithm(rawValue: value) else {
+                throw FusionConfigError("fusion must be madgwick or mahony, not '\(value)'")
+            }
             algorithm = a
         case "gain":
             let v = try number(value, 0...100)
@@ -54,8 +58,9 @@ extension FusionSettings {
         case "mag_offset":
             magCalibration = try MagCalibration(offset: numbers(value), matrix: magCalibration.matrix.rowMajor)
         case "mag_matrix":
-            magCalibration = try MagCalibration(offset: [magCalibration.offset.x, magCalibration.offset.y, magCalibration.offset.z],
-                                                matrix: numbers(value))
+            magCalibration = try MagCalibration(
+                offset: [magCalibration.offset.x, magCalibration.offset.y, magCalibration.offset.z],
+                matrix: numbers(value))
         default:
             throw FusionConfigError("unknown fusion key '\(key)'; known: " + Self.configKeys.joined(separator: ", "))
         }
@@ -69,8 +74,10 @@ extension MagCalibration {
             let r = (v * 1e6).rounded() / 1e6
             return r == r.rounded() ? String(Int(r)) + ".0" : "\(r)"
         }
-        return ["mag_offset = \(f(offset.x)), \(f(offset.y)), \(f(offset.z))",
-                "mag_matrix = " + matrix.rowMajor.map(f).joined(separator: ", ")]
+        return [
+            "mag_offset = \(f(offset.x)), \(f(offset.y)), \(f(offset.z))",
+            "mag_matrix = " + matrix.rowMajor.map(f).joined(separator: ", "),
+        ]
     }
 }
 

@@ -60,7 +60,8 @@ public struct GyroBiasEstimator: Sendable {
         elapsed += dt
         if elapsed >= settings.blockSeconds {
             let mean = gyro.mean
-            isStill = gyro.n >= 5 && gyro.maxStd <= settings.gyroStdMax && accel.maxStd <= settings.accelStdMax
+            isStill =
+                gyro.n >= 5 && gyro.maxStd <= settings.gyroStdMax && accel.maxStd <= settings.accelStdMax
                 && mean.norm <= settings.biasMax
             if isStill {
                 stillBlocks += 1

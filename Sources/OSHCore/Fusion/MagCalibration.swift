@@ -60,7 +60,8 @@ public enum MagCalibrationSolver {
     public static func solve(_ samples: [Vector3]) throws(FusionConfigError) -> MagCalibrationFit {
         let good = samples.filter(\.isFinite)
         guard good.count >= 4 else {
-            throw FusionConfigError("magnetometer calibration needs at least 4 samples (got \(good.count)); turn the board through every orientation")
+            throw FusionConfigError(
+                "magnetometer calibration needs at least 4 samples (got \(good.count)); turn the board through every orientation")
         }
         // Normalise for conditioning: u = (x − mean) / scale.
         var mean = Vector3.zero
@@ -69,22 +70,27 @@ public enum MagCalibrationSolver {
         var scale = 0.0
         for s in good { scale += (s - mean).dot(s - mean) }
         scale = (scale / Double(good.count)).squareRoot()
-        guard scale > 1e-9 else { throw FusionConfigError("magnetometer calibration: all samples are equal; is the sensor reading anything?") }
+        guard scale > 1e-9 else {
+            throw FusionConfigError("magnetometer calibration: all samples are equal; is the sensor reading anything?")
+        }
         let u = good.map { ($0 - mean) * (1 / scale) }
 
         if u.count >= 9, let fit = ellipsoid(u) {
             return finish(fit.center, fit.w, mean: mean, scale: scale, model: .ellipsoid, samples: good)
         }
         guard let c = sphereCenter(u) else {
-            throw FusionConfigError("magnetometer calibration: samples are degenerate (all in one plane?); turn the board through every orientation")
+            throw FusionConfigError(
+                "magnetometer calibration: samples are degenerate (all in one plane?); turn the board through every orientation")
         }
         return finish(c, .identity, mean: mean, scale: scale, model: .sphere, samples: good)
     }
 
     /// Maps the unit-space fit back to readings and scales the matrix so the corrected
     /// magnitude equals the ellipsoid's geometric-mean radius (keeps µT meaningful).
-    static func finish(_ centerU: Vector3, _ wU: Matrix3, mean: Vector3, scale: Double, model: MagCalibrationFit.Model,
-                       samples: [Vector3]) -> MagCalibrationFit {
+    static func finish(
+        _ centerU: Vector3, _ wU: Matrix3, mean: Vector3, scale: Double, model: MagCalibrationFit.Model,
+        samples: [Vector3]
+    ) -> MagCalibrationFit {
         let offset = mean + centerU * scale
         var w = wU * (1 / scale)
         let det = w.determinant
@@ -104,8 +110,9 @@ public enum MagCalibrationSolver {
             let e = (cal.apply(s).norm - radius) / radius
             sum += e * e
         }
-        return MagCalibrationFit(calibration: cal, model: model, fieldStrength: radius,
-                                 relativeResidual: (sum / Double(samples.count)).squareRoot())
+        return MagCalibrationFit(
+            calibration: cal, model: model, fieldStrength: radius,
+            relativeResidual: (sum / Double(samples.count)).squareRoot())
     }
 
     /// Least squares on a x² + b y² + c z² + 2d xy + 2e xz + 2f yz + 2g x + 2h y + 2i z = 1;
@@ -205,7 +212,9 @@ public enum MagCalibrationSolver {
                 }
             }
         }
-        return (Vector3(a[0][0], a[1][1], a[2][2]),
-                Matrix3(v[0][0], v[0][1], v[0][2], v[1][0], v[1][1], v[1][2], v[2][0], v[2][1], v[2][2]))
+        return (
+            Vector3(a[0][0], a[1][1], a[2][2]),
+            Matrix3(v[0][0], v[0][1], v[0][2], v[1][0], v[1][1], v[1][2], v[2][0], v[2][1], v[2][2])
+        )
     }
 }

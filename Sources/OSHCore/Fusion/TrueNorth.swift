@@ -48,13 +48,15 @@ public final class TrueNorth {
     @discardableResult
     public func update(latitude: Double, longitude: Double, heightMeters: Double = 0, unixTime: Double) -> Bool {
         guard latitude.isFinite, longitude.isFinite, unixTime.isFinite, abs(latitude) <= 90, abs(longitude) <= 360 else { return false }
-        let needed = lastField == nil
+        let needed =
+            lastField == nil
             || Self.distanceMeters(lastLatitude, lastLongitude, latitude, longitude) > recomputeMeters
             || abs(unixTime - lastTime) > recomputeSeconds
         status = .current
         guard needed else { return false }
-        let f = model.field(latitude: latitude, longitude: longitude, heightKm: (heightMeters.isFinite ? heightMeters : 0) / 1000,
-                            decimalYear: DecimalYear.from(unixSeconds: unixTime))
+        let f = model.field(
+            latitude: latitude, longitude: longitude, heightKm: (heightMeters.isFinite ? heightMeters : 0) / 1000,
+            decimalYear: DecimalYear.from(unixSeconds: unixTime))
         lastField = f
         declination = f.declination
         lastLatitude = latitude

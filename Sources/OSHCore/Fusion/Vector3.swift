@@ -50,10 +50,11 @@ public struct Quaternion: Sendable, Equatable {
 
     /// Hamilton product.
     public static func * (a: Quaternion, b: Quaternion) -> Quaternion {
-        Quaternion(w: a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
-                   x: a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
-                   y: a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
-                   z: a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w)
+        Quaternion(
+            w: a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
+            x: a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
+            y: a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
+            z: a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w)
     }
 
     /// v rotated by this quaternion (device → world).
@@ -61,9 +62,10 @@ public struct Quaternion: Sendable, Equatable {
 
     /// The rotation matrix (device → world), as Android's getRotationMatrixFromVector builds it.
     public var matrix: Matrix3 {
-        Matrix3(1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y))
+        Matrix3(
+            1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+            2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+            2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y))
     }
 
     /// Angle in radians of the rotation taking `self` to `other` (0…π).
@@ -95,9 +97,11 @@ public struct Quaternion: Sendable, Equatable {
 /// A 3×3 matrix, row-major (m01 = row 0, column 1).
 public struct Matrix3: Sendable, Equatable {
     public var m00, m01, m02, m10, m11, m12, m20, m21, m22: Double
-    public init(_ m00: Double, _ m01: Double, _ m02: Double,
-                _ m10: Double, _ m11: Double, _ m12: Double,
-                _ m20: Double, _ m21: Double, _ m22: Double) {
+    public init(
+        _ m00: Double, _ m01: Double, _ m02: Double,
+        _ m10: Double, _ m11: Double, _ m12: Double,
+        _ m20: Double, _ m21: Double, _ m22: Double
+    ) {
         self.m00 = m00; self.m01 = m01; self.m02 = m02
         self.m10 = m10; self.m11 = m11; self.m12 = m12
         self.m20 = m20; self.m21 = m21; self.m22 = m22
@@ -114,9 +118,10 @@ public struct Matrix3: Sendable, Equatable {
         m00 * (m11 * m22 - m12 * m21) - m01 * (m10 * m22 - m12 * m20) + m02 * (m10 * m21 - m11 * m20)
     }
     public static func * (a: Matrix3, v: Vector3) -> Vector3 {
-        Vector3(a.m00 * v.x + a.m01 * v.y + a.m02 * v.z,
-                a.m10 * v.x + a.m11 * v.y + a.m12 * v.z,
-                a.m20 * v.x + a.m21 * v.y + a.m22 * v.z)
+        Vector3(
+            a.m00 * v.x + a.m01 * v.y + a.m02 * v.z,
+            a.m10 * v.x + a.m11 * v.y + a.m12 * v.z,
+            a.m20 * v.x + a.m21 * v.y + a.m22 * v.z)
     }
     public static func * (a: Matrix3, b: Matrix3) -> Matrix3 {
         func c(_ r: Vector3, _ col: Vector3) -> Double { r.dot(col) }
@@ -132,8 +137,9 @@ public struct Matrix3: Sendable, Equatable {
         let d = determinant
         guard abs(d) > 1e-300, d.isFinite else { return nil }
         let i = 1 / d
-        return Matrix3((m11 * m22 - m12 * m21) * i, (m02 * m21 - m01 * m22) * i, (m01 * m12 - m02 * m11) * i,
-                       (m12 * m20 - m10 * m22) * i, (m00 * m22 - m02 * m20) * i, (m02 * m10 - m00 * m12) * i,
-                       (m10 * m21 - m11 * m20) * i, (m01 * m20 - m00 * m21) * i, (m00 * m11 - m01 * m10) * i)
+        return Matrix3(
+            (m11 * m22 - m12 * m21) * i, (m02 * m21 - m01 * m22) * i, (m01 * m12 - m02 * m11) * i,
+            (m12 * m20 - m10 * m22) * i, (m00 * m22 - m02 * m20) * i, (m02 * m10 - m00 * m12) * i,
+            (m10 * m21 - m11 * m20) * i, (m01 * m20 - m00 * m21) * i, (m00 * m11 - m01 * m10) * i)
     }
 }

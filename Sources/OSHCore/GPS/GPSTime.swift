@@ -94,8 +94,10 @@ public enum GPSTime {
     ///   - secondsOfDay: 0 ..< 86 401 (a leap second is allowed).
     ///   - notBefore: the floor, Unix seconds. The result is the first of
     ///     `t, t + 1024 weeks, t + 2·1024 weeks, …` that is not before it.
-    public static func resolve(year: Int, month: Int, day: Int, secondsOfDay: Double,
-                               twoDigitYear: Bool, notBefore: Double) -> Double? {
+    public static func resolve(
+        year: Int, month: Int, day: Int, secondsOfDay: Double,
+        twoDigitYear: Bool, notBefore: Double
+    ) -> Double? {
         guard secondsOfDay >= 0, secondsOfDay < 86_401, notBefore.isFinite else { return nil }
         var y = year
         if twoDigitYear {
@@ -111,15 +113,20 @@ public enum GPSTime {
         let eras = ((notBefore - t) / rolloverSeconds).rounded(.up)
         guard eras < 1000 else { return nil }
         var r = t + eras * rolloverSeconds
-        if r < notBefore { r += rolloverSeconds } // floating-point edge
+        if r < notBefore { r += rolloverSeconds }  // floating-point edge
         return r
     }
 
     /// The calendar date of `resolve(...)`'s result.
-    public static func resolveDate(year: Int, month: Int, day: Int, secondsOfDay: Double,
-                                   twoDigitYear: Bool, notBefore: Double) -> GPSDate? {
-        guard let t = resolve(year: year, month: month, day: day, secondsOfDay: secondsOfDay,
-                              twoDigitYear: twoDigitYear, notBefore: notBefore) else { return nil }
+    public static func resolveDate(
+        year: Int, month: Int, day: Int, secondsOfDay: Double,
+        twoDigitYear: Bool, notBefore: Double
+    ) -> GPSDate? {
+        guard
+            let t = resolve(
+                year: year, month: month, day: day, secondsOfDay: secondsOfDay,
+                twoDigitYear: twoDigitYear, notBefore: notBefore)
+        else { return nil }
         return GPSDate(daysSinceEpoch: Int64((t / 86_400).rounded(.down)))
     }
 }

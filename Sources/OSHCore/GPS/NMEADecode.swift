@@ -78,9 +78,11 @@ public enum NMEADecode {
     ///   - read: fills a prefix of the buffer, returns the byte count.
     ///   - write: receives output bytes, valid only during the call.
     @discardableResult
-    public static func run(notBefore: Double, chunkSize: Int = 65_536,
-                           read: (UnsafeMutableRawBufferPointer) -> Int,
-                           write: (UnsafeRawBufferPointer) -> Void) -> NMEACounters {
+    public static func run(
+        notBefore: Double, chunkSize: Int = 65_536,
+        read: (UnsafeMutableRawBufferPointer) -> Int,
+        write: (UnsafeRawBufferPointer) -> Void
+    ) -> NMEACounters {
         let decoder = NMEADecoder(notBefore: notBefore)
         let out = ByteBuffer(capacity: 65_536)
         let size = Swift.max(1, chunkSize)

@@ -23,7 +23,7 @@ struct NMEAFields {
         var i = 1
         count = 0
         while i < length {
-            if base[i] == 0x2C { // ','
+            if base[i] == 0x2C {  // ','
                 if count < NMEAFields.capacity {
                     starts[count] = Int32(start)
                     ends[count] = Int32(i)
@@ -108,8 +108,11 @@ struct NMEAFields {
     /// significant digits; nil when there are no digits or another character appears.
     /// `fractionOnly`: s..<e holds only the digits after a decimal point (no `.` allowed).
     @inline(__always)
-    static func mantissa(_ p: UnsafePointer<UInt8>, _ s: Int, _ e: Int, fractionOnly: Bool = false)
-        -> (mantissa: Int64, fractionDigits: Int, extraIntegerDigits: Int)? {
+    static func mantissa(
+        _ p: UnsafePointer<UInt8>, _ s: Int, _ e: Int, fractionOnly: Bool = false
+    )
+        -> (mantissa: Int64, fractionDigits: Int, extraIntegerDigits: Int)?
+    {
         var mant: Int64 = 0
         var significant = 0
         var fraction = 0
@@ -128,7 +131,7 @@ struct NMEAFields {
                 } else if !seenDot {
                     extra += 1
                 }
-            } else if c == 0x2E, !seenDot { // '.'
+            } else if c == 0x2E, !seenDot {  // '.'
                 seenDot = true
             } else {
                 return nil

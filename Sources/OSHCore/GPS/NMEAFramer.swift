@@ -66,10 +66,12 @@ public final class NMEAFramer {
     }
 
     /// As `feed`, also passing the whole line as received (with `*hh`, without CR/LF).
-    public func feedLines(_ bytes: UnsafeRawBufferPointer,
-                          _ onLine: (_ body: UnsafeRawBufferPointer, _ whole: UnsafeRawBufferPointer) -> Void) {
+    public func feedLines(
+        _ bytes: UnsafeRawBufferPointer,
+        _ onLine: (_ body: UnsafeRawBufferPointer, _ whole: UnsafeRawBufferPointer) -> Void
+    ) {
         for b in bytes {
-            if b == 0x24 || b == 0x21 { // '$' '!'
+            if b == 0x24 || b == 0x21 {  // '$' '!'
                 if inLine { counters.malformed &+= 1 }
                 inLine = true
                 line[0] = b
@@ -97,7 +99,7 @@ public final class NMEAFramer {
                 counters.tooLong &+= 1
                 continue
             }
-            if b == 0x2A { // '*'
+            if b == 0x2A {  // '*'
                 star = count
                 xorAtStar = xor
             }
@@ -117,9 +119,10 @@ public final class NMEAFramer {
         var bodyEnd = count
         if star >= 0 {
             guard star == count - 3,
-                  let hi = NMEAFramer.hexValue(line[count - 2]),
-                  let lo = NMEAFramer.hexValue(line[count - 1]),
-                  hi << 4 | lo == xorAtStar else {
+                let hi = NMEAFramer.hexValue(line[count - 2]),
+                let lo = NMEAFramer.hexValue(line[count - 1]),
+                hi << 4 | lo == xorAtStar
+            else {
                 counters.badChecksum &+= 1
                 return
             }

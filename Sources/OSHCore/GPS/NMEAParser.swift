@@ -66,10 +66,12 @@ public struct GPSFix: Sendable, Equatable {
     /// Course over ground, degrees true.
     public var course: Double?
 
-    public init(time: Double, timeOfDay: Double, date: GPSDate?, lat: Double, lon: Double,
-                altMSL: Double? = nil, geoidSeparation: Double? = nil, altHAE: Double? = nil,
-                mode: Int, quality: Int, satellites: Int? = nil, hdop: Double? = nil,
-                speed: Double? = nil, course: Double? = nil) {
+    public init(
+        time: Double, timeOfDay: Double, date: GPSDate?, lat: Double, lon: Double,
+        altMSL: Double? = nil, geoidSeparation: Double? = nil, altHAE: Double? = nil,
+        mode: Int, quality: Int, satellites: Int? = nil, hdop: Double? = nil,
+        speed: Double? = nil, course: Double? = nil
+    ) {
         self.time = time
         self.timeOfDay = timeOfDay
         self.date = date
@@ -198,28 +200,29 @@ public final class NMEAParser {
     private static func knownTalker(_ a: UInt8, _ b: UInt8) -> Bool {
         switch (a, b) {
         case (0x47, 0x50), (0x47, 0x4E), (0x47, 0x4C), (0x47, 0x41), (0x47, 0x42), (0x47, 0x51), (0x47, 0x49):
-            return true // GP GN GL GA GB GQ GI
-        case (0x42, 0x44): return true // BD
+            return true  // GP GN GL GA GB GQ GI
+        case (0x42, 0x44): return true  // BD
         default: return false
         }
     }
 
     private func sentence(_ body: UnsafeRawBufferPointer, _ onFix: (GPSFix) -> Void) {
         guard body.count >= 6, body[0] == 0x24, body.count == 6 || body[6] == 0x2C,
-              NMEAParser.knownTalker(body[1], body[2]), let raw = body.baseAddress else {
+            NMEAParser.knownTalker(body[1], body[2]), let raw = body.baseAddress
+        else {
             parsed.skipped &+= 1
             return
         }
         let t0 = body[3], t1 = body[4], t2 = body[5]
         let kind: Int
         switch (t0, t1, t2) {
-        case (0x47, 0x47, 0x41): kind = 0 // GGA
-        case (0x52, 0x4D, 0x43): kind = 1 // RMC
-        case (0x47, 0x4E, 0x53): kind = 2 // GNS
-        case (0x47, 0x4C, 0x4C): kind = 3 // GLL
-        case (0x5A, 0x44, 0x41): kind = 4 // ZDA
-        case (0x47, 0x53, 0x41): kind = 5 // GSA
-        case (0x56, 0x54, 0x47): kind = 6 // VTG
+        case (0x47, 0x47, 0x41): kind = 0  // GGA
+        case (0x52, 0x4D, 0x43): kind = 1  // RMC
+        case (0x47, 0x4E, 0x53): kind = 2  // GNS
+        case (0x47, 0x4C, 0x4C): kind = 3  // GLL
+        case (0x5A, 0x44, 0x41): kind = 4  // ZDA
+        case (0x47, 0x53, 0x41): kind = 5  // GSA
+        case (0x56, 0x54, 0x47): kind = 6  // VTG
         default:
             parsed.skipped &+= 1
             return
@@ -253,7 +256,7 @@ public final class NMEAParser {
 
     /// Puts a timestamped sentence into its cycle; false when it arrived after its cycle was reported.
     private func enter(_ tod: Double?, _ onFix: (GPSFix) -> Void) -> Bool {
-        guard let tod else { return true } // untimestamped: the cycle in progress
+        guard let tod else { return true }  // untimestamped: the cycle in progress
         if isClosed {
             if NMEAParser.sameTime(tod, closedTOD) {
                 parsed.late &+= 1
@@ -341,8 +344,10 @@ public final class NMEAParser {
         if let tod, !f.isEmpty(9) {
             let (s, e) = f.range(9)
             if e - s == 6, let dd = f.twoDigits(s), let mm = f.twoDigits(s + 2), let yy = f.twoDigits(s + 4),
-               let t = GPSTime.resolve(year: yy, month: mm, day: dd, secondsOfDay: tod, twoDigitYear: true,
-                                       notBefore: notBefore) {
+                let t = GPSTime.resolve(
+                    year: yy, month: mm, day: dd, secondsOfDay: tod, twoDigitYear: true,
+                    notBefore: notBefore)
+            {
                 cycle.setDays(t)
             } else {
                 parsed.badFields &+= 1
@@ -394,8 +399,10 @@ public final class NMEAParser {
         guard timeField(f, 1, &tod), enter(tod, onFix) else { return }
         if let tod, !f.isEmpty(2) || !f.isEmpty(3) || !f.isEmpty(4) {
             if let d = f.int(2), let m = f.int(3), let y = f.int(4), f.range(4).1 - f.range(4).0 == 4,
-               let t = GPSTime.resolve(year: y, month: m, day: d, secondsOfDay: tod, twoDigitYear: false,
-                                       notBefore: notBefore) {
+                let t = GPSTime.resolve(
+                    year: y, month: m, day: d, secondsOfDay: tod, twoDigitYear: false,
+                    notBefore: notBefore)
+            {
                 cycle.setDays(t)
             } else {
                 parsed.badFields &+= 1
@@ -417,8 +424,7 @@ public final class NMEAParser {
         guard f.char(9) != UInt8(ascii: "N") else { return }
         if f.count >= 8 {
             if let v = f.decimal(1) { cycle.course = v }
-            if let kn = f.decimal(5) { cycle.speed = kn * (1852.0 / 3600.0) }
-            else if let kmh = f.decimal(7) { cycle.speed = kmh / 3.6 }
+            if let kn = f.decimal(5) { cycle.speed = kn * (1852.0 / 3600.0) } else if let kmh = f.decimal(7) { cycle.speed = kmh / 3.6 }
         } else {
             // NMEA 2.0 and earlier: course true, course magnetic, knots, km/h, without unit letters.
             if let v = f.decimal(1) { cycle.course = v }
@@ -429,7 +435,8 @@ public final class NMEAParser {
     @inline(__always)
     private func position(_ f: NMEAFields, _ latField: Int, _ lonField: Int) {
         guard let lat = f.coordinate(latField, hemi: latField + 1, isLatitude: true),
-              let lon = f.coordinate(lonField, hemi: lonField + 1, isLatitude: false) else {
+            let lon = f.coordinate(lonField, hemi: lonField + 1, isLatitude: false)
+        else {
             if !f.isEmpty(latField) || !f.isEmpty(lonField) { parsed.badFields &+= 1 }
             return
         }
@@ -485,11 +492,17 @@ public final class NMEAParser {
         defer { cycle = Cycle() }
         let c = cycle
         let valid: Bool
-        if c.ggaQuality >= 0 { valid = c.ggaQuality > 0 }
-        else if c.gnsValid >= 0 { valid = c.gnsValid == 1 }
-        else if c.rmcValid >= 0 { valid = c.rmcValid == 1 }
-        else if c.gllValid >= 0 { valid = c.gllValid == 1 }
-        else { valid = false }
+        if c.ggaQuality >= 0 {
+            valid = c.ggaQuality > 0
+        } else if c.gnsValid >= 0 {
+            valid = c.gnsValid == 1
+        } else if c.rmcValid >= 0 {
+            valid = c.rmcValid == 1
+        } else if c.gllValid >= 0 {
+            valid = c.gllValid == 1
+        } else {
+            valid = false
+        }
 
         // The date, own or carried (one day on when the time of day went back past midnight).
         var days: Int64 = 0
@@ -511,18 +524,23 @@ public final class NMEAParser {
         let gsa = c.gsaMode != 0 ? c.gsaMode : lastGSAMode
         let mode = gsa >= 2 ? gsa : (c.altMSL != nil && (c.satellites ?? 4) >= 4 ? 3 : 2)
         var quality = 1
-        if c.ggaQuality > 0 { quality = c.ggaQuality }
-        else if c.gnsQuality > 0 { quality = c.gnsQuality }
-        else if c.indicatorQuality > 0 { quality = c.indicatorQuality }
+        if c.ggaQuality > 0 {
+            quality = c.ggaQuality
+        } else if c.gnsQuality > 0 {
+            quality = c.gnsQuality
+        } else if c.indicatorQuality > 0 {
+            quality = c.indicatorQuality
+        }
         var hae: Double?
         if let msl = c.altMSL, let sep = c.geoidSep { hae = msl + sep }
-        let fix = GPSFix(time: hasDays ? Double(days) * 86_400 + c.tod : .nan,
-                         timeOfDay: c.tod,
-                         date: hasDays ? GPSDate(daysSinceEpoch: days) : nil,
-                         lat: c.lat, lon: c.lon,
-                         altMSL: c.altMSL, geoidSeparation: c.geoidSep, altHAE: hae,
-                         mode: mode, quality: quality, satellites: c.satellites, hdop: c.hdop,
-                         speed: c.speed, course: c.course)
+        let fix = GPSFix(
+            time: hasDays ? Double(days) * 86_400 + c.tod : .nan,
+            timeOfDay: c.tod,
+            date: hasDays ? GPSDate(daysSinceEpoch: days) : nil,
+            lat: c.lat, lon: c.lon,
+            altMSL: c.altMSL, geoidSeparation: c.geoidSep, altHAE: hae,
+            mode: mode, quality: quality, satellites: c.satellites, hdop: c.hdop,
+            speed: c.speed, course: c.course)
         parsed.fixes &+= 1
         onFix(fix)
     }

@@ -53,8 +53,9 @@ public final class WorldMagneticModel {
 
     /// The compiled-in WMM2025 (valid 2025.0–2030.0).
     public convenience init() {
-        self.init(name: Self.wmm2025Name, epoch: Self.wmm2025Epoch, maxDegree: Self.wmm2025MaxDegree,
-                  rows: Self.wmm2025Coefficients)
+        self.init(
+            name: Self.wmm2025Name, epoch: Self.wmm2025Epoch, maxDegree: Self.wmm2025MaxDegree,
+            rows: Self.wmm2025Coefficients)
     }
 
     /// A model from rows (g, h, ġ, ḣ) in (n, m) order; the table's validity is epoch…epoch+5.
@@ -230,7 +231,8 @@ public enum DecimalYear {
     public static func parse(_ s: String) -> Double? {
         let parts = s.split(separator: "-", omittingEmptySubsequences: false)
         if parts.count == 3, let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
-           parts[0].count == 4, (1...12).contains(m), d >= 1, d <= daysIn(month: m, year: y) {
+            parts[0].count == 4, (1...12).contains(m), d >= 1, d <= daysIn(month: m, year: y)
+        {
             return from(year: y, month: m, day: d)
         }
         guard let v = Double(s), v.isFinite, v > 1900, v < 2200 else { return nil }

@@ -20,15 +20,18 @@ public struct HTS221Calibration: Sendable, Equatable {
     /// The chip's counts at those points.
     public var h0T0Out: Int16, h1T0Out: Int16, t0Out: Int16, t1Out: Int16
 
-    public init(h0RHx2: UInt8, h1RHx2: UInt8, t0DegCx8: UInt16, t1DegCx8: UInt16,
-                h0T0Out: Int16, h1T0Out: Int16, t0Out: Int16, t1Out: Int16) throws(HygrometerDataError) {
+    public init(
+        h0RHx2: UInt8, h1RHx2: UInt8, t0DegCx8: UInt16, t1DegCx8: UInt16,
+        h0T0Out: Int16, h1T0Out: Int16, t0Out: Int16, t1Out: Int16
+    ) throws(HygrometerDataError) {
         (self.h0RHx2, self.h1RHx2, self.t0DegCx8, self.t1DegCx8) = (h0RHx2, h1RHx2, t0DegCx8 & 0x3FF, t1DegCx8 & 0x3FF)
         (self.h0T0Out, self.h1T0Out, self.t0Out, self.t1Out) = (h0T0Out, h1T0Out, t0Out, t1Out)
         // Equal counts at both points leave no line to draw (a region read as all 0x00 or all
         // 0xFF, e.g. before the chip finished loading it, looks like this).
         guard h0T0Out != h1T0Out, t0Out != t1Out else {
-            throw HygrometerDataError("HTS221 calibration is not a part's: H0_T0_OUT \(h0T0Out) / H1_T0_OUT \(h1T0Out), "
-                                      + "T0_OUT \(t0Out) / T1_OUT \(t1Out) (both pairs must differ); reboot the chip (BOOT) or power-cycle it")
+            throw HygrometerDataError(
+                "HTS221 calibration is not a part's: H0_T0_OUT \(h0T0Out) / H1_T0_OUT \(h1T0Out), "
+                    + "T0_OUT \(t0Out) / T1_OUT \(t1Out) (both pairs must differ); reboot the chip (BOOT) or power-cycle it")
         }
     }
 
@@ -40,9 +43,10 @@ public struct HTS221Calibration: Sendable, Equatable {
         func at(_ i: Int) -> UInt8 { b[b.index(b.startIndex, offsetBy: i)] }
         func s16(_ i: Int) -> Int16 { Int16(bitPattern: UInt16(at(i)) | UInt16(at(i + 1)) << 8) }
         // 0x35: T0.9-8 in bits 1:0, T1.9-8 in bits 3:2; bits 7:4 are reserved (parts set them).
-        try self.init(h0RHx2: at(0), h1RHx2: at(1),
-                      t0DegCx8: UInt16(at(2)) | UInt16(at(5) & 0x03) << 8, t1DegCx8: UInt16(at(3)) | UInt16(at(5) & 0x0C) << 6,
-                      h0T0Out: s16(6), h1T0Out: s16(10), t0Out: s16(12), t1Out: s16(14))
+        try self.init(
+            h0RHx2: at(0), h1RHx2: at(1),
+            t0DegCx8: UInt16(at(2)) | UInt16(at(5) & 0x03) << 8, t1DegCx8: UInt16(at(3)) | UInt16(at(5) & 0x0C) << 6,
+            h0T0Out: s16(6), h1T0Out: s16(10), t0Out: s16(12), t1Out: s16(14))
     }
 
     /// y0 + (y1 − y0)(x − x0)/(x1 − x0) with y in 1/`scale` units, as one integer quotient: the
@@ -79,8 +83,10 @@ public struct HTS221Calibration: Sendable, Equatable {
             let x = Double(x0) + (y - y0) * (Double(x1) - Double(x0)) / (y1 - y0)
             return Int16(min(max(x.rounded(), -32768), 32767))
         }
-        return (inverse(percent, x0: h0T0Out, x1: h1T0Out, y0: Double(h0RHx2) / 2, y1: Double(h1RHx2) / 2),
-                inverse(celsius, x0: t0Out, x1: t1Out, y0: Double(t0DegCx8) / 8, y1: Double(t1DegCx8) / 8))
+        return (
+            inverse(percent, x0: h0T0Out, x1: h1T0Out, y0: Double(h0RHx2) / 2, y1: Double(h1RHx2) / 2),
+            inverse(celsius, x0: t0Out, x1: t1Out, y0: Double(t0DegCx8) / 8, y1: Double(t1DegCx8) / 8)
+        )
     }
 
     /// The 16 bytes as the chip holds them (reserved bytes 0x34, 0x38, 0x39 and 0x35's top bits zero).

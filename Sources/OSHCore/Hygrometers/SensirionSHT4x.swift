@@ -50,8 +50,9 @@ public enum SHT4x {
     public static func words(_ b: UnsafeRawBufferPointer, what: String) throws(HygrometerDataError) -> (UInt16, UInt16) {
         guard b.count >= answerBytes else { throw HygrometerDataError("\(what): \(b.count) bytes, not \(answerBytes)") }
         for i in stride(from: 0, through: 3, by: 3) where crc8(b[i], b[i + 1]) != b[i + 2] {
-            throw HygrometerDataError("\(what): the \(i == 0 ? "first" : "second") word's CRC is 0x\(String(b[i + 2], radix: 16)), "
-                                      + "not 0x\(String(crc8(b[i], b[i + 1]), radix: 16)) (noise on the bus: check the wiring and pull-ups)")
+            throw HygrometerDataError(
+                "\(what): the \(i == 0 ? "first" : "second") word's CRC is 0x\(String(b[i + 2], radix: 16)), "
+                    + "not 0x\(String(crc8(b[i], b[i + 1]), radix: 16)) (noise on the bus: check the wiring and pull-ups)")
         }
         return (UInt16(b[0]) << 8 | UInt16(b[1]), UInt16(b[3]) << 8 | UInt16(b[4]))
     }

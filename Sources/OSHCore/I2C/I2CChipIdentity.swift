@@ -39,8 +39,10 @@ public struct I2CChipIdentity: Sendable, Equatable {
     /// Other names users give the same part (the SHT40, SHT41 and SHT45 are one chip on the bus).
     public var aliases: [String]
 
-    public init(name: String, kind: Kind, addresses: [UInt8], idRegister: UInt8?, idValues: [UInt8], note: String = "",
-                measures: Measures = [], builtInMagnetometer: String? = nil, aliases: [String] = []) {
+    public init(
+        name: String, kind: Kind, addresses: [UInt8], idRegister: UInt8?, idValues: [UInt8], note: String = "",
+        measures: Measures = [], builtInMagnetometer: String? = nil, aliases: [String] = []
+    ) {
         self.name = name
         self.kind = kind
         self.addresses = addresses

@@ -20,7 +20,8 @@ public struct AxisMap: Sendable, Equatable, CustomStringConvertible {
     /// them; nil unless it is a rotation.
     public init?(source: (Int, Int, Int), sign: (Double, Double, Double)) {
         guard Set([source.0, source.1, source.2]) == [0, 1, 2],
-              [sign.0, sign.1, sign.2].allSatisfy({ $0 == 1 || $0 == -1 }) else { return nil }
+            [sign.0, sign.1, sign.2].allSatisfy({ $0 == 1 || $0 == -1 })
+        else { return nil }
         self.init(uncheckedSource: source, sign: sign)
         guard determinant > 0 else { return nil }
     }

@@ -12,7 +12,12 @@ public enum AccelRange: Int, Sendable, CaseIterable {
 
     /// InvenSense (MPU-6050/6500/9250, ICM-20948) FS_SEL code: 0…3 for ±2…±16 g.
     public var invensenseCode: UInt8 {
-        switch self { case .g2: return 0; case .g4: return 1; case .g8: return 2; case .g16: return 3 }
+        switch self {
+        case .g2: return 0;
+        case .g4: return 1;
+        case .g8: return 2;
+        case .g16: return 3
+        }
     }
 
     /// InvenSense sensitivity: 16384, 8192, 4096, 2048 LSB/g.
@@ -20,17 +25,32 @@ public enum AccelRange: Int, Sendable, CaseIterable {
 
     /// LSM6DSOX FS_XL code (CTRL1_XL bits 3:2): note the datasheet's order 00=±2, 01=±16, 10=±4, 11=±8.
     public var lsm6dsoxCode: UInt8 {
-        switch self { case .g2: return 0; case .g16: return 1; case .g4: return 2; case .g8: return 3 }
+        switch self {
+        case .g2: return 0;
+        case .g16: return 1;
+        case .g4: return 2;
+        case .g8: return 3
+        }
     }
 
     /// ICM-42688-P ACCEL_FS_SEL (ACCEL_CONFIG0 bits 7:5): the MPU order reversed, 0 = ±16 g … 3 = ±2 g.
     public var icm42688Code: UInt8 {
-        switch self { case .g16: return 0; case .g8: return 1; case .g4: return 2; case .g2: return 3 }
+        switch self {
+        case .g16: return 0;
+        case .g8: return 1;
+        case .g4: return 2;
+        case .g2: return 3
+        }
     }
 
     /// LSM6DSOX sensitivity: 0.061, 0.122, 0.244, 0.488 mg/LSB.
     public var lsm6dsoxMilliGPerCount: Double {
-        switch self { case .g2: return 0.061; case .g4: return 0.122; case .g8: return 0.244; case .g16: return 0.488 }
+        switch self {
+        case .g2: return 0.061;
+        case .g4: return 0.122;
+        case .g8: return 0.244;
+        case .g16: return 0.488
+        }
     }
 }
 
@@ -42,24 +62,44 @@ public enum GyroRange: Int, Sendable, CaseIterable {
 
     /// InvenSense FS_SEL code 0…3, and the LSM6DSOX FS_G code (CTRL2_G bits 3:2) happens to match.
     public var code: UInt8 {
-        switch self { case .dps250: return 0; case .dps500: return 1; case .dps1000: return 2; case .dps2000: return 3 }
+        switch self {
+        case .dps250: return 0;
+        case .dps500: return 1;
+        case .dps1000: return 2;
+        case .dps2000: return 3
+        }
     }
 
     /// InvenSense sensitivity: 131, 65.5, 32.8, 16.4 LSB/(°/s) (rounded in the datasheet, so
     /// these are the datasheet's numbers, not 32768/range).
     public var invensenseCountsPerDPS: Double {
-        switch self { case .dps250: return 131; case .dps500: return 65.5; case .dps1000: return 32.8; case .dps2000: return 16.4 }
+        switch self {
+        case .dps250: return 131;
+        case .dps500: return 65.5;
+        case .dps1000: return 32.8;
+        case .dps2000: return 16.4
+        }
     }
 
     /// ICM-42688-P GYRO_FS_SEL (GYRO_CONFIG0 bits 7:5): 0 = ±2000 … 3 = ±250 dps (4–7, the
     /// ranges below 250 dps, are not offered).
     public var icm42688Code: UInt8 {
-        switch self { case .dps2000: return 0; case .dps1000: return 1; case .dps500: return 2; case .dps250: return 3 }
+        switch self {
+        case .dps2000: return 0;
+        case .dps1000: return 1;
+        case .dps500: return 2;
+        case .dps250: return 3
+        }
     }
 
     /// LSM6DSOX sensitivity: 8.75, 17.5, 35, 70 mdps/LSB.
     public var lsm6dsoxMilliDPSPerCount: Double {
-        switch self { case .dps250: return 8.75; case .dps500: return 17.5; case .dps1000: return 35; case .dps2000: return 70 }
+        switch self {
+        case .dps250: return 8.75;
+        case .dps500: return 17.5;
+        case .dps1000: return 35;
+        case .dps2000: return 70
+        }
     }
 }
 
@@ -69,12 +109,22 @@ public enum LIS3MDLRange: Int, Sendable, CaseIterable {
 
     /// FS bits (CTRL_REG2 bits 6:5).
     public var code: UInt8 {
-        switch self { case .gauss4: return 0; case .gauss8: return 1; case .gauss12: return 2; case .gauss16: return 3 }
+        switch self {
+        case .gauss4: return 0;
+        case .gauss8: return 1;
+        case .gauss12: return 2;
+        case .gauss16: return 3
+        }
     }
 
     /// 6842, 3421, 2281, 1711 LSB/gauss (datasheet table 3).
     public var countsPerGauss: Double {
-        switch self { case .gauss4: return 6842; case .gauss8: return 3421; case .gauss12: return 2281; case .gauss16: return 1711 }
+        switch self {
+        case .gauss4: return 6842;
+        case .gauss8: return 3421;
+        case .gauss12: return 2281;
+        case .gauss16: return 1711
+        }
     }
 }
 
@@ -196,10 +246,11 @@ public enum IMUConvert {
 
     /// The quaternion block (w, x, y, z, each little-endian) at `offset`.
     @inlinable public static func bno055Quaternion(_ p: UnsafeRawBufferPointer, at offset: Int) -> IMUQuaternion {
-        IMUQuaternion(w: Double(int16LE(p, offset)) * bno055QuaternionScale,
-                      x: Double(int16LE(p, offset + 2)) * bno055QuaternionScale,
-                      y: Double(int16LE(p, offset + 4)) * bno055QuaternionScale,
-                      z: Double(int16LE(p, offset + 6)) * bno055QuaternionScale)
+        IMUQuaternion(
+            w: Double(int16LE(p, offset)) * bno055QuaternionScale,
+            x: Double(int16LE(p, offset + 2)) * bno055QuaternionScale,
+            y: Double(int16LE(p, offset + 4)) * bno055QuaternionScale,
+            z: Double(int16LE(p, offset + 6)) * bno055QuaternionScale)
     }
 
     // MARK: the other way (simulated chips)

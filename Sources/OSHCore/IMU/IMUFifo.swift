@@ -76,8 +76,10 @@ public enum IMUFifoFrames {
     /// InvenSense FIFO frame with ACCEL and the three GYRO enables set: ACCEL_XOUT_H…ZOUT_L then
     /// GYRO_XOUT_H…ZOUT_L, written in register order, big-endian (MPU-6500 register map §4.7,
     /// ICM-20948 DS-000189 FIFO_EN_2).
-    @inlinable public static func invensense(_ p: UnsafeRawBufferPointer, at offset: Int, accelScale: Double, gyroScale: Double,
-                                             into s: inout IMUSample) {
+    @inlinable public static func invensense(
+        _ p: UnsafeRawBufferPointer, at offset: Int, accelScale: Double, gyroScale: Double,
+        into s: inout IMUSample
+    ) {
         s.accel = IMUConvert.scaled(IMUConvert.vector(p, at: offset, bigEndian: true), accelScale)
         s.gyro = IMUConvert.scaled(IMUConvert.vector(p, at: offset + 6, bigEndian: true), gyroScale)
     }
@@ -122,8 +124,10 @@ public enum ICM42688Fifo {
     }
 
     /// Decodes the packet at `offset` into `s` (accel, gyro, temperature; `t` and the magnetometer untouched).
-    @inlinable public static func decode(_ p: UnsafeRawBufferPointer, at offset: Int, accelScale: Double, gyroScale: Double,
-                                         into s: inout IMUSample) -> Packet {
+    @inlinable public static func decode(
+        _ p: UnsafeRawBufferPointer, at offset: Int, accelScale: Double, gyroScale: Double,
+        into s: inout IMUSample
+    ) -> Packet {
         let header = p[offset]
         if header & headerEmpty != 0 { return .empty }
         guard header & (headerAccel | headerGyro) == headerAccel | headerGyro, header & header20 == 0 else {
@@ -164,8 +168,10 @@ public struct STFifoPairing: Sendable {
     public mutating func reset() { gyro = nil; accel = nil }
 
     /// One 7-byte word at `offset`; true when it completed a sample (then `s` holds it).
-    public mutating func take(_ p: UnsafeRawBufferPointer, at offset: Int, accelScale: Double, gyroScale: Double,
-                              into s: inout IMUSample) -> Bool {
+    public mutating func take(
+        _ p: UnsafeRawBufferPointer, at offset: Int, accelScale: Double, gyroScale: Double,
+        into s: inout IMUSample
+    ) -> Bool {
         let tag = p[offset]
         let sensor = tag >> 3, count = tag >> 1 & 3
         let v = IMUConvert.vector(p, at: offset + 1, bigEndian: false)

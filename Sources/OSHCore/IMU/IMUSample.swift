@@ -42,10 +42,11 @@ public struct IMUQuaternion: Sendable, Equatable {
     public static let identity = IMUQuaternion(w: 1, x: 0, y: 0, z: 0)
 
     public static func * (a: IMUQuaternion, b: IMUQuaternion) -> IMUQuaternion {
-        IMUQuaternion(w: a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
-                      x: a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
-                      y: a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
-                      z: a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w)
+        IMUQuaternion(
+            w: a.w * b.w - a.x * b.x - a.y * b.y - a.z * b.z,
+            x: a.w * b.x + a.x * b.w + a.y * b.z - a.z * b.y,
+            y: a.w * b.y - a.x * b.z + a.y * b.w + a.z * b.x,
+            z: a.w * b.z + a.x * b.y - a.y * b.x + a.z * b.w)
     }
 
     public var conjugate: IMUQuaternion { IMUQuaternion(w: w, x: -x, y: -y, z: -z) }
@@ -76,8 +77,10 @@ public struct IMUSample: Sendable, Equatable {
     /// Die temperature (°C) where the chip reports it — for health, not fusion.
     public var temperature: Double?
 
-    public init(t: Double = 0, gyro: IMUVector = .zero, accel: IMUVector = .zero, mag: IMUVector? = nil, magIsNew: Bool = false,
-                quaternion: IMUQuaternion? = nil, temperature: Double? = nil) {
+    public init(
+        t: Double = 0, gyro: IMUVector = .zero, accel: IMUVector = .zero, mag: IMUVector? = nil, magIsNew: Bool = false,
+        quaternion: IMUQuaternion? = nil, temperature: Double? = nil
+    ) {
         self.t = t
         self.gyro = gyro
         self.accel = accel

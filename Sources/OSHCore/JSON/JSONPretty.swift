@@ -23,7 +23,9 @@ public enum JSONPretty {
                 // Keep empty containers on one line.
                 if i + 1 < chars.count, chars[i + 1] == (c == "{" ? "}" : "]") {
                     out.append(c); out.append(chars[i + 1]); i += 1
-                } else { out.append(c); level += 1; newline() }
+                } else {
+                    out.append(c); level += 1; newline()
+                }
             case "}", "]": level -= 1; newline(); out.append(c)
             case ",": out.append(c); newline()
             case ":": out.append(": ")

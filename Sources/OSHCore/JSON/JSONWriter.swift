@@ -97,13 +97,16 @@ public struct JSONWriter {
 
     public static func writeSpecial(_ v: Double, schema: Bool, to out: ByteBuffer) {
         if v.isNaN { out.append(StaticString("\"NaN\"")); return }
-        if v > 0 { out.append(schema ? StaticString("\"+Infinity\"") : StaticString("\"+INF\"")) }
-        else { out.append(schema ? StaticString("\"-Infinity\"") : StaticString("\"-INF\"")) }
+        if v > 0 {
+            out.append(schema ? StaticString("\"+Infinity\"") : StaticString("\"+INF\""))
+        } else {
+            out.append(schema ? StaticString("\"-Infinity\"") : StaticString("\"-INF\""))
+        }
     }
 
     public static func writeInt(_ v: Int, to out: ByteBuffer) {
         if v == 0 { out.append(UInt8(ascii: "0")); return }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0) // 24 bytes of scratch on the stack
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes of scratch on the stack
         var mag = v.magnitude
         var n = 0
         withUnsafeMutableBytes(of: &digits) { scratch in

@@ -9,23 +9,30 @@
 extension OutputCatalogue {
     public static func temperature(_ o: OutputOptions) -> OutputSpec {
         let def = SWE.property("Temperature")
-        return OutputSpec(kind: .temperature, outputName: "temperature",
-                          record: record("temperature", def: def, [
-                              quantity("temperature", def: def, label: "Air Temperature", uom: "Cel", type: .float32),
-                          ]),
-                          sweJSONTime: .sampling,
-                          source: SystemComponentInfo(id: "SENSOR_AMBIENT_TEMPERATURE", label: o.climateChip + " Temperature Sensor"))
+        return OutputSpec(
+            kind: .temperature, outputName: "temperature",
+            record: record(
+                "temperature", def: def,
+                [
+                    quantity("temperature", def: def, label: "Air Temperature", uom: "Cel", type: .float32)
+                ]),
+            sweJSONTime: .sampling,
+            source: SystemComponentInfo(id: "SENSOR_AMBIENT_TEMPERATURE", label: o.climateChip + " Temperature Sensor"))
     }
 
     public static func humidity(_ o: OutputOptions) -> OutputSpec {
         let def = SWE.property("RelativeHumidity")
-        return OutputSpec(kind: .humidity, outputName: "humidity",
-                          record: record("humidity", def: def, [
-                              quantity("relativeHumidity", def: def, label: "Relative Humidity", uom: "%",
-                                       constraint: ClosedInterval(0, 100), type: .float32),
-                          ]),
-                          sweJSONTime: .sampling,
-                          source: SystemComponentInfo(id: "SENSOR_RELATIVE_HUMIDITY", label: o.climateChip + " Humidity Sensor"))
+        return OutputSpec(
+            kind: .humidity, outputName: "humidity",
+            record: record(
+                "humidity", def: def,
+                [
+                    quantity(
+                        "relativeHumidity", def: def, label: "Relative Humidity", uom: "%",
+                        constraint: ClosedInterval(0, 100), type: .float32)
+                ]),
+            sweJSONTime: .sampling,
+            source: SystemComponentInfo(id: "SENSOR_RELATIVE_HUMIDITY", label: o.climateChip + " Humidity Sensor"))
     }
 }
 

@@ -68,8 +68,10 @@ public struct OutputDeclaration: Sendable {
     /// Its record, named and framed for this board.
     public let spec: @Sendable (OutputOptions) -> OutputSpec
 
-    public init(_ kind: OutputKind, device: OutputDevice, defaultRate: Double, enabledByDefault: Bool = false,
-                liveRates: RateRange = .upTo(100), recordRates: RateRange? = nil, spec: @escaping @Sendable (OutputOptions) -> OutputSpec) {
+    public init(
+        _ kind: OutputKind, device: OutputDevice, defaultRate: Double, enabledByDefault: Bool = false,
+        liveRates: RateRange = .upTo(100), recordRates: RateRange? = nil, spec: @escaping @Sendable (OutputOptions) -> OutputSpec
+    ) {
         self.kind = kind
         self.device = device
         self.defaultRate = defaultRate
@@ -97,8 +99,9 @@ public enum OutputDeclarations {
         OutputDeclaration(.temperature, device: .climate, defaultRate: 1, spec: OutputCatalogue.temperature),
         OutputDeclaration(.humidity, device: .climate, defaultRate: 1, spec: OutputCatalogue.humidity),
         OutputDeclaration(.gps, device: .gps, defaultRate: 1, spec: OutputCatalogue.gps),
-        OutputDeclaration(.video, device: .camera, defaultRate: 10, liveRates: RateRange(1...25, unit: "frames per second"),
-                          spec: { OutputCatalogue.video($0) }),
+        OutputDeclaration(
+            .video, device: .camera, defaultRate: 10, liveRates: RateRange(1...25, unit: "frames per second"),
+            spec: { OutputCatalogue.video($0) }),
         OutputDeclaration(.audioLevel, device: .audio, defaultRate: 10, spec: OutputCatalogue.audioLevel),
         OutputDeclaration(.deviceHealth, device: .board, defaultRate: 1.0 / 60, enabledByDefault: true, spec: OutputCatalogue.deviceHealth),
     ]

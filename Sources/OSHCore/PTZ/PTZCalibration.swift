@@ -20,9 +20,11 @@ public struct ServoAxisCalibration: Sendable, Equatable {
     /// Where the axis goes when nothing better is known (at start, with no readable position).
     public var home: Double
 
-    public init(channel: Int, minPulseMicros: Double = 500, maxPulseMicros: Double = 2500,
-                minDegrees: Double = -90, maxDegrees: Double = 90,
-                lowerLimit: Double? = nil, upperLimit: Double? = nil, maxSpeed: Double? = nil, home: Double = 0) {
+    public init(
+        channel: Int, minPulseMicros: Double = 500, maxPulseMicros: Double = 2500,
+        minDegrees: Double = -90, maxDegrees: Double = 90,
+        lowerLimit: Double? = nil, upperLimit: Double? = nil, maxSpeed: Double? = nil, home: Double = 0
+    ) {
         self.channel = channel
         self.minPulseMicros = minPulseMicros
         self.maxPulseMicros = maxPulseMicros
@@ -77,10 +79,12 @@ public struct PTZCalibration: Sendable, Equatable {
     /// Named positions offered as the `preset` command (empty: no preset item in the schema).
     public var presets: [(name: String, pan: Double, tilt: Double)]
 
-    public init(pan: ServoAxisCalibration = ServoAxisCalibration(channel: 0),
-                tilt: ServoAxisCalibration = ServoAxisCalibration(channel: 1),
-                frequency: Double = 50, oscillator: Double = PCA9685Math.internalOscillator,
-                presets: [(name: String, pan: Double, tilt: Double)] = []) {
+    public init(
+        pan: ServoAxisCalibration = ServoAxisCalibration(channel: 0),
+        tilt: ServoAxisCalibration = ServoAxisCalibration(channel: 1),
+        frequency: Double = 50, oscillator: Double = PCA9685Math.internalOscillator,
+        presets: [(name: String, pan: Double, tilt: Double)] = []
+    ) {
         self.pan = pan
         self.tilt = tilt
         self.frequency = frequency
@@ -98,10 +102,14 @@ public struct PTZCalibration: Sendable, Equatable {
     public func problems() -> [String] {
         var out = pan.problems(axis: "pan") + tilt.problems(axis: "tilt")
         if pan.channel == tilt.channel { out.append("pan and tilt are both on channel \(pan.channel)") }
-        if !(24...1526).contains(frequency) { out.append("frequency \(frequency) Hz is outside what a PCA9685 makes (24…1526 Hz; servos want 50)") }
+        if !(24...1526).contains(frequency) {
+            out.append("frequency \(frequency) Hz is outside what a PCA9685 makes (24…1526 Hz; servos want 50)")
+        }
         let period = 1e6 / frequency
         for (axis, a) in [("pan", pan), ("tilt", tilt)] where Swift.max(a.minPulseMicros, a.maxPulseMicros) >= period {
-            out.append("\(axis): a \(Swift.max(a.minPulseMicros, a.maxPulseMicros)) µs pulse does not fit a \(Int(period)) µs frame at \(frequency) Hz")
+            out.append(
+                "\(axis): a \(Swift.max(a.minPulseMicros, a.maxPulseMicros)) µs pulse does not fit a \(Int(period)) µs frame at \(frequency) Hz"
+            )
         }
         for p in presets {
             if pan.clamp(p.pan).clamped || tilt.clamp(p.tilt).clamped {

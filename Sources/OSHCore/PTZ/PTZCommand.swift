@@ -25,9 +25,12 @@ extension PTZCommand {
     public static func parse(_ v: JSONValue) throws(PTZCommandError) -> PTZCommand {
         var p = v
         if let inner = v["parameters"], v.object?.count ?? 0 <= 2 { p = inner }
-        guard let members = p.object else { throw PTZCommandError("the PTZ parameters must be an object with one item, e.g. {\"rpan\":3.0}") }
+        guard let members = p.object else {
+            throw PTZCommandError("the PTZ parameters must be an object with one item, e.g. {\"rpan\":3.0}")
+        }
         guard members.count == 1, let (item, value) = members.first else {
-            throw PTZCommandError("a ptz_control command holds exactly one item (\(itemNames.joined(separator: ", "))); got \(members.count)")
+            throw PTZCommandError(
+                "a ptz_control command holds exactly one item (\(itemNames.joined(separator: ", "))); got \(members.count)")
         }
         func degrees(_ x: JSONValue, _ name: String) throws(PTZCommandError) -> Double {
             guard let d = x.double, d.isFinite else { throw PTZCommandError("\(name) must be a number of degrees, not \(x.typeName)") }
@@ -92,14 +95,17 @@ extension PTZCalibration {
         case .absolute(let ap, let at): p = ap ?? p; t = at ?? t
         case .preset(let name):
             guard let preset = presets.first(where: { $0.name == name }) else {
-                throw PTZCommandError(presets.isEmpty ? "this unit has no presets"
-                    : "no preset '\(name)'; the presets are \(presets.map(\.name).joined(separator: ", "))")
+                throw PTZCommandError(
+                    presets.isEmpty
+                        ? "this unit has no presets"
+                        : "no preset '\(name)'; the presets are \(presets.map(\.name).joined(separator: ", "))")
             }
             p = preset.pan; t = preset.tilt
         }
         let cp = self.pan.clamp(p), ct = self.tilt.clamp(t)
-        return PTZMove(pan: cp.value, tilt: ct.value, panClamped: cp.clamped, tiltClamped: ct.clamped,
-                       requestedPan: p, requestedTilt: t)
+        return PTZMove(
+            pan: cp.value, tilt: ct.value, panClamped: cp.clamped, tiltClamped: ct.clamped,
+            requestedPan: p, requestedTilt: t)
     }
 }
 

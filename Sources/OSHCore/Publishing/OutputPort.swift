@@ -45,22 +45,25 @@ public final class SampleSlots<S: OutputSample> {
         let valueLeaves = spec.leaves.filter { !$0.component.isObservationTime }
         let leafNames = valueLeaves.map { $0.names.last ?? "" }
         valueCount = leafNames.count
-        var recorder = SlotWriter(recording: true, slotOfCall: UnsafeMutableBufferPointer(start: nil, count: 0),
-                                  values: UnsafeMutableBufferPointer(start: nil, count: 0))
+        var recorder = SlotWriter(
+            recording: true, slotOfCall: UnsafeMutableBufferPointer(start: nil, count: 0),
+            values: UnsafeMutableBufferPointer(start: nil, count: 0))
         S().write(to: &recorder)
         let written = recorder.names
         var slots: [Int] = []
         for name in written {
             guard let slot = leafNames.firstIndex(of: name) else {
-                throw OutputLayoutError(description: "\(what) writes '\(name)', which is not a leaf of the record "
-                                        + "(its leaves: \(leafNames.joined(separator: ", "))); rename the sample's field")
+                throw OutputLayoutError(
+                    description: "\(what) writes '\(name)', which is not a leaf of the record "
+                        + "(its leaves: \(leafNames.joined(separator: ", "))); rename the sample's field")
             }
             if slots.contains(slot) { throw OutputLayoutError(description: "\(what) writes '\(name)' twice") }
             slots.append(slot)
         }
         if let missing = leafNames.first(where: { !written.contains($0) }) {
-            throw OutputLayoutError(description: "\(what) never writes leaf '\(missing)'; the record has "
-                                    + "\(leafNames.count) values, the sample \(written.count)")
+            throw OutputLayoutError(
+                description: "\(what) never writes leaf '\(missing)'; the record has "
+                    + "\(leafNames.count) values, the sample \(written.count)")
         }
         slotOfCall = .allocate(capacity: max(slots.count, 1))
         for (k, s) in slots.enumerated() { slotOfCall[k] = s }

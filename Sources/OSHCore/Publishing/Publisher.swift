@@ -52,8 +52,9 @@ public enum DeliveryVerdict: Sendable, Equatable {
 
 public protocol PublisherTransport: AnyObject {
     /// POSTs `body` (valid until completion) to `/datastreams/{datastreamID}/observations`.
-    func postObservations(datastreamID: String, contentType: String, body: ByteBuffer,
-                          completion: @escaping (TransportOutcome) -> Void)
+    func postObservations(
+        datastreamID: String, contentType: String, body: ByteBuffer,
+        completion: @escaping (TransportOutcome) -> Void)
     /// A cheap request that tells whether the node answers again (GET of the API root).
     func probe(completion: @escaping (TransportOutcome) -> Void)
 }
@@ -214,8 +215,10 @@ public final class Publisher {
     private let monotonicNow: () -> Double
     private var streams: [Stream]
     /// The node link's backoff (jittered, so many boards do not probe in step).
-    private lazy var outage = ReconnectPolicy(backoff: Backoff(initial: settings.backoffInitial, maximum: settings.backoffMax,
-                                                               jitter: settings.jitter))
+    private lazy var outage = ReconnectPolicy(
+        backoff: Backoff(
+            initial: settings.backoffInitial, maximum: settings.backoffMax,
+            jitter: settings.jitter))
 
     private final class Stream {
         let outputName: String
@@ -241,8 +244,10 @@ public final class Publisher {
     }
 
     /// `encoders[i]` encodes datastream index i of the ring.
-    public init(ring: ObservationRing, encoders: [ObservationEncoder], transport: PublisherTransport,
-                settings: PublisherSettings = PublisherSettings(), now: @escaping () -> Double) {
+    public init(
+        ring: ObservationRing, encoders: [ObservationEncoder], transport: PublisherTransport,
+        settings: PublisherSettings = PublisherSettings(), now: @escaping () -> Double
+    ) {
         self.ring = ring
         self.monotonicNow = now
         self.settings = settings
@@ -330,19 +335,23 @@ public final class Publisher {
         let s = streams[i]
         guard connectivity == .online, !s.inFlight, let id = s.datastreamID, let offset = clockOffset else { return }
         guard ring.reserve(datastream: i, max: batchLimit, into: &s.batch) > 0 else { return }
-        s.encoded = encodeBatch(s, into: s.body, count: s.batch.count, what: "",
-                    time: { ring.time(ofSlot: s.batch[$0]) + offset }, values: { ring.values(ofSlot: s.batch[$0]) })
+        s.encoded = encodeBatch(
+            s, into: s.body, count: s.batch.count, what: "",
+            time: { ring.time(ofSlot: s.batch[$0]) + offset }, values: { ring.values(ofSlot: s.batch[$0]) })
         s.inFlight = true
         s.counters.requests += 1
-        transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: s.body,
-                                   completion: s.completion)
+        transport.postObservations(
+            datastreamID: id, contentType: settings.format.mediaType, body: s.body,
+            completion: s.completion)
     }
 
     /// Encodes `count` records into `body` (an om+json array, or one swe+json record). A record whose
     /// values do not fit the schema is counted and left out — never half a record sent. Returns how many went in.
     @discardableResult
-    private func encodeBatch(_ s: Stream, into body: ByteBuffer, count: Int, what: @autoclosure () -> String,
-                             time: (Int) -> Double, values: (Int) -> UnsafeBufferPointer<Double>) -> Int {
+    private func encodeBatch(
+        _ s: Stream, into body: ByteBuffer, count: Int, what: @autoclosure () -> String,
+        time: (Int) -> Double, values: (Int) -> UnsafeBufferPointer<Double>
+    ) -> Int {
         body.reset()
         let array = settings.format == .omJSON
         if array { ObservationEncoder.beginBatch(body) }
@@ -382,8 +391,10 @@ public final class Publisher {
     /// counters, the error note, backoff, forgetting a lost id, the once-per-datastream rejection
     /// log. The caller has already freed or kept its own records. `encoded` of the `total` records
     /// went into the body; the others did not fit the schema and go with the body's fate.
-    private func account(_ i: Int, _ verdict: DeliveryVerdict, _ outcome: TransportOutcome, encoded n: Int, of total: Int,
-                         bytes: Int) {
+    private func account(
+        _ i: Int, _ verdict: DeliveryVerdict, _ outcome: TransportOutcome, encoded n: Int, of total: Int,
+        bytes: Int
+    ) {
         let s = streams[i]
         if verdict == .delivered || verdict == .rejected { s.counters.droppedInvalid += total - n }
         switch verdict {
@@ -430,7 +441,8 @@ public final class Publisher {
         guard let spool else { return false }
         let d = ring.datastream(ofSlot: slot)
         guard shuttingDown || inOutage(d) else { return false }
-        let written = clockOffset.map { spool.append(datastream: d, epochTime: ring.time(ofSlot: slot) + $0, values: ring.values(ofSlot: slot)) }
+        let written =
+            clockOffset.map { spool.append(datastream: d, epochTime: ring.time(ofSlot: slot) + $0, values: ring.values(ofSlot: slot)) }
             ?? spool.appendHeld(datastream: d, monotonicTime: ring.time(ofSlot: slot), values: ring.values(ofSlot: slot))
         guard written else {
             // Counted here, so the ring does not count it as a ring-full drop.
@@ -450,8 +462,11 @@ public final class Publisher {
         ring.removeWaiting { slot in
             let d = ring.datastream(ofSlot: slot)
             let failed = streams[d].counters.droppedSpoolFailed
-            if !spill(slot, shuttingDown: true) { streams[d].counters.droppedAtStop += 1 }
-            else if streams[d].counters.droppedSpoolFailed == failed { kept += 1 }
+            if !spill(slot, shuttingDown: true) {
+                streams[d].counters.droppedAtStop += 1
+            } else if streams[d].counters.droppedSpoolFailed == failed {
+                kept += 1
+            }
         }
         return kept
     }
@@ -475,10 +490,11 @@ public final class Publisher {
         for (i, s) in streams.enumerated() where ring.count(of: i) - (s.inFlight ? s.batch.count : 0) >= batchLimit { return }
         guard let d = spool.loadBatch(max: batchLimit) else { return }
         let s = streams[d]
-        guard let id = s.datastreamID else { return } // registering: the batch waits in the spool
+        guard let id = s.datastreamID else { return }  // registering: the batch waits in the spool
         // A record that no longer fits (the output's schema changed since it was written) is left out.
-        let n = encodeBatch(s, into: spoolBody, count: spool.batchCount, what: "spooled \(s.outputName) record: ",
-                            time: { spool.batchTime($0) }, values: { spool.batchValues($0) })
+        let n = encodeBatch(
+            s, into: spoolBody, count: spool.batchCount, what: "spooled \(s.outputName) record: ",
+            time: { spool.batchTime($0) }, values: { spool.batchValues($0) })
         if n == 0 {
             s.counters.droppedInvalid += spool.batchCount
             spool.commitBatch()
@@ -488,8 +504,9 @@ public final class Publisher {
         spoolDatastream = d
         spoolEncoded = n
         s.counters.requests += 1
-        transport.postObservations(datastreamID: id, contentType: settings.format.mediaType, body: spoolBody,
-                                   completion: spoolCompletion)
+        transport.postObservations(
+            datastreamID: id, contentType: settings.format.mediaType, body: spoolBody,
+            completion: spoolCompletion)
     }
 
     private func spoolCompleted(_ outcome: TransportOutcome) {

@@ -43,8 +43,10 @@ public enum SpoolRecord {
 
     /// Writes one record at `out` (room for `size(values:)` bytes) and returns its length.
     /// `heldBoot`: the record is held for the clock, `time` is monotonic in that boot (version 2).
-    public static func encode(key: UInt32, time: Double, values: UnsafeBufferPointer<Double>,
-                              into out: UnsafeMutableRawPointer, heldBoot: UInt64? = nil) -> Int {
+    public static func encode(
+        key: UInt32, time: Double, values: UnsafeBufferPointer<Double>,
+        into out: UnsafeMutableRawPointer, heldBoot: UInt64? = nil
+    ) -> Int {
         let n = min(values.count, maxValues)
         let header = heldBoot == nil ? headerBytes : heldHeaderBytes
         out.storeBytes(of: magic0, toByteOffset: 0, as: UInt8.self)
@@ -123,7 +125,7 @@ public enum SpoolRecord {
 /// write torn by a power cut leaves the other, older slot valid.
 public struct SpoolCursor: Equatable, Sendable {
     public static let slotBytes = 32
-    static let magic: UInt32 = 0x5243_534F // "OSCR"
+    static let magic: UInt32 = 0x5243_534F  // "OSCR"
 
     public var sequence: UInt64
     public var segment: UInt64
@@ -149,12 +151,14 @@ public struct SpoolCursor: Equatable, Sendable {
     /// The slot's cursor, or nil when it is empty or torn.
     public static func decode(_ slot: UnsafeRawBufferPointer) -> SpoolCursor? {
         guard slot.count >= slotBytes, let p = slot.baseAddress,
-              UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 0, as: UInt32.self)) == magic,
-              CRC32.checksum(UnsafeRawBufferPointer(start: p, count: 28))
-                == UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 28, as: UInt32.self)) else { return nil }
-        return SpoolCursor(sequence: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
-                           segment: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
-                           offset: UInt64(UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))))
+            UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 0, as: UInt32.self)) == magic,
+            CRC32.checksum(UnsafeRawBufferPointer(start: p, count: 28))
+                == UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 28, as: UInt32.self))
+        else { return nil }
+        return SpoolCursor(
+            sequence: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+            segment: UInt64(littleEndian: p.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+            offset: UInt64(UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))))
     }
 
     /// The newer of the two slots that are intact.

@@ -65,8 +65,10 @@ public enum RecordingRecord {
     public static func size(payload: Int) -> Int { headerBytes + payload + crcBytes }
 
     /// Writes the 20-byte header at `out`.
-    public static func encodeHeader(kind: Kind, live: Bool = false, key: UInt32, time: Double, payloadLength: Int,
-                                    into out: UnsafeMutableRawPointer) {
+    public static func encodeHeader(
+        kind: Kind, live: Bool = false, key: UInt32, time: Double, payloadLength: Int,
+        into out: UnsafeMutableRawPointer
+    ) {
         out.storeBytes(of: SpoolRecord.magic0, toByteOffset: 0, as: UInt8.self)
         out.storeBytes(of: SpoolRecord.magic1, toByteOffset: 1, as: UInt8.self)
         out.storeBytes(of: version, toByteOffset: 2, as: UInt8.self)
@@ -83,8 +85,10 @@ public enum RecordingRecord {
     }
 
     /// Writes a whole values record at `out` (room for `size(payload: 8 * values.count)`) and returns its length.
-    public static func encode(key: UInt32, time: Double, values: UnsafeBufferPointer<Double>, live: Bool = false,
-                              into out: UnsafeMutableRawPointer) -> Int {
+    public static func encode(
+        key: UInt32, time: Double, values: UnsafeBufferPointer<Double>, live: Bool = false,
+        into out: UnsafeMutableRawPointer
+    ) -> Int {
         let n = values.count
         encodeHeader(kind: .values, live: live, key: key, time: time, payloadLength: 8 * n, into: out)
         for i in 0..<n {
@@ -176,7 +180,9 @@ public enum RecordingRecord {
     /// The start time a segment's file name says, or nil when the name is not a segment's.
     public static func segmentStart(name: String) -> Double? {
         let b = Array(name.utf8)
-        guard b.count == nameStemBytes + 4, name.hasSuffix("Z.rec"), b[8] == UInt8(ascii: "T"), b[15] == UInt8(ascii: ".") else { return nil }
+        guard b.count == nameStemBytes + 4, name.hasSuffix("Z.rec"), b[8] == UInt8(ascii: "T"), b[15] == UInt8(ascii: ".") else {
+            return nil
+        }
         func number(_ from: Int, _ count: Int) -> Int64? {
             var v: Int64 = 0
             for i in from..<(from + count) {
@@ -186,8 +192,9 @@ public enum RecordingRecord {
             return v
         }
         guard let y = number(0, 4), let mo = number(4, 2), let d = number(6, 2), let h = number(9, 2),
-              let mi = number(11, 2), let s = number(13, 2), let ms = number(16, 3),
-              (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+            let mi = number(11, 2), let s = number(13, 2), let ms = number(16, 3),
+            (1...12).contains(mo), (1...31).contains(d), h < 24, mi < 60, s < 61
+        else { return nil }
         let days = ISOTime.days(fromCivil: y, Int(mo), Int(d))
         return Double(days * 86_400_000 + h * 3_600_000 + mi * 60_000 + s * 1000 + ms) / 1000
     }

@@ -88,8 +88,10 @@ public struct Quantity: Sendable, Equatable {
     public var constraint: AllowedValues?
     public var value: Double?
     public var dataType: ScalarDataType
-    public init(uom: UnitOfMeasure, axisID: String? = nil, referenceFrame: String? = nil,
-                constraint: AllowedValues? = nil, value: Double? = nil, dataType: ScalarDataType = .double) {
+    public init(
+        uom: UnitOfMeasure, axisID: String? = nil, referenceFrame: String? = nil,
+        constraint: AllowedValues? = nil, value: Double? = nil, dataType: ScalarDataType = .double
+    ) {
         self.simple = SimpleProperties(referenceFrame: referenceFrame, axisID: axisID)
         self.uom = uom
         self.constraint = constraint
@@ -103,8 +105,10 @@ public struct Count: Sendable, Equatable {
     public var constraint: AllowedValues?
     public var value: Int?
     public var dataType: ScalarDataType
-    public init(axisID: String? = nil, referenceFrame: String? = nil, constraint: AllowedValues? = nil,
-                value: Int? = nil, dataType: ScalarDataType = .signedInt) {
+    public init(
+        axisID: String? = nil, referenceFrame: String? = nil, constraint: AllowedValues? = nil,
+        value: Int? = nil, dataType: ScalarDataType = .signedInt
+    ) {
         self.simple = SimpleProperties(referenceFrame: referenceFrame, axisID: axisID)
         self.constraint = constraint
         self.value = value
@@ -119,9 +123,11 @@ public struct Time: Sendable, Equatable {
     public var uom: UnitOfMeasure
     public var constraint: AllowedValues?
     public var dataType: ScalarDataType
-    public init(uom: UnitOfMeasure = .href(SWE.isoTimeUnit), referenceFrame: String? = SWE.utcFrame,
-                axisID: String? = nil, referenceTime: String? = nil, localFrame: String? = nil,
-                constraint: AllowedValues? = nil, dataType: ScalarDataType = .double) {
+    public init(
+        uom: UnitOfMeasure = .href(SWE.isoTimeUnit), referenceFrame: String? = SWE.utcFrame,
+        axisID: String? = nil, referenceTime: String? = nil, localFrame: String? = nil,
+        constraint: AllowedValues? = nil, dataType: ScalarDataType = .double
+    ) {
         self.simple = SimpleProperties(referenceFrame: referenceFrame, axisID: axisID)
         self.referenceTime = referenceTime
         self.localFrame = localFrame
@@ -223,9 +229,11 @@ public struct DataComponent: Sendable, Equatable {
     public var optional: Bool?
     public var kind: Kind
 
-    public init(_ kind: Kind, name: String? = nil, definition: String? = nil, label: String? = nil,
-                description: String? = nil, id: String? = nil, identifier: String? = nil,
-                updatable: Bool? = nil, optional: Bool? = nil) {
+    public init(
+        _ kind: Kind, name: String? = nil, definition: String? = nil, label: String? = nil,
+        description: String? = nil, id: String? = nil, identifier: String? = nil,
+        updatable: Bool? = nil, optional: Bool? = nil
+    ) {
         self.kind = kind
         self.name = name
         self.definition = definition

@@ -68,7 +68,7 @@ public enum SchemaWalker {
         case .category: return .category
         case .array: return .array
         case .choice: return .choice
-        case .record, .vector: return .array // unreachable: records and vectors are walked into
+        case .record, .vector: return .array  // unreachable: records and vectors are walked into
         }
     }
 }

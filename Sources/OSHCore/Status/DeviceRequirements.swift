@@ -34,7 +34,8 @@ public struct DeviceRequirement: Sendable, Equatable {
         var out: [DeviceRequirement] = []
         if let g = settings.outputs["gps_data"], g.enabled, g.source == .hardware, settings.gps.gpsd == nil {
             let d = settings.gps.device
-            let usb = d.hasPrefix("/dev/ttyUSB") || d.hasPrefix("/dev/ttyACM") || d.hasPrefix("/dev/serial/by-id/")
+            let usb =
+                d.hasPrefix("/dev/ttyUSB") || d.hasPrefix("/dev/ttyACM") || d.hasPrefix("/dev/serial/by-id/")
                 || d.hasPrefix("/dev/serial/by-path/") || d.hasPrefix("/dev/gps")
             out.append(DeviceRequirement(path: d, kind: usb ? .usbSerial : .boardSerial, key: "[gps] device", required: false))
         }

@@ -69,8 +69,10 @@ public struct LEDPattern: Sendable, Equatable {
     /// The LED level: `state` entered `elapsedMs` ago; the last published batch was `sinceActivityMs`
     /// ago (nil = none yet); identify has `identifyRemainingMs` left (0 = not identifying) and started
     /// `identifyElapsedMs` ago. Identify overrides every state.
-    public static func level(state: LEDState, elapsedMs: UInt64, sinceActivityMs: UInt64? = nil,
-                             identifyRemainingMs: UInt64 = 0, identifyElapsedMs: UInt64 = 0) -> Bool {
+    public static func level(
+        state: LEDState, elapsedMs: UInt64, sinceActivityMs: UInt64? = nil,
+        identifyRemainingMs: UInt64 = 0, identifyElapsedMs: UInt64 = 0
+    ) -> Bool {
         if identifyRemainingMs > 0 { return identify.isOn(elapsedMs: identifyElapsedMs) }
         if state == .streaming, let a = sinceActivityMs, a < blipMs { return false }
         return pattern(for: state).isOn(elapsedMs: elapsedMs)
@@ -81,8 +83,10 @@ extension LEDState {
     /// The one state to show, most urgent first: a refused configuration, then the node
     /// unreachable (while registering or streaming), the clock held, a failing sensor,
     /// still registering, and streaming.
-    public static func derive(configError: Bool = false, registered: Bool, nodeReachable: Bool,
-                              clockSynchronized: Bool, sensorFault: Bool = false) -> LEDState {
+    public static func derive(
+        configError: Bool = false, registered: Bool, nodeReachable: Bool,
+        clockSynchronized: Bool, sensorFault: Bool = false
+    ) -> LEDState {
         if configError { return .configError }
         if !nodeReachable { return .nodeUnreachable }
         if !clockSynchronized { return .clockHeld }

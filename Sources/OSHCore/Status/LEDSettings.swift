@@ -27,13 +27,15 @@ public struct LEDSettings: Sendable, Equatable {
     public static func chipProblem(_ chip: String) -> String? {
         if chip.isEmpty { return nil }
         if chip.hasPrefix("/") {
-            return chip.hasPrefix("/dev/") && !chip.hasSubstring("..") ? nil
+            return chip.hasPrefix("/dev/") && !chip.hasSubstring("..")
+                ? nil
                 : "a chip path must be under /dev, e.g. /dev/gpiochip0"
         }
         let ok = chip.utf8.allSatisfy { c in
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F || c == 0x2E
         }
-        return ok && chip.utf8.count <= 64 ? nil
+        return ok && chip.utf8.count <= 64
+            ? nil
             : "expected a chip name (gpiochip0), a number, a /dev path or a label (pinctrl-rp1)"
     }
 

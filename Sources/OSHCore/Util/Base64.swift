@@ -49,7 +49,7 @@ public enum Base64 {
             case 0x20, 0x09, 0x0A, 0x0D: continue
             default: return nil
             }
-            guard pad == 0 else { return nil } // data after padding
+            guard pad == 0 else { return nil }  // data after padding
             acc = acc << 6 | v
             bits += 6
             if bits >= 8 {
@@ -57,6 +57,6 @@ public enum Base64 {
                 out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
             }
         }
-        return bits >= 6 ? nil : out // a lone trailing 6-bit group cannot be a byte
+        return bits >= 6 ? nil : out  // a lone trailing 6-bit group cannot be a byte
     }
 }

@@ -42,7 +42,8 @@ extension BlockHash64 {
     /// The block as 16 big-endian words, the first of the message schedule `w`.
     func loadBlockWords(into w: inout [UInt32]) {
         for t in 0..<16 {
-            w[t] = UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16
+            w[t] =
+                UInt32(block[4 * t]) << 24 | UInt32(block[4 * t + 1]) << 16
                 | UInt32(block[4 * t + 2]) << 8 | UInt32(block[4 * t + 3])
         }
     }

@@ -6,7 +6,7 @@ public enum ISOTime {
     /// Non-finite input writes nothing and returns false (the caller decides what to send instead).
     @discardableResult
     public static func write(epochSeconds t: Double, to out: ByteBuffer) -> Bool {
-        guard t.isFinite, abs(t) < 2.5e11 else { return false } // beyond year ±9999 is not a sensor time
+        guard t.isFinite, abs(t) < 2.5e11 else { return false }  // beyond year ±9999 is not a sensor time
         let ms = Int64((t * 1000).rounded())
         let days = floorDiv(ms, 86_400_000)
         var rem = ms - days * 86_400_000

@@ -19,8 +19,10 @@ public struct SHA256: Sendable, BlockHash64 {
     ]
 
     /// FIPS 180-4 §5.3.3 initial hash value.
-    private var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                               0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
+    private var h: [UInt32] = [
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+        0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+    ]
     var block = [UInt8](repeating: 0, count: 64)
     var blockCount = 0
     var totalBytes: UInt64 = 0

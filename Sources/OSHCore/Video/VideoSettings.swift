@@ -94,9 +94,11 @@ public struct VideoSettings: Sendable, Equatable {
 
     public static let testPattern = "test-pattern"
 
-    public init(device: String = VideoSettings.testPattern, width: Int = 640, height: Int = 480, fps: Double = 5,
-                keyFrameInterval: Int = 1, bitrateKbps: Int = 1500, threads: Int = 1,
-                encoder: VideoEncoderPreference = .auto, level: Int = 40) {
+    public init(
+        device: String = VideoSettings.testPattern, width: Int = 640, height: Int = 480, fps: Double = 5,
+        keyFrameInterval: Int = 1, bitrateKbps: Int = 1500, threads: Int = 1,
+        encoder: VideoEncoderPreference = .auto, level: Int = 40
+    ) {
         self.device = device
         self.width = width
         self.height = height
@@ -133,7 +135,8 @@ public enum CaptureFormatChoice: Equatable, Sendable {
         for f in [PixelFormat.h264, .yuyv, .nv12, .i420] where offered.contains(f.fourCC) { return .use(f) }
         let list = offered.map(\.description).joined(separator: ", ")
         if offered.contains(.mjpeg) || offered.contains(.jpeg) {
-            return .unsupported("the camera offers only \(list); MJPEG capture is not supported yet — use a camera with YUYV, NV12, YU12 or H264")
+            return .unsupported(
+                "the camera offers only \(list); MJPEG capture is not supported yet — use a camera with YUYV, NV12, YU12 or H264")
         }
         return .unsupported("the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12 or YU12")
     }
@@ -161,8 +164,10 @@ public enum VideoEncoderDecision {
     /// `m2mCard` names the found encoder; `unusable` says why each M2M node passed over is not
     /// one ("/dev/video1 (vicodec) encodes FWHT, not H.264"), for the log when libx264 is chosen.
     /// Returns nil (with the reason) when `hardware` is demanded and none exists.
-    public static func decide(captureFormat: PixelFormat, m2mDevice: String?, m2mCard: String = "", unusable: [String] = [],
-                              preference: VideoEncoderPreference) -> (kind: VideoEncoderKind?, reason: String) {
+    public static func decide(
+        captureFormat: PixelFormat, m2mDevice: String?, m2mCard: String = "", unusable: [String] = [],
+        preference: VideoEncoderPreference
+    ) -> (kind: VideoEncoderKind?, reason: String) {
         if captureFormat == .h264 { return (.cameraH264, "the camera delivers H.264 itself; no encoder needed") }
         let why = unusable.joined(separator: "; ")
         switch (preference, m2mDevice) {
@@ -171,7 +176,10 @@ public enum VideoEncoderDecision {
         case (_, let dev?):
             return (.m2m(dev), "hardware H.264 encoder \(m2mCard.isEmpty ? "" : m2mCard + " ")found at \(dev)")
         case (.hardware, nil):
-            return (nil, "encoder = hardware but no M2M H.264 encoder exists\(why.isEmpty ? "" : " (" + why + ")"); set encoder = auto to use libx264")
+            return (
+                nil,
+                "encoder = hardware but no M2M H.264 encoder exists\(why.isEmpty ? "" : " (" + why + ")"); set encoder = auto to use libx264"
+            )
         case (.auto, nil):
             if !why.isEmpty { return (.x264, why + "; using libx264") }
             return (.x264, "no hardware H.264 encoder (bcm2835-codec-encode) found; using libx264")

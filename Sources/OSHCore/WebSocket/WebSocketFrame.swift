@@ -111,7 +111,7 @@ public final class WebSocketFrameParser {
     private var mask: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
     private var maskBytesRead = 0
     private var payloadLeft = 0
-    private var payloadIndex = 0 // bytes of this frame's payload read so far (mask phase)
+    private var payloadIndex = 0  // bytes of this frame's payload read so far (mask phase)
 
     /// The message being reassembled (text or binary), if any.
     private var messageOpcode: WebSocketOpcode?
@@ -179,9 +179,13 @@ public final class WebSocketFrameParser {
                     if role == .server, !masked { throw .unmaskedFrameFromClient }
                     let l = b & 0x7F
                     length = 0
-                    if l == 126 { lengthBytesLeft = 2; state = .extLength }
-                    else if l == 127 { lengthBytesLeft = 8; state = .extLength }
-                    else { length = UInt64(l); try lengthKnown(handler) }
+                    if l == 126 {
+                        lengthBytesLeft = 2; state = .extLength
+                    } else if l == 127 {
+                        lengthBytesLeft = 8; state = .extLength
+                    } else {
+                        length = UInt64(l); try lengthKnown(handler)
+                    }
                 case .extLength:
                     let b = bytes[i]; i += 1
                     if lengthBytesLeft == 8, b & 0x80 != 0 { throw .lengthTooLarge }
@@ -202,8 +206,11 @@ public final class WebSocketFrameParser {
                     let take = min(payloadLeft, n - i)
                     let dest: UnsafeMutableRawBufferPointer
                     let at: Int
-                    if opcode.isControl { dest = control; at = controlCount; controlCount += take }
-                    else { dest = message; at = messageCount; messageCount += take }
+                    if opcode.isControl {
+                        dest = control; at = controlCount; controlCount += take
+                    } else {
+                        dest = message; at = messageCount; messageCount += take
+                    }
                     let target = UnsafeMutableRawBufferPointer(rebasing: dest[at..<(at + take)])
                     target.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[i..<(i + take)]))
                     if masked { unmask(target, from: payloadIndex) }
@@ -239,7 +246,7 @@ public final class WebSocketFrameParser {
             k = (k + 1) & 3
             j += 1
         }
-        let j0 = j // key byte 0 applies at j0, j0 + 4, …
+        let j0 = j  // key byte 0 applies at j0, j0 + 4, …
         // Key bytes in memory order, twice: a little- or big-endian load of 8 payload bytes XORs right.
         var word: UInt64 = 0
         withUnsafeMutableBytes(of: &word) { w in

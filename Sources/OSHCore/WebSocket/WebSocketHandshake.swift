@@ -133,11 +133,14 @@ public enum WebSocketHandshake {
     }
 
     /// Server side: validates an upgrade request's headers and returns the accept value to answer with.
-    public static func checkRequest(method: String, upgrade: String?, connection: String?, key: String?,
-                                    version: String?) throws(WebSocketHandshakeError) -> String {
+    public static func checkRequest(
+        method: String, upgrade: String?, connection: String?, key: String?,
+        version: String?
+    ) throws(WebSocketHandshakeError) -> String {
         guard method == "GET" else { throw .badRequest("method " + method) }
-        let h = HTTPHead(status: 0, reason: "", method: method, target: "",
-                         headers: [HTTPHeader("Upgrade", upgrade ?? ""), HTTPHeader("Connection", connection ?? "")])
+        let h = HTTPHead(
+            status: 0, reason: "", method: method, target: "",
+            headers: [HTTPHeader("Upgrade", upgrade ?? ""), HTTPHeader("Connection", connection ?? "")])
         guard h.headerHasToken("Upgrade", "websocket") else { throw .badRequest("no `Upgrade: websocket`") }
         guard h.headerHasToken("Connection", "upgrade") else { throw .badRequest("no `Connection: Upgrade`") }
         guard version == "13" else { throw .badRequest("Sec-WebSocket-Version is \(version ?? "missing"), 13 expected") }

@@ -4,8 +4,10 @@
 /// key from the caller (the platform draws it from getrandom); a server never masks.
 public enum WebSocketFrameWriter {
     /// Appends one frame. `mask` nil writes an unmasked (server) frame.
-    public static func write(_ opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, fin: Bool = true,
-                             mask: UInt32?, to out: ByteBuffer) {
+    public static func write(
+        _ opcode: WebSocketOpcode, payload: UnsafeRawBufferPointer, fin: Bool = true,
+        mask: UInt32?, to out: ByteBuffer
+    ) {
         out.append((fin ? 0x80 : 0) | opcode.rawValue)
         let maskBit: UInt8 = mask == nil ? 0 : 0x80
         let n = payload.count
@@ -48,7 +50,7 @@ public enum WebSocketFrameWriter {
         var r = Array(reason.utf8)
         if r.count > 123 {
             var cut = 123
-            while cut > 0, r[cut] & 0xC0 == 0x80 { cut -= 1 } // don't split a multi-byte character
+            while cut > 0, r[cut] & 0xC0 == 0x80 { cut -= 1 }  // don't split a multi-byte character
             r = Array(r[0..<cut])
         }
         body += r
@@ -84,7 +86,7 @@ public enum UTF8Check {
         case 0xF4: need = 3; hi = 0x8F
         default: return nil
         }
-        guard i + need < p.count else { return nil } // truncated sequence
+        guard i + need < p.count else { return nil }  // truncated sequence
         let b1 = p[i + 1]
         guard b1 >= lo, b1 <= hi else { return nil }
         var k = 2

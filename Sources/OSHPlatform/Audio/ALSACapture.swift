@@ -33,8 +33,10 @@ public final class ALSACapture: AudioCapture {
         /// Channels asked for (the nearest the device allows is taken); the meter reads the first.
         public var channels: Int
 
-        public init(sampleRate: Int = 48000, periodSeconds: Double = 0.02, periodsPerBuffer: Int = 4,
-                    formats: [PCMSampleFormat] = [.s16, .s32], channels: Int = 1) {
+        public init(
+            sampleRate: Int = 48000, periodSeconds: Double = 0.02, periodsPerBuffer: Int = 4,
+            formats: [PCMSampleFormat] = [.s16, .s32], channels: Int = 1
+        ) {
             self.channels = channels
             self.sampleRate = sampleRate
             self.periodSeconds = periodSeconds
@@ -102,7 +104,7 @@ public final class ALSACapture: AudioCapture {
     public func start() {
         guard !running else { return }
         running = true
-        _ = policy.succeeded() // a new start: the backoff starts over
+        _ = policy.succeeded()  // a new start: the backoff starts over
         attemptOpen()
     }
 
@@ -232,7 +234,8 @@ public final class ALSACapture: AudioCapture {
             break
         }
         guard let sampleFormat = chosen else {
-            throw ALSAError(description: "ALSA device '\(device)' offers neither S16_LE nor S32_LE capture; use a `plughw:` device so ALSA converts")
+            throw ALSAError(
+                description: "ALSA device '\(device)' offers neither S16_LE nor S32_LE capture; use a `plughw:` device so ALSA converts")
         }
         rc = snd_pcm_hw_params_set_format(p, hw, alsaFormat(sampleFormat))
         guard rc >= 0 else { throw failure("setting \(sampleFormat.rawValue) on", rc) }
@@ -276,8 +279,9 @@ public final class ALSACapture: AudioCapture {
         rc = snd_pcm_sw_params(p, sw)
         guard rc >= 0 else { throw failure("applying software parameters to", rc) }
 
-        return AudioCaptureFormat(sampleFormat: sampleFormat, sampleRate: Int(rate), channels: Int(max(1, channels)),
-                                  periodFrames: Int(period), bufferFrames: Int(bufferSize))
+        return AudioCaptureFormat(
+            sampleFormat: sampleFormat, sampleRate: Int(rate), channels: Int(max(1, channels)),
+            periodFrames: Int(period), bufferFrames: Int(bufferSize))
     }
 
     private func alsaFormat(_ f: PCMSampleFormat) -> snd_pcm_format_t {
@@ -364,8 +368,10 @@ public final class ALSACapture: AudioCapture {
             case .s32: samples = .s32(UnsafeBufferPointer(start: buf.assumingMemoryBound(to: Int32.self), count: frames * f.channels))
             }
             delivering = true
-            onChunk?(AudioChunk(samples: samples, channels: f.channels, frames: frames, sampleRate: f.sampleRate,
-                                readAtNanos: Clock.monotonicNanoseconds()))
+            onChunk?(
+                AudioChunk(
+                    samples: samples, channels: f.channels, frames: frames, sampleRate: f.sampleRate,
+                    readAtNanos: Clock.monotonicNanoseconds()))
             delivering = false
             if let r = retiredBuffer {
                 r.deallocate()
@@ -449,7 +455,7 @@ public enum ALSADevices {
                 snd_pcm_info_set_device(pi, UInt32(dev))
                 snd_pcm_info_set_subdevice(pi, 0)
                 snd_pcm_info_set_stream(pi, SND_PCM_STREAM_CAPTURE)
-                guard snd_ctl_pcm_info(c, pi) >= 0 else { continue } // playback-only device
+                guard snd_ctl_pcm_info(c, pi) >= 0 else { continue }  // playback-only device
                 let name = "hw:\(card),\(dev)"
                 let desc = "\(cardName) — \(String(cString: snd_pcm_info_get_name(pi)))"
                 if seen.insert(name).inserted { out.append(AudioDeviceInfo(name: name, description: desc)) }

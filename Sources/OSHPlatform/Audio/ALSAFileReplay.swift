@@ -35,8 +35,10 @@ public struct ALSAFileReplay: Sendable {
     }
 
     /// Reads `wavPath` (up to 64 MiB) and writes its samples to `directory/NAME.raw`.
-    public static func prepare(wavPath: String, directory: String, device: String = "osh_wav",
-                               periodSeconds: Double = 0.02) throws -> ALSAFileReplay {
+    public static func prepare(
+        wavPath: String, directory: String, device: String = "osh_wav",
+        periodSeconds: Double = 0.02
+    ) throws -> ALSAFileReplay {
         guard let bytes = try StateFiles.read(wavPath, limit: 64 << 20) else { throw Failure.missing(wavPath) }
         let header: WAVHeader
         do { header = try WAVHeader.parse(bytes) } catch { throw Failure.invalid(wavPath, "\(error)") }
@@ -44,19 +46,21 @@ public struct ALSAFileReplay: Sendable {
         let rawPath = (directory.hasSuffix("/") ? directory : directory + "/") + base + ".raw"
         try StateFiles.write(Array(bytes[header.dataOffset..<(header.dataOffset + header.dataBytes)]), to: rawPath)
         let text = """
-        pcm.\(device) {
-            type file
-            slave.pcm { type null }
-            file "/dev/null"
-            infile "\(quoted(rawPath))"
-            format "raw"
-        }
+            pcm.\(device) {
+                type file
+                slave.pcm { type null }
+                file "/dev/null"
+                infile "\(quoted(rawPath))"
+                format "raw"
+            }
 
-        """
-        let request = ALSACapture.Request(sampleRate: header.sampleRate, periodSeconds: periodSeconds,
-                                          formats: [header.format], channels: header.channels)
-        return ALSAFileReplay(device: device, configText: text, request: request, header: header, rawPath: rawPath,
-                              rawInode: inode(rawPath) ?? 0)
+            """
+        let request = ALSACapture.Request(
+            sampleRate: header.sampleRate, periodSeconds: periodSeconds,
+            formats: [header.format], channels: header.channels)
+        return ALSAFileReplay(
+            device: device, configText: text, request: request, header: header, rawPath: rawPath,
+            rawInode: inode(rawPath) ?? 0)
     }
 
     /// Deletes the raw copy, unless a newer replay of the same WAV has written its own there since.

@@ -19,7 +19,8 @@ public struct AudioCaptureFormat: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         let periodMs = (Double(periodFrames) * 10000 / Double(max(1, sampleRate))).rounded() / 10
-        return "\(sampleFormat.rawValue) \(sampleRate) Hz \(channels) ch, period \(periodFrames) frames (\(periodMs) ms), buffer \(bufferFrames) frames"
+        return
+            "\(sampleFormat.rawValue) \(sampleRate) Hz \(channels) ch, period \(periodFrames) frames (\(periodMs) ms), buffer \(bufferFrames) frames"
     }
 }
 

@@ -13,12 +13,14 @@ public final class BMP3Driver: BarometerDriver {
         note: "0x77 with SDO high (Adafruit default), 0x76 with SDO to GND", measures: [.pressure, .temperature])
 
     /// The driver table's entries.
-    public static let bmp388Chip = BarometerChip(identity: bmp388, layout: BMP3Decode.layout,
-                                                 make: { BMP3Driver(bus: $0, address: $1, identity: bmp388) },
-                                                 decode: { try BMP3Decode.decode(chip: "BMP388", calibration: $0, burst: $1) })
-    public static let bmp390Chip = BarometerChip(identity: bmp390, layout: BMP3Decode.layout,
-                                                 make: { BMP3Driver(bus: $0, address: $1, identity: bmp390) },
-                                                 decode: { try BMP3Decode.decode(chip: "BMP390", calibration: $0, burst: $1) })
+    public static let bmp388Chip = BarometerChip(
+        identity: bmp388, layout: BMP3Decode.layout,
+        make: { BMP3Driver(bus: $0, address: $1, identity: bmp388) },
+        decode: { try BMP3Decode.decode(chip: "BMP388", calibration: $0, burst: $1) })
+    public static let bmp390Chip = BarometerChip(
+        identity: bmp390, layout: BMP3Decode.layout,
+        make: { BMP3Driver(bus: $0, address: $1, identity: bmp390) },
+        decode: { try BMP3Decode.decode(chip: "BMP390", calibration: $0, burst: $1) })
 
     // Registers (datasheet §4.3).
     public static let regID: UInt8 = 0x00, regErr: UInt8 = 0x02, regStatus: UInt8 = 0x03
@@ -52,10 +54,11 @@ public final class BMP3Driver: BarometerDriver {
     public func reset() throws {
         // A command is accepted only when cmd_rdy is set.
         guard try bus.readRegister(address, Self.regStatus) & Self.statusCmdReady != 0 else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address, operation: "resetting: STATUS says the command decoder is busy")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address, operation: "resetting: STATUS says the command decoder is busy")
         }
         try bus.writeRegister(address, Self.regCmd, Self.softReset)
-        usleep(2000) // start-up 2 ms
+        usleep(2000)  // start-up 2 ms
         if try bus.readRegister(address, Self.regErr) & Self.errCmd != 0 {
             throw I2CError(.unexpectedResponse, bus: bus.number, address: address, operation: "resetting: ERR_REG reports a command error")
         }
@@ -98,7 +101,7 @@ public final class BMP3Driver: BarometerDriver {
     public func configure(_ c: BarometerConfiguration) throws {
         let s = Self.settings(c.oversampling)
         let osr = s.t << 3 | s.p, odr = Self.odrCode(rateHz: c.rateHz, p: s.p, t: s.t), config = s.iir << 1
-        let pwr: UInt8 = 0x30 | 0x03 // normal mode, pressure and temperature enabled
+        let pwr: UInt8 = 0x30 | 0x03  // normal mode, pressure and temperature enabled
         try bus.writeRegister(address, Self.regPwrCtrl, 0)
         try bus.writeRegister(address, Self.regOSR, osr)
         try bus.writeRegister(address, Self.regODR, odr)
@@ -107,8 +110,10 @@ public final class BMP3Driver: BarometerDriver {
         written = (osr, odr, config, pwr)
         let err = try bus.readRegister(address, Self.regErr)
         guard err & (Self.errConf | Self.errFatal) == 0 else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "configuring: ERR_REG = \(baroHex(err)) after OSR \(baroHex(osr)), ODR \(baroHex(odr)) (the chip refused the settings)")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation:
+                    "configuring: ERR_REG = \(baroHex(err)) after OSR \(baroHex(osr)), ODR \(baroHex(odr)) (the chip refused the settings)")
         }
     }
 
@@ -117,9 +122,10 @@ public final class BMP3Driver: BarometerDriver {
         guard let cal = calibration else { return nil }
         try bus.readRegisters(address, Self.regStatus, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<7]))
         guard let raw = BMP3Raw(burst: UnsafeRawBufferPointer(rebasing: buffer[1..<7])),
-              !(raw.pressure == Self.notMeasured && raw.temperature == Self.notMeasured) else { return nil }
+            !(raw.pressure == Self.notMeasured && raw.temperature == Self.notMeasured)
+        else { return nil }
         let c = cal.compensate(uncompensatedT: raw.temperature, uncompensatedP: raw.pressure)
-        guard c.pa.isFinite else { return nil } // temperature out of range: Bosch computes no pressure
+        guard c.pa.isFinite else { return nil }  // temperature out of range: Bosch computes no pressure
         return BarometerReading(pressurePa: c.pa, celsius: c.celsius)
     }
 

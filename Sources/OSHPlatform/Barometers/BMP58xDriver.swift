@@ -15,12 +15,14 @@ public final class BMP58xDriver: BarometerDriver {
         note: "0x47 with SDO high, 0x46 with SDO to GND", measures: [.pressure, .temperature])
 
     /// The driver table's entries.
-    public static let bmp581Chip = BarometerChip(identity: bmp581, layout: BMP58xDecode.layout,
-                                                 make: { BMP58xDriver(bus: $0, address: $1, identity: bmp581) },
-                                                 decode: { try BMP58xDecode.decode(chip: "BMP581", calibration: $0, burst: $1) })
-    public static let bmp585Chip = BarometerChip(identity: bmp585, layout: BMP58xDecode.layout,
-                                                 make: { BMP58xDriver(bus: $0, address: $1, identity: bmp585) },
-                                                 decode: { try BMP58xDecode.decode(chip: "BMP585", calibration: $0, burst: $1) })
+    public static let bmp581Chip = BarometerChip(
+        identity: bmp581, layout: BMP58xDecode.layout,
+        make: { BMP58xDriver(bus: $0, address: $1, identity: bmp581) },
+        decode: { try BMP58xDecode.decode(chip: "BMP581", calibration: $0, burst: $1) })
+    public static let bmp585Chip = BarometerChip(
+        identity: bmp585, layout: BMP58xDecode.layout,
+        make: { BMP58xDriver(bus: $0, address: $1, identity: bmp585) },
+        decode: { try BMP58xDecode.decode(chip: "BMP585", calibration: $0, burst: $1) })
 
     // Registers (datasheet §7, named as Bosch's BMP5 sensor API names them).
     public static let regChipID: UInt8 = 0x01, regRevID: UInt8 = 0x02, regIntSource: UInt8 = 0x15
@@ -41,8 +43,10 @@ public final class BMP58xDriver: BarometerDriver {
     /// and the data registers showing the IIR-filtered values (shdw_sel_iir_t, shdw_sel_iir_p).
     public static let dspConfig: UInt8 = 0x2B
     /// ODR_CONFIG.odr codes 0…31 and their nominal rates (Hz).
-    public static let rates: [Double] = [240, 218.5, 199.1, 179.2, 160, 149.3, 140, 129.8, 120, 110.1, 100.2, 89.6, 80, 70, 60, 50,
-                                         45, 40, 35, 30, 25, 20, 15, 10, 5, 4, 3, 2, 1, 0.5, 0.25, 0.125]
+    public static let rates: [Double] = [
+        240, 218.5, 199.1, 179.2, 160, 149.3, 140, 129.8, 120, 110.1, 100.2, 89.6, 80, 70, 60, 50,
+        45, 40, 35, 30, 25, 20, 15, 10, 5, 4, 3, 2, 1, 0.5, 0.25, 0.125,
+    ]
     /// An ODR period must be this many conversion times at least: `conversionMicroseconds` is a
     /// typical value, and the chip's own check has the last word (OSR_EFF, read in `configure`).
     public static let conversionMargin = 1.25
@@ -78,7 +82,7 @@ public final class BMP58xDriver: BarometerDriver {
             // the reset happened is what INT_STATUS says next (a chip that is gone NACKs that read too).
         }
         measured = false
-        usleep(2000) // t_soft_res 2 ms
+        usleep(2000)  // t_soft_res 2 ms
         var interrupts: UInt8 = 0
         for i in 0..<5 {
             interrupts = try bus.readRegister(address, Self.regIntStatus)
@@ -86,14 +90,18 @@ public final class BMP58xDriver: BarometerDriver {
             if i < 4 { usleep(1000) }
         }
         guard interrupts & Self.intResetComplete != 0 else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "resetting: INT_STATUS = \(baroHex(interrupts)) never showed the reset complete (por) within 6 ms of CMD 0xB6; power-cycle the chip")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation:
+                    "resetting: INT_STATUS = \(baroHex(interrupts)) never showed the reset complete (por) within 6 ms of CMD 0xB6; power-cycle the chip"
+            )
         }
         let status = try bus.readRegister(address, Self.regStatus)
         guard status & Self.statusNVMReady != 0, status & Self.statusNVMError == 0 else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "resetting: STATUS = \(baroHex(status)): the trimming NVM is "
-                               + (status & Self.statusNVMError != 0 ? "in error" : "not ready") + "; power-cycle the chip")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "resetting: STATUS = \(baroHex(status)): the trimming NVM is "
+                    + (status & Self.statusNVMError != 0 ? "in error" : "not ready") + "; power-cycle the chip")
         }
     }
 
@@ -136,25 +144,26 @@ public final class BMP58xDriver: BarometerDriver {
         let osr = Self.osrPressureEnable | s.p << 3 | s.t
         let code = Self.odrCode(rateHz: c.rateHz, p: s.p, t: s.t)
         let odr = Self.odrDeepStandbyOff | code << 2 | Self.modeNormal
-        let iir = s.iir << 3 | s.iir // pressure bits 5:3, temperature bits 2:0
+        let iir = s.iir << 3 | s.iir  // pressure bits 5:3, temperature bits 2:0
         // The IIR registers take writes only in standby (Bosch's API switches to it first).
         try bus.writeRegister(address, Self.regODRConfig, Self.odrDeepStandbyOff | Self.modeStandby)
-        usleep(2500) // t_standby
+        usleep(2500)  // t_standby
         try bus.writeRegister(address, Self.regDSPConfig, Self.dspConfig)
         try bus.writeRegister(address, Self.regDSPIIR, iir)
         try bus.writeRegister(address, Self.regIntSource, Self.intDataReady)
-        _ = try bus.readRegister(address, Self.regIntStatus) // clears a flag from before
+        _ = try bus.readRegister(address, Self.regIntStatus)  // clears a flag from before
         try bus.writeRegister(address, Self.regOSRConfig, osr)
         try bus.writeRegister(address, Self.regODRConfig, odr)
         written = (osr, odr, iir)
         measured = false
-        usleep(3000) // measuring starts within t_reconf; Linux's driver waits 3 ms before this check too
+        usleep(3000)  // measuring starts within t_reconf; Linux's driver waits 3 ms before this check too
         let eff = try bus.readRegister(address, Self.regOSREff)
         guard eff & Self.effODRValid != 0 else {
             let x = { (code: UInt8) in "×\(1 << Int(code & 7))" }
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "configuring: OSR_EFF = \(baroHex(eff)) says P\(x(s.p)) T\(x(s.t)) does not fit \(Self.rates[Int(code)]) Hz "
-                               + "(the chip measures with P\(x(eff >> 3)) T\(x(eff)) instead); lower the barometer rate or its oversampling")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "configuring: OSR_EFF = \(baroHex(eff)) says P\(x(s.p)) T\(x(s.t)) does not fit \(Self.rates[Int(code)]) Hz "
+                    + "(the chip measures with P\(x(eff >> 3)) T\(x(eff)) instead); lower the barometer rate or its oversampling")
         }
     }
 

@@ -15,12 +15,14 @@ public final class BMx280Driver: BarometerDriver {
         measures: [.pressure, .temperature, .humidity])
 
     /// The driver table's entries.
-    public static let bmp280Chip = BarometerChip(identity: bmp280, layout: BMx280Decode.bmp280Layout,
-                                                 make: { BMx280Driver(bus: $0, address: $1, identity: bmp280) },
-                                                 decode: { try BMx280Decode.decode(chip: "BMP280", humidity: false, calibration: $0, burst: $1) })
-    public static let bme280Chip = BarometerChip(identity: bme280, layout: BMx280Decode.bme280Layout,
-                                                 make: { BMx280Driver(bus: $0, address: $1, identity: bme280) },
-                                                 decode: { try BMx280Decode.decode(chip: "BME280", humidity: true, calibration: $0, burst: $1) })
+    public static let bmp280Chip = BarometerChip(
+        identity: bmp280, layout: BMx280Decode.bmp280Layout,
+        make: { BMx280Driver(bus: $0, address: $1, identity: bmp280) },
+        decode: { try BMx280Decode.decode(chip: "BMP280", humidity: false, calibration: $0, burst: $1) })
+    public static let bme280Chip = BarometerChip(
+        identity: bme280, layout: BMx280Decode.bme280Layout,
+        make: { BMx280Driver(bus: $0, address: $1, identity: bme280) },
+        decode: { try BMx280Decode.decode(chip: "BME280", humidity: true, calibration: $0, burst: $1) })
 
     // Registers (datasheet §5.3 / §5.4).
     public static let regID: UInt8 = 0xD0, regReset: UInt8 = 0xE0, regCtrlHum: UInt8 = 0xF2, regStatus: UInt8 = 0xF3
@@ -53,7 +55,7 @@ public final class BMx280Driver: BarometerDriver {
 
     public func reset() throws {
         try bus.writeRegister(address, Self.regReset, Self.resetValue)
-        usleep(2000) // start-up time 2 ms (datasheet table 2)
+        usleep(2000)  // start-up time 2 ms (datasheet table 2)
         try waitUntilClear(Self.regStatus, mask: Self.statusImUpdate, what: "waiting for the NVM copy after reset")
     }
 
@@ -92,7 +94,7 @@ public final class BMx280Driver: BarometerDriver {
     func standbyCode(rateHz: Double, t: UInt8, p: UInt8) -> UInt8 {
         let os = { (code: UInt8) in code == 0 ? 0.0 : Double(1 << (code - 1)) }
         var measureMs = 1.25 + 2.3 * os(t) + 2.3 * os(p) + 0.575
-        if hasHumidity { measureMs += 2.3 + 0.575 } // humidity ×1
+        if hasHumidity { measureMs += 2.3 + 0.575 }  // humidity ×1
         let periodMs = 1000 / rateHz
         var best: (code: UInt8, ms: Double) = (0, 0.5)
         for (code, ms) in standbyTable().enumerated() where measureMs + ms <= periodMs && ms > best.ms {
@@ -104,7 +106,7 @@ public final class BMx280Driver: BarometerDriver {
     public func configure(_ c: BarometerConfiguration) throws {
         let s = Self.settings(c.oversampling)
         let config = standbyCode(rateHz: c.rateHz, t: s.t, p: s.p) << 5 | s.filter << 2
-        let ctrlMeas = s.t << 5 | s.p << 2 | 0b11 // normal mode
+        let ctrlMeas = s.t << 5 | s.p << 2 | 0b11  // normal mode
         // In sleep mode first: config writes in normal mode may be ignored (§5.4.6), and ctrl_hum
         // takes effect only at the next ctrl_meas write (§5.4.3).
         try bus.writeRegister(address, Self.regCtrlMeas, 0)
@@ -114,8 +116,9 @@ public final class BMx280Driver: BarometerDriver {
         written = (ctrlMeas, config, hasHumidity ? 1 : 0)
         let back = try bus.readRegister(address, Self.regCtrlMeas)
         guard back == ctrlMeas else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "configuring: ctrl_meas reads back \(baroHex(back)) after writing \(baroHex(ctrlMeas))")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "configuring: ctrl_meas reads back \(baroHex(back)) after writing \(baroHex(ctrlMeas))")
         }
     }
 
@@ -125,7 +128,8 @@ public final class BMx280Driver: BarometerDriver {
         let burst = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<burstCount])
         try bus.readRegisters(address, BMx280Raw.register, into: burst)
         guard let raw = BMx280Raw(burst: UnsafeRawBufferPointer(burst)),
-              raw.adcT != BMx280Raw.skipped, raw.adcP != BMx280Raw.skipped else { return nil }
+            raw.adcT != BMx280Raw.skipped, raw.adcP != BMx280Raw.skipped
+        else { return nil }
         let t = cal.temperature(adcT: raw.adcT)
         let pa = cal.pressurePa(adcP: raw.adcP, tFine: t.tFine)
         var h: Double?

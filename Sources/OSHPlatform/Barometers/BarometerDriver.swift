@@ -59,7 +59,8 @@ extension BarometerDriver {
     /// Reads the ID register the chip's identity names and checks it (every barometer has one).
     @discardableResult public func identify() throws -> UInt8 {
         guard let register = identity.idRegister else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address, operation: "identifying a \(identity.name): no ID register known")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address, operation: "identifying a \(identity.name): no ID register known")
         }
         let id = try bus.readRegister(address, register)
         try checkID(id)
@@ -83,13 +84,15 @@ extension BarometerDriver {
             if try bus.readRegister(address, register) & mask == 0 { return }
             if i + 1 < tries { usleep(stepMicroseconds) }
         }
-        throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                       operation: "\(what): register \(baroHex(register)) bit mask \(baroHex(mask)) still set after \(tries) ms; power-cycle the chip")
+        throw I2CError(
+            .unexpectedResponse, bus: bus.number, address: address,
+            operation: "\(what): register \(baroHex(register)) bit mask \(baroHex(mask)) still set after \(tries) ms; power-cycle the chip")
     }
 
     func checkID(_ value: UInt8) throws {
         guard identity.matches(id: value) else {
-            var why = "reading the chip ID: register \(baroHex(identity.idRegister ?? 0)) holds \(baroHex(value)), not a \(identity.name) ("
+            var why =
+                "reading the chip ID: register \(baroHex(identity.idRegister ?? 0)) holds \(baroHex(value)), not a \(identity.name) ("
                 + identity.idValues.map(baroHex).joined(separator: "/") + ")"
             if let other = BarometerDrivers.identities.first(where: { $0.idRegister == identity.idRegister && $0.matches(id: value) }) {
                 why += "; that ID is a \(other.name): set the chip to \(other.name) or auto"
@@ -115,9 +118,11 @@ public struct BarometerChip: Sendable {
     private let make: @Sendable (I2CBus, UInt8) -> BarometerDriver
     private let decodeBytes: @Sendable ([UInt8], [UInt8]) throws -> BarometerDecodeResult
 
-    public init(identity: I2CChipIdentity, layout: BarometerByteLayout,
-                make: @escaping @Sendable (I2CBus, UInt8) -> BarometerDriver,
-                decode: @escaping @Sendable ([UInt8], [UInt8]) throws -> BarometerDecodeResult) {
+    public init(
+        identity: I2CChipIdentity, layout: BarometerByteLayout,
+        make: @escaping @Sendable (I2CBus, UInt8) -> BarometerDriver,
+        decode: @escaping @Sendable ([UInt8], [UInt8]) throws -> BarometerDecodeResult
+    ) {
         self.identity = identity
         self.layout = layout
         self.make = make
@@ -156,8 +161,10 @@ public enum BarometerDrivers {
     /// Nothing answering anywhere throws an `I2CError` that `isAbsent`, naming what was tried; a
     /// chip that answers with another ID throws `.unexpectedResponse` naming the ID; an unknown
     /// `chip` name throws `BarometerDataError`.
-    public static func open(bus: I2CBus, chip: String, address: UInt8?,
-                            configuration: BarometerConfiguration = BarometerConfiguration()) throws -> BarometerDriver {
+    public static func open(
+        bus: I2CBus, chip: String, address: UInt8?,
+        configuration: BarometerConfiguration = BarometerConfiguration()
+    ) throws -> BarometerDriver {
         let candidates: [I2CChipIdentity]
         if baroSameName(chip, "auto") {
             candidates = identities
@@ -168,7 +175,9 @@ public enum BarometerDrivers {
         }
         // Addresses in the order the candidates list them (default straps first), each once.
         var addresses: [UInt8] = []
-        if let a = address { addresses = [a] } else {
+        if let a = address {
+            addresses = [a]
+        } else {
             for c in candidates { for a in c.addresses where !addresses.contains(a) { addresses.append(a) } }
         }
         var lastError: I2CError?
@@ -179,7 +188,7 @@ public enum BarometerDrivers {
                 do {
                     try driver.identify()
                 } catch let e as I2CError {
-                    if e.isAbsent { break } // nothing at this address: skip its other candidates
+                    if e.isAbsent { break }  // nothing at this address: skip its other candidates
                     answered = true
                     lastError = e
                     continue
@@ -191,15 +200,19 @@ public enum BarometerDrivers {
             }
         }
         if !answered {
-            let tried = candidates.map { c in "\(c.name) at " + c.addresses.filter { addresses.contains($0) }.map(baroHex).joined(separator: "/") }
-                .joined(separator: ", ")
-            throw I2CError(.noAcknowledge, bus: bus.number, address: nil, errno: EREMOTEIO,
-                           operation: "looking for a barometer (\(tried))")
+            let tried = candidates.map { c in
+                "\(c.name) at " + c.addresses.filter { addresses.contains($0) }.map(baroHex).joined(separator: "/")
+            }
+            .joined(separator: ", ")
+            throw I2CError(
+                .noAcknowledge, bus: bus.number, address: nil, errno: EREMOTEIO,
+                operation: "looking for a barometer (\(tried))")
         }
         if candidates.count > 1, let e = lastError, e.kind == .unexpectedResponse {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: e.address,
-                           operation: "looking for a barometer: a chip answered but its ID is none of "
-                               + names.joined(separator: ", ") + " (last: \(e.operation))")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: e.address,
+                operation: "looking for a barometer: a chip answered but its ID is none of "
+                    + names.joined(separator: ", ") + " (last: \(e.operation))")
         }
         throw lastError ?? I2CError(.noAcknowledge, bus: bus.number, address: address, operation: "looking for a barometer")
     }

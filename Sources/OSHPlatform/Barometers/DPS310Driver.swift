@@ -16,9 +16,10 @@ public final class DPS310Driver: BarometerDriver {
         note: "0x77 by default (Adafruit's board, Infineon's drivers), 0x76 with SDO to GND", measures: [.pressure, .temperature])
 
     /// The driver table's entry.
-    public static let chip = BarometerChip(identity: dps310, layout: DPS310Decode.layout,
-                                           make: { DPS310Driver(bus: $0, address: $1) },
-                                           decode: { try DPS310Decode.decode(chip: "DPS310", calibration: $0, burst: $1) })
+    public static let chip = BarometerChip(
+        identity: dps310, layout: DPS310Decode.layout,
+        make: { DPS310Driver(bus: $0, address: $1) },
+        decode: { try DPS310Decode.decode(chip: "DPS310", calibration: $0, burst: $1) })
 
     // Registers and bits (datasheet register description).
     public static let regPrsCfg: UInt8 = 0x06, regTmpCfg: UInt8 = 0x07, regMeasCfg: UInt8 = 0x08, regCfg: UInt8 = 0x09
@@ -37,7 +38,9 @@ public final class DPS310Driver: BarometerDriver {
     /// arduino-xensiv-dps3xx src/DpsClass.cpp `correctTemp()` (commit d8c32de) and
     /// sensor-xensiv-dps3xx xensiv_dps3xx.c `_xensiv_dps3xx_correct_temperature()` (commit 86b3370)
     /// write these, in this order, on every part. The registers are not in the datasheet.
-    public static let temperatureFixUp: [(register: UInt8, value: UInt8)] = [(0x0E, 0xA5), (0x0F, 0x96), (0x62, 0x02), (0x0E, 0x00), (0x0F, 0x00)]
+    public static let temperatureFixUp: [(register: UInt8, value: UInt8)] = [
+        (0x0E, 0xA5), (0x0F, 0x96), (0x62, 0x02), (0x0E, 0x00), (0x0F, 0x00),
+    ]
     /// Infineon keeps 10 ms of every second spare (dps_config.h DPS3xx__BUSYTIME_FAILSAFE): the
     /// measurements of one second must take less than this.
     public static let busyBudgetMilliseconds = 990.0
@@ -84,8 +87,10 @@ public final class DPS310Driver: BarometerDriver {
                 // Restarting after the reset, it may not acknowledge for a moment.
             }
             if i == 49 {
-                throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                               operation: "resetting: MEAS_CFG is \(baroHex(last)) after 100 ms, SENSOR_RDY and COEF_RDY not both set; power-cycle the chip")
+                throw I2CError(
+                    .unexpectedResponse, bus: bus.number, address: address,
+                    operation:
+                        "resetting: MEAS_CFG is \(baroHex(last)) after 100 ms, SENSOR_RDY and COEF_RDY not both set; power-cycle the chip")
             }
             usleep(2000)
         }
@@ -95,8 +100,11 @@ public final class DPS310Driver: BarometerDriver {
     public func readCalibration() throws {
         let meas = try bus.readRegister(address, Self.regMeasCfg)
         guard meas & Self.coefReady != 0 else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "reading the coefficients: MEAS_CFG \(baroHex(meas)) says they are not loaded (COEF_RDY clear); reset or power-cycle the chip")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation:
+                    "reading the coefficients: MEAS_CFG \(baroHex(meas)) says they are not loaded (COEF_RDY clear); reset or power-cycle the chip"
+            )
         }
         let bytes = try bus.readBlock(address, DPS310Calibration.register, count: DPS310Calibration.byteCount)
         let source = try bus.readRegister(address, Self.regCoefSource)
@@ -152,10 +160,11 @@ public final class DPS310Driver: BarometerDriver {
         // Bit 7 of PRS_CFG and bit 3 of TMP_CFG are reserved; MEAS_CFG's top bits are status.
         guard back[0] & 0x7F == prs, back[1] & 0xF7 == tmp, back[3] == cfg, back[2] & 0x07 == Self.continuousBoth else {
             written = nil
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "configuring: PRS_CFG, TMP_CFG, MEAS_CFG, CFG_REG read back "
-                               + back.map(baroHex).joined(separator: " ") + " after writing \(baroHex(prs)) \(baroHex(tmp)) "
-                               + "\(baroHex(Self.continuousBoth)) \(baroHex(cfg)); check the wiring, then power-cycle the chip")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "configuring: PRS_CFG, TMP_CFG, MEAS_CFG, CFG_REG read back "
+                    + back.map(baroHex).joined(separator: " ") + " after writing \(baroHex(prs)) \(baroHex(tmp)) "
+                    + "\(baroHex(Self.continuousBoth)) \(baroHex(cfg)); check the wiring, then power-cycle the chip")
         }
         written = (prs, tmp, cfg, Self.continuousBoth)
     }
@@ -173,8 +182,9 @@ public final class DPS310Driver: BarometerDriver {
         }
         try bus.readRegisters(address, DPS310Raw.register, into: buffer)
         guard let raw = DPS310Raw(burst: UnsafeRawBufferPointer(buffer)),
-              raw.pressureConfig & 0x7F == w.prsCfg, raw.temperatureConfig & 0xF7 == w.tmpCfg,
-              let kP = DPS310Scale.factor(raw.pressureOversampling), let kT = DPS310Scale.factor(raw.temperatureOversampling) else {
+            raw.pressureConfig & 0x7F == w.prsCfg, raw.temperatureConfig & 0xF7 == w.tmpCfg,
+            let kP = DPS310Scale.factor(raw.pressureOversampling), let kT = DPS310Scale.factor(raw.temperatureOversampling)
+        else {
             readySeen = 0
             return nil
         }

@@ -10,9 +10,10 @@ public final class LPS22HBDriver: BarometerDriver {
         note: "0x5D with SA0 high (Adafruit default), 0x5C with SA0 low", measures: [.pressure, .temperature])
 
     /// The driver table's entry.
-    public static let chip = BarometerChip(identity: lps22hb, layout: LPS22HBDecode.layout,
-                                           make: { LPS22HBDriver(bus: $0, address: $1) },
-                                           decode: { try LPS22HBDecode.decode(chip: "LPS22HB", calibration: $0, burst: $1) })
+    public static let chip = BarometerChip(
+        identity: lps22hb, layout: LPS22HBDecode.layout,
+        make: { LPS22HBDriver(bus: $0, address: $1) },
+        decode: { try LPS22HBDecode.decode(chip: "LPS22HB", calibration: $0, burst: $1) })
 
     // Registers (datasheet §8).
     public static let regWhoAmI: UInt8 = 0x0F, regCtrl1: UInt8 = 0x10, regCtrl2: UInt8 = 0x11, regResConf: UInt8 = 0x1A
@@ -64,17 +65,18 @@ public final class LPS22HBDriver: BarometerDriver {
         var ctrl1 = Self.odrCode(rateHz: c.rateHz) << 4 | 0x02
         var resConf: UInt8 = 0
         switch c.oversampling {
-        case .lowPower: resConf = 0x01 // LC_EN: low-current mode
-        case .standard: ctrl1 |= 0x08 // low-pass ODR/9
-        case .highResolution: ctrl1 |= 0x0C // low-pass ODR/20
+        case .lowPower: resConf = 0x01  // LC_EN: low-current mode
+        case .standard: ctrl1 |= 0x08  // low-pass ODR/9
+        case .highResolution: ctrl1 |= 0x0C  // low-pass ODR/20
         }
         try bus.writeRegister(address, Self.regResConf, resConf)
         try bus.writeRegister(address, Self.regCtrl1, ctrl1)
         written = (ctrl1, resConf)
         let back = try bus.readRegister(address, Self.regCtrl1)
         guard back == ctrl1 else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "configuring: CTRL_REG1 reads back \(baroHex(back)) after writing \(baroHex(ctrl1))")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "configuring: CTRL_REG1 reads back \(baroHex(back)) after writing \(baroHex(ctrl1))")
         }
         measured = false
     }

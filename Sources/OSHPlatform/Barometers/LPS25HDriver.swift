@@ -22,9 +22,10 @@ public final class LPS25HDriver: BarometerDriver {
         measures: [.pressure, .temperature])
 
     /// The driver table's entry.
-    public static let chip = BarometerChip(identity: lps25h, layout: LPS25HDecode.layout,
-                                           make: { LPS25HDriver(bus: $0, address: $1) },
-                                           decode: { try LPS25HDecode.decode(chip: "LPS25H", calibration: $0, burst: $1) })
+    public static let chip = BarometerChip(
+        identity: lps25h, layout: LPS25HDecode.layout,
+        make: { LPS25HDriver(bus: $0, address: $1) },
+        decode: { try LPS25HDecode.decode(chip: "LPS25H", calibration: $0, burst: $1) })
 
     // Registers, as the datasheet names them.
     public static let regWhoAmI: UInt8 = 0x0F, regResConf: UInt8 = 0x10, regCtrl1: UInt8 = 0x20, regCtrl2: UInt8 = 0x21
@@ -110,9 +111,10 @@ public final class LPS25HDriver: BarometerDriver {
         for (register, name, value) in [(Self.regCtrl1, "CTRL_REG1", s.ctrl1), (Self.regFifoCtrl, "FIFO_CTRL", s.fifoCtrl)] {
             let back = try bus.readRegister(address, register)
             guard back == value else {
-                throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                               operation: "configuring: \(name) reads back \(baroHex(back)) after writing \(baroHex(value)); "
-                                   + "another program may be configuring the chip, or it is not an LPS25H")
+                throw I2CError(
+                    .unexpectedResponse, bus: bus.number, address: address,
+                    operation: "configuring: \(name) reads back \(baroHex(back)) after writing \(baroHex(value)); "
+                        + "another program may be configuring the chip, or it is not an LPS25H")
             }
         }
     }

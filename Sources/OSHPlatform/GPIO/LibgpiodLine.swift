@@ -33,7 +33,7 @@ public final class LibgpiodLine: GPIOLine {
     deinit { osh_gpio_out_close(handle) }
 
     public func set(_ high: Bool) throws {
-        if last == high { return }   // one ioctl per edge, not per tick
+        if last == high { return }  // one ioctl per edge, not per tick
         guard osh_gpio_out_set(handle, high ? 1 : 0) == 0 else {
             let e = Glibc.errno
             last = nil

@@ -32,13 +32,15 @@ public struct GPSDReport: Sendable, Equatable {
     /// The report in a parsed TPV object, or nil: not TPV, mode < 2, or no finite lat/lon.
     public init?(tpv v: JSONValue) {
         guard v["class"]?.string == "TPV", let mode = v["mode"]?.int, mode >= 2,
-              let lat = v["lat"]?.double, let lon = v["lon"]?.double, lat.isFinite, lon.isFinite,
-              abs(lat) <= 90, abs(lon) <= 180 else { return nil }
-        self.init(time: v["time"]?.string.flatMap { ISOTime.parse($0) },
-                  lat: lat, lon: lon,
-                  altHAE: v["altHAE"]?.double,
-                  altMSL: v["altMSL"]?.double ?? v["alt"]?.double,
-                  mode: mode, device: v["device"]?.string)
+            let lat = v["lat"]?.double, let lon = v["lon"]?.double, lat.isFinite, lon.isFinite,
+            abs(lat) <= 90, abs(lon) <= 180
+        else { return nil }
+        self.init(
+            time: v["time"]?.string.flatMap { ISOTime.parse($0) },
+            lat: lat, lon: lon,
+            altHAE: v["altHAE"]?.double,
+            altMSL: v["altMSL"]?.double ?? v["alt"]?.double,
+            mode: mode, device: v["device"]?.string)
     }
 }
 
@@ -127,9 +129,11 @@ public final class GPSDSource {
     private var discarding = false
     private let buffer: UnsafeMutableRawBufferPointer
 
-    public init(loop: EventLoop, host: String = "127.0.0.1", port: UInt16 = GPSDSource.defaultPort,
-                onFix: @escaping (GPSDReport) -> Void,
-                onState: @escaping (GPSDSource.State) -> Void) {
+    public init(
+        loop: EventLoop, host: String = "127.0.0.1", port: UInt16 = GPSDSource.defaultPort,
+        onFix: @escaping (GPSDReport) -> Void,
+        onState: @escaping (GPSDSource.State) -> Void
+    ) {
         self.loop = loop
         self.host = host
         self.port = port
@@ -150,7 +154,7 @@ public final class GPSDSource {
     public func start() {
         guard !running else { return }
         running = true
-        _ = log.recovered() // a new start is a new story: the backoff starts over
+        _ = log.recovered()  // a new start is a new story: the backoff starts over
         line.reserveCapacity(min(maxLineBytes, 64 * 1024))
         connect()
     }
@@ -289,7 +293,7 @@ public final class GPSDSource {
                 line.removeAll(keepingCapacity: true)
                 discarding = !complete
             } else if complete && line.isEmpty {
-                handleLine(piece) // the whole line is in this chunk: no copy
+                handleLine(piece)  // the whole line is in this chunk: no copy
             } else {
                 line.append(contentsOf: piece)
                 if complete {
@@ -335,7 +339,7 @@ public final class GPSDSource {
                 setState(.waitingForFix)
             }
         case "VERSION":
-            break // said by heard(), which the VERSION line opening a connection triggers
+            break  // said by heard(), which the VERSION line opening a connection triggers
         case "DEVICES":
             devices = (v["devices"]?.array ?? []).compactMap { $0["path"]?.string }
             if devices.isEmpty {
@@ -439,8 +443,10 @@ public final class GPSDSource {
 
     /// A blocking check (for a CLI `probe`, before any loop runs): connects, reads gpsd's VERSION,
     /// asks `?DEVICES;` and returns what it learned within `timeout` seconds, or a sentence why not.
-    public static func probe(host: String = "127.0.0.1", port: UInt16 = defaultPort,
-                             timeout: Double = 1) -> Result<Probe, SystemError> {
+    public static func probe(
+        host: String = "127.0.0.1", port: UInt16 = defaultPort,
+        timeout: Double = 1
+    ) -> Result<Probe, SystemError> {
         let endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let deadline = EventLoop.deadline(after: timeout)
         var inProgress: Int32 = 0
@@ -457,7 +463,8 @@ public final class GPSDSource {
         do {
             try Array("?DEVICES;\n".utf8).withUnsafeBytes { try socket.sendAll($0) }
         } catch {
-            return .failure((error as? SystemError)?.on("to gpsd at \(endpoint)") ?? SystemError("send", .ioError, subject: "to gpsd at \(endpoint)"))
+            return .failure(
+                (error as? SystemError)?.on("to gpsd at \(endpoint)") ?? SystemError("send", .ioError, subject: "to gpsd at \(endpoint)"))
         }
         var result = Probe(release: nil, devices: [])
         var sawVersion = false, sawDevices = false

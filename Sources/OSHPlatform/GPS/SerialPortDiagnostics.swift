@@ -71,7 +71,8 @@ public enum SerialPortDiagnostics {
                 if name == "gpsd" {
                     suspects.append(Holder(pid: pid, name: name, confirmed: false))
                 } else if name.hasSuffix("getty"), let args = readSmallFile(base + "/cmdline"),
-                          args.split(separator: "\0").contains(where: { baseName(String($0)) == ttyName }) {
+                    args.split(separator: "\0").contains(where: { baseName(String($0)) == ttyName })
+                {
                     suspects.append(Holder(pid: pid, name: name, confirmed: false))
                 }
             }
@@ -82,8 +83,10 @@ public enum SerialPortDiagnostics {
     /// The `console=` entry of a kernel command line that puts a console on `device`
     /// (`console=serial0,115200` when serial0 resolves to it, or `console=ttyS0,115200`), or nil.
     /// `configuredPath` is the path the user gave, matched literally too (`/dev/serial0`).
-    public static func kernelConsole(on device: String, configuredPath: String, cmdline: String,
-                                     resolve: (String) -> String? = SerialPortDiagnostics.resolve) -> String? {
+    public static func kernelConsole(
+        on device: String, configuredPath: String, cmdline: String,
+        resolve: (String) -> String? = SerialPortDiagnostics.resolve
+    ) -> String? {
         for token in cmdline.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }) {
             guard token.hasPrefix("console=") else { continue }
             let value = token.dropFirst("console=".count)
@@ -108,7 +111,8 @@ public enum SerialPortDiagnostics {
     /// /dev/serial0 points elsewhere), or nil.
     public static func bluetoothUARTWarning(device: String, resolve: (String) -> String? = SerialPortDiagnostics.resolve) -> String? {
         guard let s1 = resolve("/dev/serial1"), s1 == device,
-              let s0 = resolve("/dev/serial0"), s0 != device else { return nil }
+            let s0 = resolve("/dev/serial0"), s0 != device
+        else { return nil }
         return "\(device) is the Bluetooth UART on this Pi; a GPS on the header pins is on /dev/serial0 (→ \(s0)), "
             + "unless Bluetooth is moved off it (dtoverlay=disable-bt or miniuart-bt in /boot/firmware/config.txt)"
     }

@@ -32,7 +32,8 @@ public enum SerialPortList {
         // The mini UART (ttyS0 on a Pi 3/4) is listed through serial0/serial1 only.
         let aliased = Set(out.compactMap(\.device))
         for e in entries where e.hasPrefix("ttyS") && aliased.contains(dev + "/" + e) && !paths.contains(dev + "/" + e) {
-            out.append(SerialPortInfo(path: dev + "/" + e, device: dev + "/" + e, holders: SerialPortDiagnostics.holders(of: dev + "/" + e)))
+            out.append(
+                SerialPortInfo(path: dev + "/" + e, device: dev + "/" + e, holders: SerialPortDiagnostics.holders(of: dev + "/" + e)))
         }
         return out
     }

@@ -111,12 +111,14 @@ public final class SerialSource {
     private var log = RetryLog()
     private let buffer: UnsafeMutableRawBufferPointer
 
-    public init(loop: EventLoop, path: String, baud: Int?,
-                onData: @escaping (UnsafeRawBufferPointer) -> Void,
-                isConfirmed: @escaping () -> Bool,
-                onReset: @escaping () -> Void,
-                onState: @escaping (SerialSource.State) -> Void,
-                system: any SyscallDriver = KernelSyscalls.shared) {
+    public init(
+        loop: EventLoop, path: String, baud: Int?,
+        onData: @escaping (UnsafeRawBufferPointer) -> Void,
+        isConfirmed: @escaping () -> Bool,
+        onReset: @escaping () -> Void,
+        onState: @escaping (SerialSource.State) -> Void,
+        system: any SyscallDriver = KernelSyscalls.shared
+    ) {
         self.loop = loop
         self.system = system
         self.path = path
@@ -140,10 +142,11 @@ public final class SerialSource {
     public func start() {
         guard !running else { return }
         running = true
-        _ = log.recovered() // a new start is a new story: the backoff starts over
+        _ = log.recovered()  // a new start is a new story: the backoff starts over
         if let b = configuredBaud, osh_serial_baud_supported(Int32(truncatingIfNeeded: b)) == 0 || b <= 0 {
-            block("\(b) baud is not a standard serial rate; use one of 4800, 9600, 19200, 38400, 57600, 115200, 230400, or omit the baud for automatic detection",
-                  retry: false)
+            block(
+                "\(b) baud is not a standard serial rate; use one of 4800, 9600, 19200, 38400, 57600, 115200, 230400, or omit the baud for automatic detection",
+                retry: false)
             return
         }
         attemptOpen()
@@ -212,8 +215,9 @@ public final class SerialSource {
             let entry = SerialPortDiagnostics.readSmallFile("/proc/cmdline").flatMap {
                 SerialPortDiagnostics.kernelConsole(on: dev, configuredPath: path, cmdline: $0)
             }
-            block("a login console (\(gettys.map(\.description).joined(separator: ", "))) is on \(shown): "
-                  + SerialPortDiagnostics.consoleFix(device: dev, consoleEntry: entry), retry: true)
+            block(
+                "a login console (\(gettys.map(\.description).joined(separator: ", "))) is on \(shown): "
+                    + SerialPortDiagnostics.consoleFix(device: dev, consoleEntry: entry), retry: true)
             return
         }
         if !others.isEmpty {
@@ -223,9 +227,11 @@ public final class SerialSource {
         }
         var found: [String] = []
         if let cmdline = SerialPortDiagnostics.readSmallFile("/proc/cmdline"),
-           let entry = SerialPortDiagnostics.kernelConsole(on: dev, configuredPath: path, cmdline: cmdline) {
-            found.append("the kernel console is on \(shown) (\(entry)), so boot messages go to the receiver; "
-                         + SerialPortDiagnostics.consoleFix(device: dev, consoleEntry: entry))
+            let entry = SerialPortDiagnostics.kernelConsole(on: dev, configuredPath: path, cmdline: cmdline)
+        {
+            found.append(
+                "the kernel console is on \(shown) (\(entry)), so boot messages go to the receiver; "
+                    + SerialPortDiagnostics.consoleFix(device: dev, consoleEntry: entry))
         }
         if let w = SerialPortDiagnostics.bluetoothUARTWarning(device: dev) { found.append(w) }
         warnings = found
@@ -272,7 +278,8 @@ public final class SerialSource {
         switch e {
         case ENOENT, ENOTDIR:
             if path.hasSubstring("/serial0") || path.hasSubstring("/serial1") {
-                hint = "\(path) does not exist: enable the UART (enable_uart=1 in /boot/firmware/config.txt, or raspi-config → Interface Options → Serial Port)"
+                hint =
+                    "\(path) does not exist: enable the UART (enable_uart=1 in /boot/firmware/config.txt, or raspi-config → Interface Options → Serial Port)"
             } else if path.hasSubstring("/by-id/") || path.hasSubstring("ttyUSB") || path.hasSubstring("ttyACM") {
                 hint = "\(path) does not exist (receiver not plugged in?)"
             } else {
@@ -282,8 +289,9 @@ public final class SerialSource {
         case EACCES, EPERM:
             let dev = SerialPortDiagnostics.resolve(path) ?? path
             device = dev
-            block("permission denied on \(SerialPortDiagnostics.display(path: path, device: dev)): add the user to the dialout group "
-                  + "(`sudo usermod -aG dialout $USER`, then log in again or restart the service)", retry: true)
+            block(
+                "permission denied on \(SerialPortDiagnostics.display(path: path, device: dev)): add the user to the dialout group "
+                    + "(`sudo usermod -aG dialout $USER`, then log in again or restart the service)", retry: true)
         case EBUSY:
             let dev = SerialPortDiagnostics.resolve(path) ?? path
             device = dev
@@ -321,7 +329,7 @@ public final class SerialSource {
                 }
                 guard isCurrent(generationAtOpen: gen) else { return }
             case .empty, .end:
-                break drain // VMIN=0/VTIME=0 reads 0 when nothing is queued (a hang-up shows in `events`)
+                break drain  // VMIN=0/VTIME=0 reads 0 when nothing is queued (a hang-up shows in `events`)
             case .failed(let e):
                 lost(e.code.text)
                 return
@@ -417,8 +425,10 @@ public final class SerialSource {
                     return
                 } else if !warnedUnconfirmed {
                     warnedUnconfirmed = true
-                    log.note(.warning, "gps: \(path): bytes but no valid NMEA for \(staleAfter) s at the configured \(b) baud; "
-                                       + "is the baud right? (omit it for automatic detection)")
+                    log.note(
+                        .warning,
+                        "gps: \(path): bytes but no valid NMEA for \(staleAfter) s at the configured \(b) baud; "
+                            + "is the baud right? (omit it for automatic detection)")
                 }
             }
             guard isCurrent(generationAtOpen: gen) else { return }

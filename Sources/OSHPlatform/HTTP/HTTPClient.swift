@@ -54,9 +54,9 @@ public final class HTTPClient {
     private let poolLimit: Int
 
     // Per-server constants, computed once.
-    let root: [UInt8]          // API root, trimmed, without trailing '/'
-    let originLower: [UInt8]   // scheme://authority, lowercased
-    private let origin: String         // scheme://authority, as configured (for messages)
+    let root: [UInt8]  // API root, trimmed, without trailing '/'
+    let originLower: [UInt8]  // scheme://authority, lowercased
+    private let origin: String  // scheme://authority, as configured (for messages)
     let isHTTPS: Bool
     let authorizationLine: String?
     let pin: String?
@@ -79,8 +79,10 @@ public final class HTTPClient {
     /// A placeholder pin no key hashes to: makes libcurl report the server's real key hash.
     private static let probePin = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 
-    public init(loop: EventLoop, server: HTTPServer, maxResponseBody: Int = 1 << 20,
-                maxHostConnections: Int = 2, handlePool: Int = 8, userAgent: String = "osh-edge") throws {
+    public init(
+        loop: EventLoop, server: HTTPServer, maxResponseBody: Int = 1 << 20,
+        maxHostConnections: Int = 2, handlePool: Int = 8, userAgent: String = "osh-edge"
+    ) throws {
         guard Self.curlReady else { throw HTTPClientError.curl("curl_global_init failed (out of memory or a broken TLS library)") }
         guard let parsed = Self.parseRoot(server.apiRoot) else { throw HTTPClientError.invalidAPIRoot(server.apiRoot) }
         var pinValue: String?
@@ -173,8 +175,10 @@ public final class HTTPClient {
     /// credentials are added when the request has no `Authorization`. libcurl's own defaults are
     /// suppressed: no `Expect: 100-continue`, no form `Content-Type`, no `Accept: */*`.
     @discardableResult
-    public func send(_ request: CSRequest, body: UnsafeRawBufferPointer? = nil,
-                     completion: @escaping (HTTPResult) -> Void) -> TransferID {
+    public func send(
+        _ request: CSRequest, body: UnsafeRawBufferPointer? = nil,
+        completion: @escaping (HTTPResult) -> Void
+    ) -> TransferID {
         launch(completion) { configure($0, request, body) }
     }
 
@@ -188,8 +192,10 @@ public final class HTTPClient {
     /// the first request only the body (pointer and length) is set. While that handle is busy (a
     /// second request before the first completed) a pooled handle carries the request.
     @discardableResult
-    public func send(_ prepared: PreparedRequest, body: UnsafeRawBufferPointer? = nil,
-                     completion: @escaping (HTTPResult) -> Void) -> TransferID {
+    public func send(
+        _ prepared: PreparedRequest, body: UnsafeRawBufferPointer? = nil,
+        completion: @escaping (HTTPResult) -> Void
+    ) -> TransferID {
         guard prepared.client === self else {
             return launch(completion, refusal: "the prepared request was made by another HTTPClient; prepare it on this one") { _ in nil }
         }
@@ -222,8 +228,10 @@ public final class HTTPClient {
     /// Mints the transfer's id, then: `refusal`, or no transfer to be had, or a problem `setUp`
     /// reports fails the request without sending it; else the transfer starts. `given`: a
     /// prepared request's own handle, else one from the pool.
-    private func launch(_ completion: @escaping (HTTPResult) -> Void, refusal: String? = nil, on given: HTTPTransfer? = nil,
-                        setUp: (HTTPTransfer) -> String?) -> TransferID {
+    private func launch(
+        _ completion: @escaping (HTTPResult) -> Void, refusal: String? = nil, on given: HTTPTransfer? = nil,
+        setUp: (HTTPTransfer) -> String?
+    ) -> TransferID {
         let id = TransferID(rawValue: nextID)
         nextID &+= 1
         if let refusal {
@@ -255,8 +263,12 @@ public final class HTTPClient {
             if let key = r.error?.peerPublicKey {
                 completion(.success(key))
             } else {
-                completion(.failure(r.error ?? TransportError(kind: .other, message: "libcurl reported no public key",
-                                                               origin: origin)))
+                completion(
+                    .failure(
+                        r.error
+                            ?? TransportError(
+                                kind: .other, message: "libcurl reported no public key",
+                                origin: origin)))
             }
         }
         return launch(done, refusal: isHTTPS ? nil : "the API root is not https; there is no key to pin") { t in
@@ -355,8 +367,9 @@ public final class HTTPClient {
         _ = osh_curl_easy_getinfo_long(t.easy, CURLINFO_NUM_CONNECTS, &connects)
         let seconds = Double(micros) / 1e6
         if cancelled {
-            return HTTPResult(status: 0, error: TransportError(kind: .cancelled, message: "cancelled", origin: origin),
-                              totalSeconds: seconds, newConnections: connects)
+            return HTTPResult(
+                status: 0, error: TransportError(kind: .cancelled, message: "cancelled", origin: origin),
+                totalSeconds: seconds, newConnections: connects)
         }
         guard code == CURLE_OK else {
             var osErrno = 0
@@ -364,20 +377,25 @@ public final class HTTPClient {
             var message = t.errorBuffer[0] != 0 ? String(cString: t.errorBuffer) : String(cString: curl_easy_strerror(code))
             while message.last == "\n" || message.last == "\r" { message.removeLast() }
             let kind = Self.classify(code, osErrno: Int32(truncatingIfNeeded: osErrno))
-            let error = TransportError(kind: kind, message: message, curlCode: Int(code.rawValue),
-                                       osErrno: Int32(truncatingIfNeeded: osErrno), origin: origin,
-                                       peerPublicKey: kind == .tls ? t.peerPublicKey : nil)
+            let error = TransportError(
+                kind: kind, message: message, curlCode: Int(code.rawValue),
+                osErrno: Int32(truncatingIfNeeded: osErrno), origin: origin,
+                peerPublicKey: kind == .tls ? t.peerPublicKey : nil)
             return HTTPResult(status: 0, error: error, totalSeconds: seconds, newConnections: connects)
         }
         var status = 0
         _ = osh_curl_easy_getinfo_long(t.easy, CURLINFO_RESPONSE_CODE, &status)
         let n = t.responseBody.count
-        let body = n == 0 ? [] : [UInt8](unsafeUninitializedCapacity: n) { dst, count in
-            _ = t.responseBody.withUnsafeBufferPointer { dst.initialize(from: $0) }
-            count = n
-        }
-        return HTTPResult(status: status, location: t.location, contentType: t.contentType, body: body,
-                          bodyTruncated: t.bodyTruncated, totalSeconds: seconds, newConnections: connects)
+        let body =
+            n == 0
+            ? []
+            : [UInt8](unsafeUninitializedCapacity: n) { dst, count in
+                _ = t.responseBody.withUnsafeBufferPointer { dst.initialize(from: $0) }
+                count = n
+            }
+        return HTTPResult(
+            status: status, location: t.location, contentType: t.contentType, body: body,
+            bodyTruncated: t.bodyTruncated, totalSeconds: seconds, newConnections: connects)
     }
 
     static func classify(_ code: CURLcode, osErrno: Int32) -> TransportError.Kind {
@@ -389,9 +407,9 @@ public final class HTTPClient {
         case CURLE_OPERATION_TIMEDOUT:
             return .timeout
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
-             CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
-             CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CLIENTCERT:
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+            CURLE_SSL_ISSUER_ERROR, CURLE_SSL_CRL_BADFILE, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
+            CURLE_SSL_ENGINE_INITFAILED, CURLE_SSL_SHUTDOWN_FAILED, CURLE_USE_SSL_FAILED, CURLE_SSL_CLIENTCERT:
             return .tls
         case CURLE_GOT_NOTHING:
             return .reset

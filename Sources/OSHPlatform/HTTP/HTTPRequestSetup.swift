@@ -67,21 +67,25 @@ extension HTTPClient {
         }
         s.long(CURLOPT_TCP_KEEPALIVE, 1, "CURLOPT_TCP_KEEPALIVE")
         s.ptr(CURLOPT_WRITEDATA, Unmanaged.passUnretained(t).toOpaque(), "CURLOPT_WRITEDATA")
-        s.writeCallback(CURLOPT_WRITEFUNCTION, { data, size, count, userdata -> Int in
-            let n = size &* count
-            guard let data, let userdata else { return n }
-            Unmanaged<HTTPTransfer>.fromOpaque(userdata).takeUnretainedValue()
-                .onBody(UnsafeRawBufferPointer(start: data, count: n))
-            return n
-        }, "CURLOPT_WRITEFUNCTION")
+        s.writeCallback(
+            CURLOPT_WRITEFUNCTION,
+            { data, size, count, userdata -> Int in
+                let n = size &* count
+                guard let data, let userdata else { return n }
+                Unmanaged<HTTPTransfer>.fromOpaque(userdata).takeUnretainedValue()
+                    .onBody(UnsafeRawBufferPointer(start: data, count: n))
+                return n
+            }, "CURLOPT_WRITEFUNCTION")
         s.ptr(CURLOPT_HEADERDATA, Unmanaged.passUnretained(t).toOpaque(), "CURLOPT_HEADERDATA")
-        s.writeCallback(CURLOPT_HEADERFUNCTION, { data, size, count, userdata -> Int in
-            let n = size &* count
-            guard let data, let userdata else { return n }
-            Unmanaged<HTTPTransfer>.fromOpaque(userdata).takeUnretainedValue()
-                .onHeader(UnsafeRawBufferPointer(start: data, count: n))
-            return n
-        }, "CURLOPT_HEADERFUNCTION")
+        s.writeCallback(
+            CURLOPT_HEADERFUNCTION,
+            { data, size, count, userdata -> Int in
+                let n = size &* count
+                guard let data, let userdata else { return n }
+                Unmanaged<HTTPTransfer>.fromOpaque(userdata).takeUnretainedValue()
+                    .onHeader(UnsafeRawBufferPointer(start: data, count: n))
+                return n
+            }, "CURLOPT_HEADERFUNCTION")
 
         if isHTTPS {
             switch server.tls {
@@ -134,8 +138,10 @@ extension HTTPClient {
     /// The body options: the caller's memory as is, or our copy of request.body. Returns whether
     /// the request has a body.
     @discardableResult
-    func setBody(_ s: inout OptionSetter, _ t: HTTPTransfer, _ request: CSRequest,
-                         _ body: UnsafeRawBufferPointer?) -> Bool {
+    func setBody(
+        _ s: inout OptionSetter, _ t: HTTPTransfer, _ request: CSRequest,
+        _ body: UnsafeRawBufferPointer?
+    ) -> Bool {
         // For the debug line at completion: a copy of the path's reference, no text built here.
         t.method = request.method
         t.path = request.path
@@ -307,7 +313,8 @@ extension HTTPClient {
         let authorityStart = https ? 8 : 7
         var end = authorityStart
         while end < bytes.count, bytes[end] != UInt8(ascii: "/"), bytes[end] != UInt8(ascii: "?"),
-              bytes[end] != UInt8(ascii: "#") {
+            bytes[end] != UInt8(ascii: "#")
+        {
             let b = bytes[end]
             // Credentials belong in HTTPServer.credentials, not in the URL (they would end up in logs).
             if b == UInt8(ascii: "@") || b <= 0x20 || b == 0x7F { return nil }
@@ -327,7 +334,8 @@ extension HTTPClient {
         let u = v.utf8
         guard u.count == 44, u.last == UInt8(ascii: "=") else { return nil }
         for b in u.dropLast() {
-            let ok = (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57)
+            let ok =
+                (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57)
                 || b == UInt8(ascii: "+") || b == UInt8(ascii: "/")
             if !ok { return nil }
         }
@@ -350,7 +358,8 @@ struct OptionSetter {
 
     private mutating func check(_ rc: CURLcode, _ name: StaticString) {
         guard rc != CURLE_OK, problem == nil else { return }
-        problem = "libcurl refused \(name): \(String(cString: curl_easy_strerror(rc)))"
+        problem =
+            "libcurl refused \(name): \(String(cString: curl_easy_strerror(rc)))"
             + (rc == CURLE_NOT_BUILT_IN || rc == CURLE_UNKNOWN_OPTION
                 ? " (this libcurl lacks the feature; osh-edge needs libcurl 7.88 or later built with OpenSSL)" : "")
     }

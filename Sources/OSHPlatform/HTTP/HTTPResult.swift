@@ -22,9 +22,11 @@ public struct HTTPResult: Sendable, Equatable {
     /// New connections this transfer opened: 0 when it reused a kept-alive one.
     public var newConnections: Int
 
-    public init(status: Int, location: String? = nil, contentType: String? = nil, body: [UInt8] = [],
-                bodyTruncated: Bool = false, error: TransportError? = nil, totalSeconds: Double = 0,
-                newConnections: Int = 0) {
+    public init(
+        status: Int, location: String? = nil, contentType: String? = nil, body: [UInt8] = [],
+        bodyTruncated: Bool = false, error: TransportError? = nil, totalSeconds: Double = 0,
+        newConnections: Int = 0
+    ) {
         self.status = status
         self.location = location
         self.contentType = contentType
@@ -76,8 +78,10 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
     /// and `HTTPClient.probePublicKey`); paste it into a pin to trust this exact key.
     public var peerPublicKey: String?
 
-    public init(kind: Kind, message: String, curlCode: Int = 0, osErrno: Int32 = 0, origin: String = "",
-                peerPublicKey: String? = nil) {
+    public init(
+        kind: Kind, message: String, curlCode: Int = 0, osErrno: Int32 = 0, origin: String = "",
+        peerPublicKey: String? = nil
+    ) {
         self.kind = kind
         self.message = message
         self.curlCode = curlCode
@@ -121,7 +125,8 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
                 return "\(at) closed the connection without answering (\(message)) — if that port serves HTTPS, use https:// "
                     + "in the URL; otherwise the node is restarting or failing"
             }
-            return "\(at) closed the connection without a complete answer: \(message) — the node may be restarting or a proxy cut the request"
+            return
+                "\(at) closed the connection without a complete answer: \(message) — the node may be restarting or a proxy cut the request"
         case .recv:
             return "reading the answer from \(at) failed: \(message)"
         case .send:

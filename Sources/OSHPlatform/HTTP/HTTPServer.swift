@@ -44,9 +44,11 @@ public struct HTTPServer: Sendable, Equatable {
     /// nil = no low-speed check.
     public var lowSpeed: LowSpeedLimit?
 
-    public init(apiRoot: String, credentials: CSCredentials = .none, tls: TLSPolicy = .verify,
-                connectTimeout: Double = 10, requestTimeout: Double = 30,
-                lowSpeed: LowSpeedLimit? = .stalled) {
+    public init(
+        apiRoot: String, credentials: CSCredentials = .none, tls: TLSPolicy = .verify,
+        connectTimeout: Double = 10, requestTimeout: Double = 30,
+        lowSpeed: LowSpeedLimit? = .stalled
+    ) {
         self.apiRoot = apiRoot
         self.credentials = credentials
         self.tls = tls

@@ -88,7 +88,9 @@ public final class HTS221Driver: HygrometerDriver {
             if try bus.readRegister(address, Self.regCtrl2) & Self.ctrl2Boot == 0 { booted = true; break }
             if i < 49 { usleep(1000) }
         }
-        guard booted else { throw error("waiting for the calibration reload (BOOT): CTRL_REG2 still 0x80 after 50 ms; power-cycle the chip") }
+        guard booted else {
+            throw error("waiting for the calibration reload (BOOT): CTRL_REG2 still 0x80 after 50 ms; power-cycle the chip")
+        }
         var bytes = [UInt8](repeating: 0, count: HTS221Calibration.byteCount)
         try bytes.withUnsafeMutableBytes { try bus.readRegisters(address, Self.autoIncrement | HTS221Calibration.register, into: $0) }
         calibrationBytes = bytes
@@ -102,8 +104,9 @@ public final class HTS221Driver: HygrometerDriver {
         try bus.writeRegister(address, Self.regCtrl1, ctrl1)
         let back = try bus.readRegister(address, Self.regCtrl1)
         guard back == ctrl1 else {
-            throw error("configuring: CTRL_REG1 reads back \(Self.hex(back)) after writing \(Self.hex(ctrl1)); "
-                        + "another program may be configuring the chip")
+            throw error(
+                "configuring: CTRL_REG1 reads back \(Self.hex(back)) after writing \(Self.hex(ctrl1)); "
+                    + "another program may be configuring the chip")
         }
     }
 

@@ -77,7 +77,9 @@ public enum HygrometerDrivers {
                 return d
             }
         }
-        throw lastError ?? I2CError(.noAcknowledge, bus: bus.number, address: address,
-                                    operation: "looking for a hygrometer (" + tried.joined(separator: ", ") + ")")
+        throw lastError
+            ?? I2CError(
+                .noAcknowledge, bus: bus.number, address: address,
+                operation: "looking for a hygrometer (" + tried.joined(separator: ", ") + ")")
     }
 }

@@ -43,7 +43,8 @@ public final class SHT4xDriver: HygrometerDriver {
 
     private func send(_ c: UInt8) throws {
         command[0] = c
-        try bus.transfer(address: address, write: UnsafeRawBufferPointer(command), read: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        try bus.transfer(
+            address: address, write: UnsafeRawBufferPointer(command), read: UnsafeMutableRawBufferPointer(start: nil, count: 0))
     }
 
     private func receive() throws {
@@ -60,8 +61,9 @@ public final class SHT4xDriver: HygrometerDriver {
             let (hi, lo) = try SHT4x.words(UnsafeRawBufferPointer(answer), what: "reading the serial number")
             serialNumber = UInt32(hi) << 16 | UInt32(lo)
         } catch {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "identifying an SHT4x: \(error) — another chip at this address?")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "identifying an SHT4x: \(error) — another chip at this address?")
         }
     }
 

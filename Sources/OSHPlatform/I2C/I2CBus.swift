@@ -105,7 +105,9 @@ extension I2CBus {
 
     public func writeRegister(_ address: UInt8, _ register: UInt8, _ value: UInt8) throws {
         var pair = (register, value)
-        try withUnsafeBytes(of: &pair) { try transfer(address: address, write: $0, read: UnsafeMutableRawBufferPointer(start: nil, count: 0)) }
+        try withUnsafeBytes(of: &pair) {
+            try transfer(address: address, write: $0, read: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        }
     }
 
     /// Reads a register region into a new array (configuration time only: it allocates).

@@ -18,8 +18,9 @@ public final class LinuxI2CBus: I2CBus {
         do {
             fd = try FileDescriptor.open(Self.path(number), O_RDWR, system: system)
         } catch {
-            throw I2CError(I2CError.kind(forErrno: error.errno), bus: number, address: nil, errno: error.errno,
-                           operation: "opening \(Self.path(number))")
+            throw I2CError(
+                I2CError.kind(forErrno: error.errno), bus: number, address: nil, errno: error.errno,
+                operation: "opening \(Self.path(number))")
         }
         var funcs: UInt = 0
         // An adapter that cannot say what it does is tried anyway; one that says it cannot combine is not.
@@ -45,13 +46,15 @@ public final class LinuxI2CBus: I2CBus {
             let m = raw.bindMemory(to: i2c_msg.self)
             var n = 0
             if write.count > 0 {
-                m[n] = i2c_msg(addr: UInt16(address), flags: 0, len: UInt16(write.count),
-                               buf: UnsafeMutablePointer(mutating: write.baseAddress?.assumingMemoryBound(to: UInt8.self)))
+                m[n] = i2c_msg(
+                    addr: UInt16(address), flags: 0, len: UInt16(write.count),
+                    buf: UnsafeMutablePointer(mutating: write.baseAddress?.assumingMemoryBound(to: UInt8.self)))
                 n += 1
             }
             if read.count > 0 {
-                m[n] = i2c_msg(addr: UInt16(address), flags: UInt16(I2C_M_RD), len: UInt16(read.count),
-                               buf: read.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                m[n] = i2c_msg(
+                    addr: UInt16(address), flags: UInt16(I2C_M_RD), len: UInt16(read.count),
+                    buf: read.baseAddress?.assumingMemoryBound(to: UInt8.self))
                 n += 1
             }
             var data = i2c_rdwr_ioctl_data(msgs: m.baseAddress, nmsgs: UInt32(n))

@@ -38,8 +38,8 @@ public final class BNO055Driver: IMUDriver {
     public static let bno055 = I2CChipIdentity(
         name: "BNO055", kind: .imu, addresses: [0x28, 0x29], idRegister: 0x00, idValues: [0xA0],
         note: "on-chip fusion; it stretches the I²C clock, which the Pi's hardware I²C mishandles "
-        + "(corrupt bytes, timeouts): add dtparam=i2c_arm_baudrate=10000 to /boot/firmware/config.txt "
-        + "(≈25 Hz reads at most) or use the i2c-gpio overlay",
+            + "(corrupt bytes, timeouts): add dtparam=i2c_arm_baudrate=10000 to /boot/firmware/config.txt "
+            + "(≈25 Hz reads at most) or use the i2c-gpio overlay",
         measures: [.acceleration, .rotation, .magneticField, .orientation, .temperature], builtInMagnetometer: "BNO055")
 
     /// The driver table's entry.
@@ -81,15 +81,15 @@ public final class BNO055Driver: IMUDriver {
         // Unit and axis registers are writable only in CONFIG mode (any → CONFIG takes 19 ms).
         try io.write(Reg.oprMode, Reg.configMode)
         sleep(0.025)
-        try io.write(Reg.pwrMode, 0x00) // normal
+        try io.write(Reg.pwrMode, 0x00)  // normal
         try io.write(Reg.unitSel, Reg.units)
         let axes = Self.axisRegisters(settings.mounting)
         try io.write(Reg.axisMapConfig, axes.config)
         try io.write(Reg.axisMapSign, axes.sign)
         try io.write(Reg.oprMode, Reg.ndofMode)
-        sleep(0.02) // CONFIG → any mode: 7 ms
+        sleep(0.02)  // CONFIG → any mode: 7 ms
         let status = try io.read(Reg.sysStatus)
-        if status == 1 { // system error
+        if status == 1 {  // system error
             throw io.unexpected("SYS_STATUS reports a system error after entering NDOF mode")
         }
     }

@@ -138,7 +138,7 @@ public final class ICM20948Driver: IMUDriver {
     /// double the bus traffic.
     private func select(_ b: UInt8) throws {
         guard bank != b else { return }
-        bank = nil // unknown if the write fails
+        bank = nil  // unknown if the write fails
         try io.write(Reg.bankSel, b << 4)
         bank = b
     }
@@ -155,9 +155,9 @@ public final class ICM20948Driver: IMUDriver {
         guard identity.matches(id: id) else { throw io.unexpected("WHO_AM_I reads \(IMUDrivers.hex(id)), expected 0xEA") }
         try io.write(Reg.pwrMgmt1, Reg.deviceReset)
         sleep(0.1)
-        bank = nil // the reset put the chip back in bank 0; say so once more to be sure
-        try write(0, Reg.pwrMgmt1, 0x01) // awake, best available clock
-        try write(0, Reg.pwrMgmt2, 0x00) // accel and gyro on
+        bank = nil  // the reset put the chip back in bank 0; say so once more to be sure
+        try write(0, Reg.pwrMgmt1, 0x01)  // awake, best available clock
+        try write(0, Reg.pwrMgmt2, 0x00)  // accel and gyro on
         sleep(0.01)
         // Gyro ODR = 1100 / (1 + div); accel ODR = 1125 / (1 + div).
         let rate = min(1100, max(4.4, settings.rateHz))
@@ -175,9 +175,9 @@ public final class ICM20948Driver: IMUDriver {
         magnetometerName = nil
         lastMag = nil
         if settings.wantsMagnetometer {
-            try write(0, Reg.intPinCfg, 0x00)       // no bypass: the master owns the aux bus
+            try write(0, Reg.intPinCfg, 0x00)  // no bypass: the master owns the aux bus
             try write(0, Reg.userCtrl, Reg.i2cMstEn)
-            try write(3, Reg.i2cMstCtrl, 0x07)      // 345.6 kHz on the aux bus
+            try write(3, Reg.i2cMstCtrl, 0x07)  // 345.6 kHz on the aux bus
             let wia: UInt8
             do { wia = try slv4Read(AK09916.wia2) } catch let e as I2CError where e.isAbsent {
                 try settings.magnetometerMissing("AK09916", bus: bus, address: address, e)
@@ -220,8 +220,9 @@ public final class ICM20948Driver: IMUDriver {
         samples.removeAll(keepingCapacity: true)
         guard let layout = fifo else { throw io.noFIFO() }
         try select(0)
-        let r = try io.readInvensenseFIFO(layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
-                                          gyroScale: gyroScale, reset: resetFIFO, into: &samples)
+        let r = try io.readInvensenseFIFO(
+            layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
+            gyroScale: gyroScale, reset: resetFIFO, into: &samples)
         if magnetometerName != nil, !samples.isEmpty {
             // The master's latest copy of ST1…ST2, once per burst, onto the newest sample.
             let m = try io.burst(Reg.extSlvSensData00, 9)
@@ -247,8 +248,9 @@ public final class ICM20948Driver: IMUDriver {
         for _ in 0..<50 {
             let s = try io.read(Reg.i2cMstStatus)
             if s & Reg.slv4Nack != 0 {
-                throw I2CError(.noAcknowledge, bus: bus.number, address: address,
-                               operation: "ICM20948: the AK09916 magnetometer did not answer on the auxiliary bus (register \(IMUDrivers.hex(reg)))")
+                throw I2CError(
+                    .noAcknowledge, bus: bus.number, address: address,
+                    operation: "ICM20948: the AK09916 magnetometer did not answer on the auxiliary bus (register \(IMUDrivers.hex(reg)))")
             }
             if s & Reg.slv4Done != 0 { return }
             sleep(0.001)

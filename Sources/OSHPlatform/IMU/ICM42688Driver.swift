@@ -143,11 +143,12 @@ public final class ICM42688Driver: IMUDriver {
         let id = try Self.readID(bus: bus, address: address)
         guard identity.matches(id: id) else { throw io.unexpected("WHO_AM_I reads \(IMUDrivers.hex(id)), expected 0x47") }
         try io.write(Reg.deviceConfig, Reg.softReset)
-        sleep(0.001) // no register access for 1 ms after a soft reset
+        sleep(0.001)  // no register access for 1 ms after a soft reset
         let status = try io.read(Reg.intStatus)
         guard status & Reg.resetDone != 0 else {
-            throw io.unexpected("the soft reset did not complete (INT_STATUS reads \(IMUDrivers.hex(status)) without RESET_DONE); "
-                                + "check the chip's supply (it is retried)")
+            throw io.unexpected(
+                "the soft reset did not complete (INT_STATUS reads \(IMUDrivers.hex(status)) without RESET_DONE); "
+                    + "check the chip's supply (it is retried)")
         }
         // Big-endian data and byte count, as after reset, said explicitly; SPI off (on I²C a low CS
         // can only be a glitch: TDK's Linux driver does the same).
@@ -202,8 +203,10 @@ public final class ICM42688Driver: IMUDriver {
         var stop: ICM42688Fifo.Packet?
         var invalid = 0
         let a = accelScale, g = gyroScale
-        try io.drain(Reg.fifoData, frames: layout.wholeFrames(count: count), frameBytes: layout.frameBytes,
-                     perTransfer: layout.framesPerTransfer) { p, at in
+        try io.drain(
+            Reg.fifoData, frames: layout.wholeFrames(count: count), frameBytes: layout.frameBytes,
+            perTransfer: layout.framesPerTransfer
+        ) { p, at in
             guard stop == nil else { return }
             switch ICM42688Fifo.decode(p, at: at, accelScale: a, gyroScale: g, into: &s) {
             case .sample: samples.append(s)
@@ -215,8 +218,9 @@ public final class ICM42688Driver: IMUDriver {
         if case .foreign(let header)? = stop {
             samples.removeAll(keepingCapacity: true)
             try resetFIFO()
-            throw io.unexpected("FIFO packet header \(IMUDrivers.hex(header)) is not a 16-bit accel+gyro packet (the reads lost "
-                                + "step with the packets, or another program reconfigured the chip); the FIFO was flushed")
+            throw io.unexpected(
+                "FIFO packet header \(IMUDrivers.hex(header)) is not a 16-bit accel+gyro packet (the reads lost "
+                    + "step with the packets, or another program reconfigured the chip); the FIFO was flushed")
         }
         try magnetometer?.read(onto: &samples)
         return IMUFifoRead()

@@ -26,9 +26,11 @@ public struct IMUDriverSettings: Sendable, Equatable {
     /// Sample into the chip's hardware FIFO (read in bursts with `readFIFO`) where it has one.
     public var fifo: Bool
 
-    public init(accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500, rateHz: Double = 100,
-                magnetometer: String = "auto", magnetometerAddress: UInt8? = nil,
-                magnetometerRange: LIS3MDLRange = .gauss4, mounting: AxisMap = .identity, fifo: Bool = false) {
+    public init(
+        accelRange: AccelRange = .g4, gyroRange: GyroRange = .dps500, rateHz: Double = 100,
+        magnetometer: String = "auto", magnetometerAddress: UInt8? = nil,
+        magnetometerRange: LIS3MDLRange = .gauss4, mounting: AxisMap = .identity, fifo: Bool = false
+    ) {
         self.accelRange = accelRange
         self.gyroRange = gyroRange
         self.rateHz = rateHz
@@ -50,8 +52,9 @@ public struct IMUDriverSettings: Sendable, Equatable {
             Log.warning("/dev/i2c-\(bus.number): \(why); running without a magnetometer (no heading, IMU-only fusion)")
             return
         }
-        throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                       operation: "opening the IMU: the configured \(why); check it, or set the magnetometer to auto or none")
+        throw I2CError(
+            .unexpectedResponse, bus: bus.number, address: address,
+            operation: "opening the IMU: the configured \(why); check it, or set the magnetometer to auto or none")
     }
 }
 
@@ -83,8 +86,9 @@ extension IMUDriver {
     public var fifo: IMUFifoLayout? { nil }
     public func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead {
         samples.removeAll(keepingCapacity: true)
-        throw I2CError(.unsupported, bus: bus.number, address: address,
-                       operation: "\(identity.name): reading a FIFO this driver does not configure; use timer pacing")
+        throw I2CError(
+            .unsupported, bus: bus.number, address: address,
+            operation: "\(identity.name): reading a FIFO this driver does not configure; use timer pacing")
     }
 }
 
@@ -115,9 +119,14 @@ public struct IMUChip: Sendable {
     private let make: @Sendable (I2CBus, UInt8, UInt8, IMUDriverSettings, @escaping (Double) -> Void) -> IMUDriver
 
     /// `readID`: only for a chip whose ID register needs more than one read (a register bank).
-    public init(identity: I2CChipIdentity, readID: (@Sendable (I2CBus, UInt8) throws -> UInt8)? = nil,
-                make: @escaping @Sendable (_ bus: I2CBus, _ address: UInt8, _ whoAmI: UInt8, _ settings: IMUDriverSettings,
-                                           _ sleep: @escaping (Double) -> Void) -> IMUDriver) {
+    public init(
+        identity: I2CChipIdentity, readID: (@Sendable (I2CBus, UInt8) throws -> UInt8)? = nil,
+        make:
+            @escaping @Sendable (
+                _ bus: I2CBus, _ address: UInt8, _ whoAmI: UInt8, _ settings: IMUDriverSettings,
+                _ sleep: @escaping (Double) -> Void
+            ) -> IMUDriver
+    ) {
         self.identity = identity
         readIDFunc = readID
         self.make = make
@@ -130,8 +139,10 @@ public struct IMUChip: Sendable {
     }
 
     /// The driver for a chip that answered `whoAmI`, not yet reset or configured (no bus traffic).
-    public func driver(bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings,
-                       sleep: @escaping (Double) -> Void) -> IMUDriver {
+    public func driver(
+        bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings,
+        sleep: @escaping (Double) -> Void
+    ) -> IMUDriver {
         make(bus, address, whoAmI, settings, sleep)
     }
 }
@@ -177,18 +188,21 @@ public enum IMUDrivers {
     /// addresses), identifies it by its ID register, resets and configures it.
     /// Nothing answering is an `I2CError` that `isAbsent`, naming what was tried; a chip that
     /// answers with the wrong ID is `.unexpectedResponse` saying what it looks like instead.
-    public static func open(bus: I2CBus, chip: String = "auto", address: UInt8? = nil,
-                            settings: IMUDriverSettings = IMUDriverSettings(),
-                            sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep) throws -> IMUDriver {
+    public static func open(
+        bus: I2CBus, chip: String = "auto", address: UInt8? = nil,
+        settings: IMUDriverSettings = IMUDriverSettings(),
+        sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep
+    ) throws -> IMUDriver {
         let candidates: [I2CChipIdentity]
         if normalise(chip) == "AUTO" || chip.isEmpty {
             candidates = identities
         } else if let id = identity(named: chip), id.kind == .imu {
             candidates = [id]
         } else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "choosing an IMU driver: \"\(chip)\" is not a supported IMU (use auto or one of "
-                               + identities.map(\.name).joined(separator: ", ") + ")")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "choosing an IMU driver: \"\(chip)\" is not a supported IMU (use auto or one of "
+                    + identities.map(\.name).joined(separator: ", ") + ")")
         }
         var tried: [String] = []
         var wrongID: I2CError?
@@ -203,10 +217,12 @@ public enum IMUDrivers {
                 guard id.matches(id: value) else {
                     if candidates.count == 1 {
                         let other = identities.first { $0.idRegister == id.idRegister && $0.matches(id: value) }
-                        wrongID = I2CError(.unexpectedResponse, bus: bus.number, address: a,
+                        wrongID = I2CError(
+                            .unexpectedResponse, bus: bus.number, address: a,
                             operation: "identifying \(id.name): register \(hex(id.idRegister ?? 0)) reads \(hex(value)), expected "
                                 + id.idValues.map(hex).joined(separator: " or ")
-                                + (other.map { " — that is an \($0.name); set the chip to \($0.name) or auto" } ?? " — another chip owns this address"))
+                                + (other.map { " — that is an \($0.name); set the chip to \($0.name) or auto" }
+                                    ?? " — another chip owns this address"))
                     }
                     continue
                 }
@@ -215,12 +231,15 @@ public enum IMUDrivers {
             }
         }
         if let e = wrongID { throw e }
-        throw I2CError(.noAcknowledge, bus: bus.number, address: address,
-                       operation: "looking for an IMU (tried " + tried.joined(separator: ", ") + ")")
+        throw I2CError(
+            .noAcknowledge, bus: bus.number, address: address,
+            operation: "looking for an IMU (tried " + tried.joined(separator: ", ") + ")")
     }
 
-    static func make(_ chip: IMUChip, bus: I2CBus, address: UInt8, whoAmI: UInt8,
-                     settings: IMUDriverSettings, sleep: @escaping (Double) -> Void) throws -> IMUDriver {
+    static func make(
+        _ chip: IMUChip, bus: I2CBus, address: UInt8, whoAmI: UInt8,
+        settings: IMUDriverSettings, sleep: @escaping (Double) -> Void
+    ) throws -> IMUDriver {
         let d = chip.driver(bus: bus, address: address, whoAmI: whoAmI, settings: settings, sleep: sleep)
         try d.reopen()
         return d
@@ -291,9 +310,11 @@ final class IMURegisterIO {
     /// The InvenSense burst (MPU-6050/6500/9250, ICM-20948): FIFO_COUNTH/L at `countRegister`;
     /// a count at capacity is an overflow (`reset`, the frames counted as lost); else every
     /// whole frame from `dataRegister`, decoded into `samples`.
-    func readInvensenseFIFO(_ layout: IMUFifoLayout, count countRegister: UInt8, data dataRegister: UInt8,
-                            accelScale: Double, gyroScale: Double, reset: () throws -> Void,
-                            into samples: inout [IMUSample]) throws -> IMUFifoRead {
+    func readInvensenseFIFO(
+        _ layout: IMUFifoLayout, count countRegister: UInt8, data dataRegister: UInt8,
+        accelScale: Double, gyroScale: Double, reset: () throws -> Void,
+        into samples: inout [IMUSample]
+    ) throws -> IMUFifoRead {
         let c = try burst(countRegister, 2)
         let count = Int(c[0] & 0x1F) << 8 | Int(c[1])
         if layout.overflowed(count: count) {
@@ -301,8 +322,10 @@ final class IMURegisterIO {
             return IMUFifoRead(overflowed: true, lost: max(1, layout.wholeFrames(count: count)))
         }
         var s = IMUSample()
-        try drain(dataRegister, frames: layout.wholeFrames(count: count), frameBytes: layout.frameBytes,
-                  perTransfer: layout.framesPerTransfer) { p, at in
+        try drain(
+            dataRegister, frames: layout.wholeFrames(count: count), frameBytes: layout.frameBytes,
+            perTransfer: layout.framesPerTransfer
+        ) { p, at in
             IMUFifoFrames.invensense(p, at: at, accelScale: accelScale, gyroScale: gyroScale, into: &s)
             samples.append(s)
         }
@@ -318,8 +341,9 @@ final class IMURegisterIO {
 
     /// `readFIFO` on a driver opened without `settings.fifo`.
     func noFIFO() -> I2CError {
-        I2CError(.unsupported, bus: bus.number, address: address,
-                 operation: "\(chip): reading the FIFO, which was not configured (open with fifo, or use timer pacing)")
+        I2CError(
+            .unsupported, bus: bus.number, address: address,
+            operation: "\(chip): reading the FIFO, which was not configured (open with fifo, or use timer pacing)")
     }
 
     func unexpected(_ what: String, at addr: UInt8? = nil) -> I2CError {

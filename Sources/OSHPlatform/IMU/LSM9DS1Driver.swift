@@ -114,8 +114,10 @@ public final class LSM9DS1Driver: IMUDriver {
         // the accelerometer's anti-aliasing filter is chosen as the other drivers' low-pass is:
         // the widest not above half the rate (BW_XL, which counts with BW_SCAL_ODR set).
         try io.write(Reg.ctrlReg1G, code << 5 | settings.gyroRange.lsm9ds1Code << 3)
-        try io.write(Reg.ctrlReg6XL, code << 5 | settings.accelRange.lsm9ds1Code << 3 | Reg.bwScalODR
-                         | lowPassCode(for: rateHz, Self.accelBandwidth))
+        try io.write(
+            Reg.ctrlReg6XL,
+            code << 5 | settings.accelRange.lsm9ds1Code << 3 | Reg.bwScalODR
+                | lowPassCode(for: rateHz, Self.accelBandwidth))
         accelScale = IMUConvert.lsm9ds1AccelScale(settings.accelRange)
         gyroScale = IMUConvert.lsm9ds1GyroScale(settings.gyroRange)
         fifo = nil

@@ -60,7 +60,7 @@ public final class MPUDriver: IMUDriver {
         /// CNTL1: BIT (16-bit output) | MODE.
         public static let powerDown: UInt8 = 0x00
         public static let fuseROM: UInt8 = 0x0F
-        public static let continuous2_16bit: UInt8 = 0x16 // 100 Hz
+        public static let continuous2_16bit: UInt8 = 0x16  // 100 Hz
         public static let softReset: UInt8 = 0x01
         /// ST1.DRDY, ST2.HOFL.
         public static let drdy: UInt8 = 0x01
@@ -115,8 +115,10 @@ public final class MPUDriver: IMUDriver {
     private var sinceMag = 0
     private var lastMag: IMUVector?
 
-    init(identity: I2CChipIdentity, variant: Variant, bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings,
-         sleep: @escaping (Double) -> Void) {
+    init(
+        identity: I2CChipIdentity, variant: Variant, bus: I2CBus, address: UInt8, whoAmI: UInt8, settings: IMUDriverSettings,
+        sleep: @escaping (Double) -> Void
+    ) {
         self.identity = identity
         self.address = address
         self.whoAmI = whoAmI
@@ -135,10 +137,11 @@ public final class MPUDriver: IMUDriver {
     public func reopen() throws {
         let id = try io.read(Reg.whoAmI)
         guard identity.matches(id: id) else {
-            throw io.unexpected("WHO_AM_I reads \(IMUDrivers.hex(id)), expected \(identity.idValues.map(IMUDrivers.hex).joined(separator: " or "))")
+            throw io.unexpected(
+                "WHO_AM_I reads \(IMUDrivers.hex(id)), expected \(identity.idValues.map(IMUDrivers.hex).joined(separator: " or "))")
         }
         try io.write(Reg.pwrMgmt1, Reg.deviceReset)
-        sleep(0.1) // the register map asks for 100 ms after DEVICE_RESET
+        sleep(0.1)  // the register map asks for 100 ms after DEVICE_RESET
         // Wake, clock from the gyro PLL (1 = X-gyro PLL on the 6050, auto-select on the 6500/9250).
         try io.write(Reg.pwrMgmt1, 0x01)
         try io.write(Reg.pwrMgmt2, 0x00)
@@ -195,8 +198,9 @@ public final class MPUDriver: IMUDriver {
     public func readFIFO(into samples: inout [IMUSample]) throws -> IMUFifoRead {
         samples.removeAll(keepingCapacity: true)
         guard let layout = fifo else { throw io.noFIFO() }
-        let r = try io.readInvensenseFIFO(layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
-                                          gyroScale: gyroScale, reset: resetFIFO, into: &samples)
+        let r = try io.readInvensenseFIFO(
+            layout, count: Reg.fifoCountH, data: Reg.fifoRW, accelScale: accelScale,
+            gyroScale: gyroScale, reset: resetFIFO, into: &samples)
         if magnetometerName != nil, !samples.isEmpty {
             // Once per burst (the AK8963 makes 100 samples/s at most): the newest field goes
             // with the newest sample; the earlier ones carry the previous one, not new.
@@ -211,9 +215,10 @@ public final class MPUDriver: IMUDriver {
         let a = AK8963.address
         let wia: UInt8
         do { wia = try io.read(AK8963.wia, at: a) } catch let e as I2CError where e.isAbsent {
-            throw I2CError(.noAcknowledge, bus: bus.number, address: a,
-                           operation: "opening the MPU-9250's AK8963 magnetometer in bypass mode (an MPU-9250 clone "
-                               + "without one? set the magnetometer to none)")
+            throw I2CError(
+                .noAcknowledge, bus: bus.number, address: a,
+                operation: "opening the MPU-9250's AK8963 magnetometer in bypass mode (an MPU-9250 clone "
+                    + "without one? set the magnetometer to none)")
         }
         guard wia == AK8963.wiaValue else { throw io.unexpected("AK8963 WIA reads \(IMUDrivers.hex(wia)), expected 0x48", at: a) }
         try io.write(AK8963.cntl2, AK8963.softReset, at: a)

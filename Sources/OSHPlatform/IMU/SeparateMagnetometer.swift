@@ -20,22 +20,34 @@ public final class SeparateMagnetometer {
 
         /// As the drivers report it: Android names the magnetometer output after it.
         public var name: String {
-            switch self { case .lis3mdl: return "LIS3MDL"; case .lsm9ds1: return "LSM9DS1" }
+            switch self {
+            case .lis3mdl: return "LIS3MDL";
+            case .lsm9ds1: return "LSM9DS1"
+            }
         }
 
         /// µT per count at `range`.
         public func scale(_ range: LIS3MDLRange) -> Double {
-            switch self { case .lis3mdl: return IMUConvert.lis3mdlScale(range); case .lsm9ds1: return IMUConvert.lsm9ds1MagScale(range) }
+            switch self {
+            case .lis3mdl: return IMUConvert.lis3mdlScale(range);
+            case .lsm9ds1: return IMUConvert.lsm9ds1MagScale(range)
+            }
         }
 
         /// A reading in the die's axes, in the host IMU's (a separate chip's are left as they are).
         public func toHost(_ m: IMUVector) -> IMUVector {
-            switch self { case .lis3mdl: return m; case .lsm9ds1: return IMUConvert.lsm9ds1MagToAccelGyro(m) }
+            switch self {
+            case .lis3mdl: return m;
+            case .lsm9ds1: return IMUConvert.lsm9ds1MagToAccelGyro(m)
+            }
         }
 
         /// The inverse of `toHost` (the simulator's).
         public func fromHost(_ v: IMUVector) -> IMUVector {
-            switch self { case .lis3mdl: return v; case .lsm9ds1: return IMUConvert.lsm9ds1AccelGyroToMag(v) }
+            switch self {
+            case .lis3mdl: return v;
+            case .lsm9ds1: return IMUConvert.lsm9ds1AccelGyroToMag(v)
+            }
         }
     }
 
@@ -92,8 +104,10 @@ public final class SeparateMagnetometer {
     /// LIS3MDL's 0x1C/0x1E) and configures the first that answers. None: nil with `[imu]
     /// magnetometer` auto, an error when the config names one. `imuRateHz` is the rate
     /// `read(into:)` will be called at.
-    static func find(io: IMURegisterIO, settings: IMUDriverSettings, imuRateHz: Double, model: Model = .lis3mdl,
-                     sleep: (Double) -> Void) throws -> SeparateMagnetometer? {
+    static func find(
+        io: IMURegisterIO, settings: IMUDriverSettings, imuRateHz: Double, model: Model = .lis3mdl,
+        sleep: (Double) -> Void
+    ) throws -> SeparateMagnetometer? {
         guard settings.wantsMagnetometer else { return nil }
         let addrs = settings.magnetometerAddress.map { [$0] } ?? lis3mdl.addresses
         // Read it every sample up to 160 Hz (ZYXDA says when its 80 Hz data is new): a stale
@@ -105,9 +119,11 @@ public final class SeparateMagnetometer {
             return SeparateMagnetometer(model: model, address: a, io: io, scale: model.scale(settings.magnetometerRange), every: every)
         }
         if IMUDrivers.normalise(settings.magnetometer) != "AUTO" {
-            try settings.magnetometerMissing(model.name, bus: io.bus, address: settings.magnetometerAddress,
-                I2CError(.noAcknowledge, bus: io.bus.number, address: nil,
-                         operation: "nothing answered with WHO_AM_I 0x3D at " + addrs.map(IMUDrivers.hex).joined(separator: "/")))
+            try settings.magnetometerMissing(
+                model.name, bus: io.bus, address: settings.magnetometerAddress,
+                I2CError(
+                    .noAcknowledge, bus: io.bus.number, address: nil,
+                    operation: "nothing answered with WHO_AM_I 0x3D at " + addrs.map(IMUDrivers.hex).joined(separator: "/")))
         }
         return nil
     }
@@ -119,7 +135,7 @@ public final class SeparateMagnetometer {
         try io.write(LIS3MDL.ctrlReg2, range.code << 5, at: a)
         try io.write(LIS3MDL.ctrlReg4, LIS3MDL.uhpZ, at: a)
         try io.write(LIS3MDL.ctrlReg5, LIS3MDL.bdu, at: a)
-        try io.write(LIS3MDL.ctrlReg3, 0x00, at: a) // continuous conversion
+        try io.write(LIS3MDL.ctrlReg3, 0x00, at: a)  // continuous conversion
     }
 
     /// STATUS_REG and the six data bytes (little-endian) in one burst; true when ZYXDA said the
@@ -127,7 +143,8 @@ public final class SeparateMagnetometer {
     func read() throws -> Bool {
         let m = try io.burst(LIS3MDL.statusReg | LIS3MDL.autoIncrement, 7, at: address)
         guard m[0] & LIS3MDL.zyxda != 0 else { return false }
-        field = model.toHost(IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), scale))
+        field = model.toHost(
+            IMUConvert.scaled(IMUConvert.vector(UnsafeRawBufferPointer(rebasing: m[1..<7]), at: 0, bigEndian: false), scale))
         return true
     }
 

@@ -21,8 +21,10 @@ public final class PCA9685 {
     let pause: (Double) -> Void
     private var frame = [UInt8](repeating: 0, count: 5)
 
-    public init(bus: I2CBus, address: UInt8 = defaultAddress, oscillator: Double = PCA9685Math.internalOscillator,
-                pause: @escaping (Double) -> Void = { s in usleep(UInt32(max(0, s) * 1e6)) }) {
+    public init(
+        bus: I2CBus, address: UInt8 = defaultAddress, oscillator: Double = PCA9685Math.internalOscillator,
+        pause: @escaping (Double) -> Void = { s in usleep(UInt32(max(0, s) * 1e6)) }
+    ) {
         self.bus = bus
         self.address = address
         self.oscillator = oscillator
@@ -46,8 +48,9 @@ public final class PCA9685 {
         try bus.writeRegister(address, PCA9685Math.mode1, base | PCA9685Math.restart)
         let readBack = try bus.readRegister(address, PCA9685Math.preScale)
         guard readBack == p else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "setting PRE_SCALE to \(p) (read back \(readBack)); is this chip a PCA9685?")
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "setting PRE_SCALE to \(p) (read back \(readBack)); is this chip a PCA9685?")
         }
         prescale = p
     }
@@ -63,7 +66,9 @@ public final class PCA9685 {
         frame[2] = 0
         frame[3] = UInt8(truncatingIfNeeded: off)
         frame[4] = counts == 0 ? PCA9685Math.fullBit : UInt8(truncatingIfNeeded: off >> 8)
-        try frame.withUnsafeBytes { try bus.transfer(address: address, write: $0, read: UnsafeMutableRawBufferPointer(start: nil, count: 0)) }
+        try frame.withUnsafeBytes {
+            try bus.transfer(address: address, write: $0, read: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        }
     }
 
     /// Sets a channel's pulse in microseconds; returns the counts written.

@@ -42,9 +42,10 @@ public enum RecordingCatalog {
         var out: [RecordedOutput] = []
         for name in try RecordingStore.subdirectories(directory).sorted() {
             let segs = try RecordingStore.segments(directory + "/" + name)
-            var r = RecordedOutput(name: name, segments: segs.map { .init(start: $0.start, bytes: $0.bytes, path: $0.path) },
-                                   first: nil, last: nil, records: 0, bytes: segs.reduce(0) { $0 + $1.bytes },
-                                   isVideo: false, damaged: 0)
+            var r = RecordedOutput(
+                name: name, segments: segs.map { .init(start: $0.start, bytes: $0.bytes, path: $0.path) },
+                first: nil, last: nil, records: 0, bytes: segs.reduce(0) { $0 + $1.bytes },
+                isVideo: false, damaged: 0)
             for s in segs {
                 guard try scanner.open(s.path, limit: s.bytes) else { continue }
                 while let item = try scanner.next(payloads: false) {
@@ -81,8 +82,9 @@ public enum RecordingCatalog {
     static func requireDirectory(_ directory: String) throws {
         var st = stat()
         guard stat(directory, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw RecordingError("no recording in \(directory) (\(String(cString: strerror(errno)))): is [record] enabled "
-                                 + "in the configuration, and is this its state directory's record/ folder?")
+            throw RecordingError(
+                "no recording in \(directory) (\(String(cString: strerror(errno)))): is [record] enabled "
+                    + "in the configuration, and is this its state directory's record/ folder?")
         }
     }
 }
@@ -135,8 +137,9 @@ public final class RecordingWindow {
         var st = stat()
         guard !outputName.isEmpty, !outputName.contains("/"), stat(dir, &st) == 0 else {
             let names = (try? RecordingStore.subdirectories(directory).sorted()) ?? []
-            throw RecordingError("no recording of '\(outputName)' in \(directory); recorded: "
-                                 + (names.isEmpty ? "nothing" : names.joined(separator: ", ")))
+            throw RecordingError(
+                "no recording of '\(outputName)' in \(directory); recorded: "
+                    + (names.isEmpty ? "nothing" : names.joined(separator: ", ")))
         }
         guard from <= to else { throw RecordingError("the window ends before it starts") }
         self.outputName = outputName
@@ -201,7 +204,7 @@ public final class RecordingWindow {
             if !opened {
                 let s = segments[index]
                 guard try scanner.open(s.path, at: index == 0 ? startOffset : 0, limit: s.bytes) else {
-                    index += 1 // dropped by the bound since the window opened
+                    index += 1  // dropped by the bound since the window opened
                     continue
                 }
                 opened = true
@@ -215,8 +218,9 @@ public final class RecordingWindow {
                     guard Self.includes(h.time, from: from, to: to, video: isVideo) else { continue }
                     done += 1
                     if h.kind.isVideo {
-                        return RecordingItem(time: h.time, kind: h.kind, live: h.live, values: UnsafeBufferPointer(start: nil, count: 0),
-                                             accessUnit: payload)
+                        return RecordingItem(
+                            time: h.time, kind: h.kind, live: h.live, values: UnsafeBufferPointer(start: nil, count: 0),
+                            accessUnit: payload)
                     }
                     let n = payload.count / 8
                     if n > values.count {
@@ -226,8 +230,9 @@ public final class RecordingWindow {
                     for i in 0..<n {
                         values[i] = Double(bitPattern: UInt64(littleEndian: payload.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self)))
                     }
-                    return RecordingItem(time: h.time, kind: h.kind, live: h.live, values: UnsafeBufferPointer(rebasing: values[0..<n]),
-                                         accessUnit: UnsafeRawBufferPointer(start: nil, count: 0))
+                    return RecordingItem(
+                        time: h.time, kind: h.kind, live: h.live, values: UnsafeBufferPointer(rebasing: values[0..<n]),
+                        accessUnit: UnsafeRawBufferPointer(start: nil, count: 0))
                 }
             }
             scanner.close()

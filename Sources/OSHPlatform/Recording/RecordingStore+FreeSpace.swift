@@ -18,7 +18,9 @@ extension RecordingStore {
                 pause(free: free)
                 return false
             }
-            problem("space", "recording: the state filesystem is nearly full (\(Self.mib(free)) free): the oldest "
+            problem(
+                "space",
+                "recording: the state filesystem is nearly full (\(Self.mib(free)) free): the oldest "
                     + "segments go to keep \(Self.mib(options.keepFreeBytes)) for the spool, below [record] max_mb "
                     + "(\(Self.mib(options.maxBytes))); lost records are counted")
             // Counted from the segment's size: statvfs may lag the unlink on a journalled filesystem.
@@ -65,7 +67,9 @@ extension RecordingStore {
             dropOldest(o, forSpace: true)
         }
         if freed > 0 {
-            problem("yield", "recording: the spool needed room on the full state filesystem; the recording's oldest "
+            problem(
+                "yield",
+                "recording: the spool needed room on the full state filesystem; the recording's oldest "
                     + "segments went (\(freed >> 10) KiB), and it pauses until the card has room")
         }
         pause(free: freeBytes() ?? 0)
@@ -76,7 +80,9 @@ extension RecordingStore {
         guard writeState != .paused else { return }
         writeState = .paused
         for o in outputs { closeWriter(o); o.needsKeyFrame = true; o.resumable = false }
-        problem("paused", "recording: paused — the state filesystem has \(Self.mib(free)) free, less than the "
+        problem(
+            "paused",
+            "recording: paused — the state filesystem has \(Self.mib(free)) free, less than the "
                 + "\(Self.mib(options.keepFreeBytes + resumeMargin)) it needs while keeping room for the spool; "
                 + "records are dropped and counted until space returns (free space, or lower [record] max_mb)")
     }

@@ -136,8 +136,9 @@ public final class RecordingStore {
                 try recover(o)
             }
             // The bounds, for `osh-edge record status` (which has no configuration to read them from).
-            try? StateFiles.write(Array("max_bytes \(options.maxBytes)\nmax_age \(options.maxAge)\n".utf8),
-                                  to: options.directory + "/" + RecordingCatalog.boundsFile, durable: false)
+            try? StateFiles.write(
+                Array("max_bytes \(options.maxBytes)\nmax_age \(options.maxAge)\n".utf8),
+                to: options.directory + "/" + RecordingCatalog.boundsFile, durable: false)
         } catch {
             release()
             throw error
@@ -207,7 +208,7 @@ public final class RecordingStore {
             let p = dir + "/" + name
             var st = stat()
             guard stat(p, &st) == 0 else {
-                if errno == ENOENT { continue } // dropped by the writer meanwhile
+                if errno == ENOENT { continue }  // dropped by the writer meanwhile
                 throw SystemError.last("stat", subject: p)
             }
             out.append(Segment(start: start, bytes: Int(st.st_size), path: p))
@@ -255,8 +256,9 @@ public final class RecordingStore {
         guard !closed, output >= 0, output < outputs.count else { return false }
         let o = outputs[output]
         let n = min(values.count, (Self.recordBufBytes - RecordingRecord.size(payload: 0)) / 8)
-        let len = RecordingRecord.encode(key: o.key, time: epochTime, values: UnsafeBufferPointer(rebasing: values.prefix(n)),
-                                         live: live, into: recordBuf)
+        let len = RecordingRecord.encode(
+            key: o.key, time: epochTime, values: UnsafeBufferPointer(rebasing: values.prefix(n)),
+            live: live, into: recordBuf)
         guard prepare(o, time: epochTime, length: len, keyFrame: true) else { return false }
         iov[0] = iovec(iov_base: recordBuf, iov_len: len)
         return write(o, time: epochTime, length: len, vectors: 1)
@@ -271,14 +273,17 @@ public final class RecordingStore {
         o.isVideo = true
         guard accessUnit.count <= RecordingRecord.maxPayload, let base = accessUnit.baseAddress else {
             o.counters.writeErrors += 1
-            problem("au-size", "recording: an access unit of \(accessUnit.count) bytes for \(o.name) is not recorded "
+            problem(
+                "au-size",
+                "recording: an access unit of \(accessUnit.count) bytes for \(o.name) is not recorded "
                     + "(at most \(RecordingRecord.maxPayload)); lower the video bitrate or size")
             return false
         }
         let len = RecordingRecord.size(payload: accessUnit.count)
         guard prepare(o, time: epochTime, length: len, keyFrame: keyFrame) else { return false }
-        RecordingRecord.encodeHeader(kind: keyFrame ? .keyFrame : .accessUnit, live: live, key: o.key, time: epochTime,
-                                     payloadLength: accessUnit.count, into: recordBuf)
+        RecordingRecord.encodeHeader(
+            kind: keyFrame ? .keyFrame : .accessUnit, live: live, key: o.key, time: epochTime,
+            payloadLength: accessUnit.count, into: recordBuf)
         crcBuf.storeBytes(of: RecordingRecord.crc(header: recordBuf, payload: accessUnit).littleEndian, as: UInt32.self)
         iov[0] = iovec(iov_base: recordBuf, iov_len: RecordingRecord.headerBytes)
         iov[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: base), iov_len: accessUnit.count)
@@ -309,7 +314,9 @@ public final class RecordingStore {
                 closeWriter(o)
                 o.needsKeyFrame = true
                 o.counters.droppedNoKeyFrame += 1
-                problem("no-key-\(o.name)", "recording: \(o.name) had no key frame for \(4 * options.segmentBytes >> 10) KiB; "
+                problem(
+                    "no-key-\(o.name)",
+                    "recording: \(o.name) had no key frame for \(4 * options.segmentBytes >> 10) KiB; "
                         + "access units are dropped until the next one (shorten the encoder's key frame interval)")
                 return false
             }
@@ -362,7 +369,9 @@ public final class RecordingStore {
                 // Something else filled the card: the oldest segments go first; with none left, pause.
                 o.counters.droppedNoSpace += 1
                 if !makeRoom(RecordingStore.openingMargin, appending: o) { return false }
-                problem("write-\(failure)", "recording: the state filesystem is full (\(o.segments[k].path)); "
+                problem(
+                    "write-\(failure)",
+                    "recording: the state filesystem is full (\(o.segments[k].path)); "
                         + "the oldest segments go to make room")
                 return false
             }
@@ -407,16 +416,19 @@ public final class RecordingStore {
             o.writer = try FileDescriptor.open(p, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600)
         } catch {
             if error.errno == ENOENT, (try? StateFiles.makeDirectories(o.directory)) != nil,
-               let w = try? FileDescriptor.open(p, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600) {
-                o.writer = w // the directory was removed under us (a user cleaning up): made again
+                let w = try? FileDescriptor.open(p, O_WRONLY | O_CREAT | O_APPEND, mode: 0o600)
+            {
+                o.writer = w  // the directory was removed under us (a user cleaning up): made again
             } else {
                 writeState = .failing
                 problem("open-\(error.errno)", "recording: \(error); records are dropped and counted (is the state directory writable?)")
                 return false
             }
         }
-        o.segments.append(Segment(start: RecordingRecord.segmentStart(name: String(p.suffix(RecordingRecord.nameStemBytes + 4))) ?? t,
-                                  bytes: 0, path: p))
+        o.segments.append(
+            Segment(
+                start: RecordingRecord.segmentStart(name: String(p.suffix(RecordingRecord.nameStemBytes + 4))) ?? t,
+                bytes: 0, path: p))
         if options.sync != .never { FileDescriptor.syncDirectory(o.directory) }
         return true
     }
@@ -437,7 +449,9 @@ public final class RecordingStore {
         while totalBytes + reserve > options.maxBytes {
             guard let o = oldestDroppable(appending: appending) else { return }
             dropOldest(o)
-            problem("bound", "recording: at its bound (\(options.maxBytes >> 20) MiB): the oldest segments go; "
+            problem(
+                "bound",
+                "recording: at its bound (\(options.maxBytes >> 20) MiB): the oldest segments go; "
                     + "raise [record] max_mb to keep more")
         }
     }

@@ -91,7 +91,8 @@ final class SegmentScanner {
                 // Damage first; the record is found again on the next call.
                 if position > start { return .damage(offset: start, length: position - start) }
                 let rel = position - bufferOffset
-                let payload = payloads
+                let payload =
+                    payloads
                     ? RecordingRecord.payload(UnsafeRawBufferPointer(start: buffer.baseAddress, count: bufferCount), recordAt: rel, h)
                     : UnsafeRawBufferPointer(start: nil, count: 0)
                 position += h.length

@@ -180,8 +180,9 @@ public final class FileSpool: ObservationSpool {
         let n = try? slots.withUnsafeMutableBytes { try file.read(into: $0, at: 0) }
         guard n == slots.count else { return nil }
         return slots.withUnsafeBytes { b in
-            SpoolCursor.newest(SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[0..<SpoolCursor.slotBytes])),
-                               SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[SpoolCursor.slotBytes...])))
+            SpoolCursor.newest(
+                SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[0..<SpoolCursor.slotBytes])),
+                SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[SpoolCursor.slotBytes...])))
         }
     }
 
@@ -208,8 +209,10 @@ public final class FileSpool: ObservationSpool {
     }
 
     @discardableResult
-    private func scan(_ id: UInt64, from start: Int, size: Int, readAtMost: Int = Int.max,
-                      _ body: (ScanItem) -> Bool) throws -> Int {
+    private func scan(
+        _ id: UInt64, from start: Int, size: Int, readAtMost: Int = Int.max,
+        _ body: (ScanItem) -> Bool
+    ) throws -> Int {
         let file: FileDescriptor
         if let r = reader, readSegment == id {
             file = r
@@ -220,7 +223,8 @@ public final class FileSpool: ObservationSpool {
             readSegment = id
         }
         // `readAtMost` keeps a batch's read to what the batch can hold (never less than one record).
-        let window = UnsafeMutableRawBufferPointer(rebasing: readBuf[0..<min(readBuf.count, max(readAtMost, SpoolRecord.size(values: SpoolRecord.maxValues)))])
+        let window = UnsafeMutableRawBufferPointer(
+            rebasing: readBuf[0..<min(readBuf.count, max(readAtMost, SpoolRecord.size(values: SpoolRecord.maxValues)))])
         return try Self.scan(file, name: path(id), from: start, size: size, buffer: window, body)
     }
 
@@ -243,15 +247,19 @@ public final class FileSpool: ObservationSpool {
     /// Reads a segment file from `start` in chunks through `buffer` and calls `body` for each record and
     /// each damaged stretch, in file order. `body` returns false to stop; the result is where reading stopped.
     @discardableResult
-    static func scan(path p: String, from start: Int, size: Int, buffer: UnsafeMutableRawBufferPointer,
-                     _ body: (ScanItem) -> Bool) throws -> Int {
+    static func scan(
+        path p: String, from start: Int, size: Int, buffer: UnsafeMutableRawBufferPointer,
+        _ body: (ScanItem) -> Bool
+    ) throws -> Int {
         let file = try FileDescriptor.open(p, O_RDONLY)
         defer { file.close() }
         return try scan(file, name: p, from: start, size: size, buffer: buffer, body)
     }
 
-    static func scan(_ file: FileDescriptor, name: @autoclosure () -> String, from start: Int, size: Int,
-                     buffer: UnsafeMutableRawBufferPointer, _ body: (ScanItem) -> Bool) throws -> Int {
+    static func scan(
+        _ file: FileDescriptor, name: @autoclosure () -> String, from start: Int, size: Int,
+        buffer: UnsafeMutableRawBufferPointer, _ body: (ScanItem) -> Bool
+    ) throws -> Int {
         var off = start
         while off < size {
             let got: Int
@@ -260,7 +268,7 @@ public final class FileSpool: ObservationSpool {
             } catch {
                 throw error.on(name())
             }
-            if got == 0 { break } // the file is shorter than we knew: nothing more to read
+            if got == 0 { break }  // the file is shorter than we knew: nothing more to read
             let chunk = UnsafeRawBufferPointer(start: buffer.baseAddress, count: got)
             let atEnd = off + got >= size
             var pos = 0
@@ -282,7 +290,7 @@ public final class FileSpool: ObservationSpool {
                     pos = chunk.count
                 }
             }
-            if pos == 0 { break } // cannot happen (a chunk holds many whole records); never loop forever
+            if pos == 0 { break }  // cannot happen (a chunk holds many whole records); never loop forever
             off += pos
         }
         return off
@@ -305,8 +313,9 @@ public final class FileSpool: ObservationSpool {
 
     private func write(datastream: Int, time: Double, values v: UnsafeBufferPointer<Double>, heldBoot: UInt64?) -> Bool {
         guard datastream >= 0, datastream < keys.count else { return false }
-        let len = SpoolRecord.encode(key: keys[datastream], time: time,
-                                     values: UnsafeBufferPointer(rebasing: v.prefix(maxValues)), into: recordBuf, heldBoot: heldBoot)
+        let len = SpoolRecord.encode(
+            key: keys[datastream], time: time,
+            values: UnsafeBufferPointer(rebasing: v.prefix(maxValues)), into: recordBuf, heldBoot: heldBoot)
         var retried = false
         while true {
             if writer == nil || sizes[sizes.count - 1] + len > options.segmentBytes {
@@ -325,13 +334,17 @@ public final class FileSpool: ObservationSpool {
                 try? w.truncate(to: sizes[sizes.count - 1])
                 // A full card: the recording gives back room (the live backlog comes first), once.
                 if e.errno == ENOSPC, !retried, onNoSpace?(max(len, 64 << 10)) == true { retried = true; continue }
-                problem("write-\(e.errno)", "spool: \(e); observations are dropped and counted until it can write again"
+                problem(
+                    "write-\(e.errno)",
+                    "spool: \(e); observations are dropped and counted until it can write again"
                         + (e.errno == ENOSPC ? " (the state filesystem is full: lower spool_max_mb or free space)" : ""))
                 return failed()
             }
         }
         if missedSinceWriting > 0 {
-            onProblem?("spool: writing again (\(missedSinceWriting) observation\(missedSinceWriting == 1 ? "" : "s") not written meanwhile, counted)")
+            onProblem?(
+                "spool: writing again (\(missedSinceWriting) observation\(missedSinceWriting == 1 ? "" : "s") not written meanwhile, counted)"
+            )
             missedSinceWriting = 0
             reported = reported.filter { !$0.hasPrefix("write-") && !$0.hasPrefix("open-") }
         }
@@ -400,7 +413,7 @@ public final class FileSpool: ObservationSpool {
         for (d, n) in lostPerDatastream.enumerated() where n > 0 { onBoundDrop?(d, n) }
         stats.segmentsDropped += 1
         problem("full", "spool: full (\(options.maxBytes / 1024) KiB): dropping the oldest segment; lost observations are counted")
-        if batchEnd?.segment == id { batchEnd = nil } // the loaded batch went with it
+        if batchEnd?.segment == id { batchEnd = nil }  // the loaded batch went with it
         if cursor.segment <= id {
             moveCursor(to: ids.first ?? id + 1, offset: 0)
         }
@@ -421,7 +434,7 @@ public final class FileSpool: ObservationSpool {
             guard let k = ids.firstIndex(of: cursor.segment) else { return nil }
             let size = sizes[k]
             if Int(cursor.offset) >= size {
-                if k == ids.count - 1 { return nil } // caught up with the writer
+                if k == ids.count - 1 { return nil }  // caught up with the writer
                 moveCursor(to: ids[k + 1], offset: 0)
                 deleteBeforeCursor()
                 continue
@@ -432,8 +445,10 @@ public final class FileSpool: ObservationSpool {
             var waitsForClock = false
             let end: Int
             do {
-                end = try scan(cursor.segment, from: Int(cursor.offset), size: size,
-                               readAtMost: limit * SpoolRecord.size(values: maxValues)) { item in
+                end = try scan(
+                    cursor.segment, from: Int(cursor.offset), size: size,
+                    readAtMost: limit * SpoolRecord.size(values: maxValues)
+                ) { item in
                     switch item {
                     case .record(_, let key, let time, let n, _, let chunk, let rel):
                         guard let d = keyIndex[key] else { batchUnknown += 1; return true }
@@ -501,7 +516,9 @@ public final class FileSpool: ObservationSpool {
             stats.untimed += batchUntimed
             for (d, n) in untimedPerDatastream.enumerated() where n > 0 { onUntimedDrop?(d, n) }
             for d in untimedPerDatastream.indices { untimedPerDatastream[d] = 0 }
-            problem("untimed", "spool: dropped \(batchUntimed) observation(s) held for the clock before a reboot: "
+            problem(
+                "untimed",
+                "spool: dropped \(batchUntimed) observation(s) held for the clock before a reboot: "
                     + "their times were lost with that boot (a board that must keep them needs a trusted clock at boot: "
                     + "NTP, GPS time, an RTC, or [time] require_sync = false)")
         }
@@ -535,8 +552,9 @@ public final class FileSpool: ObservationSpool {
         // record waits in `recordBuf`.
         cursor.encode(into: cursorBuf)
         // Alternate slots: a write torn by a power cut leaves the previous cursor intact.
-        _ = try? cursorFile.write(UnsafeRawBufferPointer(start: cursorBuf, count: SpoolCursor.slotBytes),
-                                  at: Int(cursor.sequence % 2) * SpoolCursor.slotBytes)
+        _ = try? cursorFile.write(
+            UnsafeRawBufferPointer(start: cursorBuf, count: SpoolCursor.slotBytes),
+            at: Int(cursor.sequence % 2) * SpoolCursor.slotBytes)
         if options.sync == .record { try? cursorFile.sync(dataOnly: true) } else { dirty = true }
     }
 
@@ -613,9 +631,11 @@ public final class FileSpool: ObservationSpool {
             try scan(path: p, from: from, size: size, buffer: buffer) { item in
                 switch item {
                 case .record(let off, let key, let time, let n, _, let chunk, let rel):
-                    r.entries.append(Entry(segment: id, offset: off, key: key, time: time,
-                                           values: (0..<n).map { SpoolRecord.value(chunk, recordAt: rel, $0) },
-                                           heldBoot: SpoolRecord.heldBoot(chunk, recordAt: rel)))
+                    r.entries.append(
+                        Entry(
+                            segment: id, offset: off, key: key, time: time,
+                            values: (0..<n).map { SpoolRecord.value(chunk, recordAt: rel, $0) },
+                            heldBoot: SpoolRecord.heldBoot(chunk, recordAt: rel)))
                 case .damage(let off, let length):
                     r.damage.append((id, off, length))
                 }

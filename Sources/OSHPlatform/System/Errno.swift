@@ -13,7 +13,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static var current: Errno { Errno(Glibc.errno) }
 
     public static let interrupted = Errno(EINTR)
-    public static let wouldBlock = Errno(EAGAIN) // == EWOULDBLOCK on Linux
+    public static let wouldBlock = Errno(EAGAIN)  // == EWOULDBLOCK on Linux
     public static let ioError = Errno(EIO)
     public static let noSuchFile = Errno(ENOENT)
     public static let noDevice = Errno(ENODEV)

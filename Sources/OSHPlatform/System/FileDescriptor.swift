@@ -17,8 +17,10 @@ public struct FileDescriptor {
     }
 
     /// open(2), close-on-exec. The error names `path`.
-    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0,
-                            system: any SyscallDriver = KernelSyscalls.shared) throws(SystemError) -> FileDescriptor {
+    public static func open(
+        _ path: String, _ flags: Int32, mode: mode_t = 0,
+        system: any SyscallDriver = KernelSyscalls.shared
+    ) throws(SystemError) -> FileDescriptor {
         let fd = try retryingInterrupts("open", subject: path) { system.open(path, flags, mode) }
         return FileDescriptor(rawValue: Int32(truncatingIfNeeded: fd), system: system)
     }
@@ -74,8 +76,10 @@ public struct FileDescriptor {
         try writeAll(bytes, call: "send") { system.send(rawValue, $0) }
     }
 
-    private func writeAll(_ bytes: UnsafeRawBufferPointer, call: String,
-                          _ write: (UnsafeRawBufferPointer) -> Int) throws(SystemError) {
+    private func writeAll(
+        _ bytes: UnsafeRawBufferPointer, call: String,
+        _ write: (UnsafeRawBufferPointer) -> Int
+    ) throws(SystemError) {
         var done = 0
         while done < bytes.count {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])

@@ -74,9 +74,11 @@ public final class V4L2Camera {
     private var lastDelivered = -Double.infinity
     private var running = false
 
-    public init(loop: EventLoop, device: V4L2Device, path: String, width: Int, height: Int, fps: Double,
-                bufferCount: Int = 4, backoff: Backoff = Backoff(initial: 0.5, maximum: 10),
-                now: @escaping () -> Double = { Double(Clock.monotonicNanoseconds()) / 1e9 }) {
+    public init(
+        loop: EventLoop, device: V4L2Device, path: String, width: Int, height: Int, fps: Double,
+        bufferCount: Int = 4, backoff: Backoff = Backoff(initial: 0.5, maximum: 10),
+        now: @escaping () -> Double = { Double(Clock.monotonicNanoseconds()) / 1e9 }
+    ) {
         self.loop = loop
         self.device = device
         self.path = path
@@ -116,7 +118,9 @@ public final class V4L2Camera {
         switch device.open(path) {
         case .failure(let e):
             counters.failedOpens += 1
-            throw V4L2Error("cannot open camera \(path): \(e); check the device exists (v4l2-ctl --list-devices) and the agent is in the video group", errno: e.errno)
+            throw V4L2Error(
+                "cannot open camera \(path): \(e); check the device exists (v4l2-ctl --list-devices) and the agent is in the video group",
+                errno: e.errno)
         case .success(let f):
             fd = f
         }
@@ -124,7 +128,8 @@ public final class V4L2Camera {
             negotiated = try negotiate()
             try startStreaming()
             if let n = negotiated {
-                let what = "\(n.format.fourCC) \(n.width)x\(n.height), \(bufferCount) buffers, \(fps) fps"
+                let what =
+                    "\(n.format.fourCC) \(n.width)x\(n.height), \(bufferCount) buffers, \(fps) fps"
                     + (n.driverFPS.map { " (driver \($0))" } ?? " (driver has no rate control; dropping)")
                 if log.recovered() && everStreamed {
                     log.note(.notice, "camera \(path): back, \(what); frames resume")
@@ -145,7 +150,8 @@ public final class V4L2Camera {
         guard e == 0 else { throw V4L2Error.call(.querycap, path, e, hint: "is this a V4L2 device?") }
         let caps = cap.nodeCaps
         guard caps & UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_CAPTURE) != 0 else {
-            throw V4L2Error("\(path) (\(V4L2Text.string(cap.card))) is not a capture device; pick a camera from osh-edge probe", errno: ENOTTY)
+            throw V4L2Error(
+                "\(path) (\(V4L2Text.string(cap.card))) is not a capture device; pick a camera from osh-edge probe", errno: ENOTTY)
         }
         guard caps & UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING) != 0 else {
             throw V4L2Error("\(path) (\(V4L2Text.string(cap.card))) cannot stream (no mmap I/O); it is not supported", errno: ENOTTY)
@@ -175,27 +181,32 @@ public final class V4L2Camera {
         guard s == 0 else { throw V4L2Error.call(.sFmt, path, s, hint: "the camera refused \(chosen.fourCC) \(width)x\(height)") }
         // The driver may adjust the request; accept another size, never another format.
         guard f.fmt.pix.pixelformat == chosen.fourCC.rawValue else {
-            throw V4L2Error("camera \(path) answered S_FMT \(chosen.fourCC) with \(FourCC(rawValue: f.fmt.pix.pixelformat)); format negotiation failed", errno: EINVAL)
+            throw V4L2Error(
+                "camera \(path) answered S_FMT \(chosen.fourCC) with \(FourCC(rawValue: f.fmt.pix.pixelformat)); format negotiation failed",
+                errno: EINVAL)
         }
         let w = Int(f.fmt.pix.width), h = Int(f.fmt.pix.height)
         guard w >= 16, h >= 16, w % 2 == 0, h % 2 == 0 else {
-            throw V4L2Error("camera \(path) offers \(w)x\(h) for \(width)x\(height); the encoder needs an even size of at least 16x16", errno: EINVAL)
+            throw V4L2Error(
+                "camera \(path) offers \(w)x\(h) for \(width)x\(height); the encoder needs an even size of at least 16x16", errno: EINVAL)
         }
         if (w != width || h != height) && snapNoted != "\(w)x\(h)" {
-            snapNoted = "\(w)x\(h)" // said once, not at every reopen
+            snapNoted = "\(w)x\(h)"  // said once, not at every reopen
             Log.notice("camera \(path): asked for \(width)x\(height), the driver gives \(w)x\(h)")
         }
         var bpl = Int(f.fmt.pix.bytesperline)
         if bpl == 0 { bpl = chosen == .yuyv ? w * 2 : w }
-        var n = Negotiated(format: chosen, width: w, height: h, bytesPerLine: bpl,
-                           sizeImage: max(Int(f.fmt.pix.sizeimage), chosen.frameBytes(width: w, height: h)), driverFPS: nil)
+        var n = Negotiated(
+            format: chosen, width: w, height: h, bytesPerLine: bpl,
+            sizeImage: max(Int(f.fmt.pix.sizeimage), chosen.frameBytes(width: w, height: h)), driverFPS: nil)
         var p = v4l2_streamparm()
         p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         p.parm.capture.timeperframe.numerator = 1000
         p.parm.capture.timeperframe.denominator = UInt32((fps * 1000).rounded())
         // Not every driver has frame-rate control; dropping covers that case.
         if device.call(fd, .sParm, &p) == 0, p.parm.capture.capability & UInt32(truncatingIfNeeded: V4L2_CAP_TIMEPERFRAME) != 0,
-           p.parm.capture.timeperframe.numerator > 0 {
+            p.parm.capture.timeperframe.numerator > 0
+        {
             n.driverFPS = Double(p.parm.capture.timeperframe.denominator) / Double(p.parm.capture.timeperframe.numerator)
         }
         return n
@@ -208,7 +219,9 @@ public final class V4L2Camera {
         req.memory = V4L2_MEMORY_MMAP.rawValue
         var e = device.call(fd, .reqbufs, &req)
         guard e == 0 else { throw V4L2Error.call(.reqbufs, path, e, hint: "is another program using the camera?") }
-        guard req.count >= 2 else { throw V4L2Error("camera \(path) granted \(req.count) buffers; streaming needs at least 2", errno: ENOMEM) }
+        guard req.count >= 2 else {
+            throw V4L2Error("camera \(path) granted \(req.count) buffers; streaming needs at least 2", errno: ENOMEM)
+        }
         for i in 0..<Int(req.count) {
             var b = v4l2_buffer()
             b.index = UInt32(i)
@@ -315,9 +328,11 @@ public final class V4L2Camera {
         let used = min(buf.length, b.bytesused > 0 ? Int(b.bytesused) : buf.length)
         counters.delivered += 1
         let i = Int(b.index)
-        onFrame?(VideoFrame(format: n.format, width: n.width, height: n.height, bytesPerLine: n.bytesPerLine,
-                            monotonicTime: t, bytes: UnsafeRawBufferPointer(start: buf.address, count: used),
-                            dmabufFD: i < dmabufs.count ? dmabufs[i] : -1, bufferIndex: i))
+        onFrame?(
+            VideoFrame(
+                format: n.format, width: n.width, height: n.height, bytesPerLine: n.bytesPerLine,
+                monotonicTime: t, bytes: UnsafeRawBufferPointer(start: buf.address, count: used),
+                dmabufFD: i < dmabufs.count ? dmabufs[i] : -1, bufferIndex: i))
     }
 
     // MARK: Loss and retry
@@ -337,8 +352,9 @@ public final class V4L2Camera {
         // only what changes.
         let pause = lost && !log.isDown ? "frames pause, " : ""
         let step = log.nextStep
-        let verdict = log.failed(.warning, lost ? "camera \(path) lost (\(e))" : "\(e)",
-                                 firstSuffix: "; \(pause)retrying in \(RetryLog.seconds(step))")
+        let verdict = log.failed(
+            .warning, lost ? "camera \(path) lost (\(e))" : "\(e)",
+            firstSuffix: "; \(pause)retrying in \(RetryLog.seconds(step))")
         if retry == nil { retry = LoopDeadline(loop: loop) { [weak self] in self?.retryNow() } }
         do { try retry?.arm(after: verdict.delay) } catch { Log.error("camera \(path): cannot arm the retry timer: \(error)") }
     }

@@ -249,7 +249,8 @@ struct M2MAssessment: Equatable {
         let outputs = output.map(\.fourCC)
         if capture.contains(where: { $0.fourCC == .h264 }) {
             if !outputs.contains(where: Self.feedable.contains) {
-                return "encodes H.264 but takes \(outputs.isEmpty ? "no raw format" : "only " + Self.names(outputs)) (osh-edge feeds YUYV, NV12 or YU12)"
+                return
+                    "encodes H.264 but takes \(outputs.isEmpty ? "no raw format" : "only " + Self.names(outputs)) (osh-edge feeds YUYV, NV12 or YU12)"
             }
             // V4L2M2MEncoder speaks the multi-planar API only (what bcm2835-codec offers).
             if !multiplanar { return "encodes H.264 through the single-planar M2M API (osh-edge drives multi-planar encoders only)" }
@@ -312,9 +313,10 @@ public enum V4L2Probe {
     /// Both queues' formats of an M2M node; nil when the node is not one.
     static func assess(_ device: V4L2Device, fd: Int32, caps: UInt32) -> M2MAssessment? {
         guard let types = m2mTypes(caps) else { return nil }
-        return M2MAssessment(multiplanar: types.capture == V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue,
-                             capture: descriptions(device, fd: fd, type: types.capture),
-                             output: descriptions(device, fd: fd, type: types.output))
+        return M2MAssessment(
+            multiplanar: types.capture == V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue,
+            capture: descriptions(device, fd: fd, type: types.capture),
+            output: descriptions(device, fd: fd, type: types.output))
     }
 
     static func descriptions(_ device: V4L2Device, fd: Int32, type: UInt32) -> [V4L2FormatDesc] {
@@ -324,8 +326,10 @@ public enum V4L2Probe {
             d.index = UInt32(i)
             d.type = type
             guard device.call(fd, .enumFmt, &d) == 0 else { break }
-            out.append(V4L2FormatDesc(fourCC: FourCC(rawValue: d.pixelformat),
-                                      compressed: d.flags & UInt32(truncatingIfNeeded: V4L2_FMT_FLAG_COMPRESSED) != 0))
+            out.append(
+                V4L2FormatDesc(
+                    fourCC: FourCC(rawValue: d.pixelformat),
+                    compressed: d.flags & UInt32(truncatingIfNeeded: V4L2_FMT_FLAG_COMPRESSED) != 0))
         }
         return out
     }
@@ -349,13 +353,16 @@ public enum V4L2Probe {
                 role = .h264Encoder
                 type = types.output
             }
-        } else if caps & UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_CAPTURE) != 0 && caps & UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING) != 0 {
+        } else if caps & UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_CAPTURE) != 0
+            && caps & UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING) != 0
+        {
             role = .camera
         } else {
             role = .other
         }
-        return V4L2DeviceInfo(path: path, driver: V4L2Text.string(cap.driver), card: card, busInfo: V4L2Text.string(cap.bus_info),
-                              role: role, formats: role == .other ? [] : formats(device, fd: fd, type: type), note: note)
+        return V4L2DeviceInfo(
+            path: path, driver: V4L2Text.string(cap.driver), card: card, busInfo: V4L2Text.string(cap.bus_info),
+            role: role, formats: role == .other ? [] : formats(device, fd: fd, type: type), note: note)
     }
 
     static func formats(_ device: V4L2Device, fd: Int32, type: UInt32) -> [V4L2FormatInfo] {
@@ -381,8 +388,10 @@ public enum V4L2Probe {
                     break
                 }
             }
-            out.append(V4L2FormatInfo(fourCC: FourCC(rawValue: d.pixelformat), description: V4L2Text.string(d.description),
-                                      sizes: sizes, isRange: range))
+            out.append(
+                V4L2FormatInfo(
+                    fourCC: FourCC(rawValue: d.pixelformat), description: V4L2Text.string(d.description),
+                    sizes: sizes, isRange: range))
         }
         return out
     }

@@ -50,8 +50,8 @@ public final class V4L2M2MEncoder {
     /// Rows of the luma plane in the encoder's buffer (the height, rounded up by some drivers).
     private var encoderLumaRows = 0
 
-    static let outputType = V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue   // raw in
-    static let captureType = V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue // H.264 out
+    static let outputType = V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue  // raw in
+    static let captureType = V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue  // H.264 out
 
     /// A progressive one-plane format request for either side (the driver fills in the rest).
     static func singlePlaneFormat(_ type: UInt32, width: Int, height: Int, fourCC: FourCC) -> v4l2_format {
@@ -68,8 +68,10 @@ public final class V4L2M2MEncoder {
     /// Opens and configures the encoder for pictures of `input` layout; throws what failed.
     /// `dmabufSlots` > 0 asks for DMABUF import with that many pictures in the encoder at once
     /// (used only if the layouts match; check `importsDMABUF`).
-    public init(loop: EventLoop, device: V4L2Device, path: String, input: PixelFormat, width: Int, height: Int,
-                bytesPerLine: Int, settings: VideoSettings, buffers: Int = 2, dmabufSlots: Int = 0) throws {
+    public init(
+        loop: EventLoop, device: V4L2Device, path: String, input: PixelFormat, width: Int, height: Int,
+        bytesPerLine: Int, settings: VideoSettings, buffers: Int = 2, dmabufSlots: Int = 0
+    ) throws {
         guard input != .h264 else { throw V4L2Error("the hardware encoder takes raw pictures, not H.264", errno: EINVAL) }
         self.loop = loop
         self.device = device
@@ -116,7 +118,9 @@ public final class V4L2M2MEncoder {
         e = device.call(fd, .sFmt, &f)
         guard e == 0 else { throw V4L2Error.call(.sFmt, path, e, hint: "the encoder refused \(input.fourCC) \(width)x\(height)") }
         guard f.fmt.pix_mp.pixelformat == input.fourCC.rawValue, Int(f.fmt.pix_mp.width) == width, Int(f.fmt.pix_mp.height) == height else {
-            throw V4L2Error("the hardware encoder answered \(input.fourCC) \(width)x\(height) with \(FourCC(rawValue: f.fmt.pix_mp.pixelformat)) \(f.fmt.pix_mp.width)x\(f.fmt.pix_mp.height)", errno: EINVAL)
+            throw V4L2Error(
+                "the hardware encoder answered \(input.fourCC) \(width)x\(height) with \(FourCC(rawValue: f.fmt.pix_mp.pixelformat)) \(f.fmt.pix_mp.width)x\(f.fmt.pix_mp.height)",
+                errno: EINVAL)
         }
         // The driver may pad lines (and the luma height) for its hardware; the copy follows its layout.
         encoderBytesPerLine = max(Int(f.fmt.pix_mp.plane_fmt.0.bytesperline), input == .yuyv ? width * 2 : width)
@@ -229,7 +233,8 @@ public final class V4L2M2MEncoder {
     public func submit(_ frame: VideoFrame) -> Bool {
         counters.submitted += 1
         guard fd >= 0, frame.format == input, frame.width == width, frame.height == height,
-              let src = frame.bytes.baseAddress else { return false }
+            let src = frame.bytes.baseAddress
+        else { return false }
         guard let i = inputs.firstIndex(where: { $0.free }) else { counters.droppedBusy += 1; return false }
         guard frame.isComplete else { return false }
         if importsDMABUF { return submitImported(frame, slot: i) }
@@ -272,7 +277,9 @@ public final class V4L2M2MEncoder {
         guard e == 0 else {
             // Typically a camera buffer the codec cannot address (not physically contiguous, as
             // uvcvideo's vmalloc buffers): copy from now on instead of losing the hardware encoder.
-            Log.notice("hardware encoder \(path) cannot import the camera's DMABUF (\(V4L2Error.call(.qbuf, path, e))); copying each frame instead")
+            Log.notice(
+                "hardware encoder \(path) cannot import the camera's DMABUF (\(V4L2Error.call(.qbuf, path, e))); copying each frame instead"
+            )
             guard switchToCopying() else { return false }
             return submit(frame)
         }
@@ -373,9 +380,11 @@ public final class V4L2M2MEncoder {
                 counters.encoded += 1
                 counters.bytes += used
                 let t = Double(b.timestamp.tv_sec) + Double(b.timestamp.tv_usec) / 1e6
-                onAccessUnit?(EncodedFrame(monotonicTime: t,
-                                           bytes: UnsafeRawBufferPointer(start: outputs[i].address + offset, count: used),
-                                           isKeyFrame: b.flags & UInt32(truncatingIfNeeded: V4L2_BUF_FLAG_KEYFRAME) != 0))
+                onAccessUnit?(
+                    EncodedFrame(
+                        monotonicTime: t,
+                        bytes: UnsafeRawBufferPointer(start: outputs[i].address + offset, count: used),
+                        isKeyFrame: b.flags & UInt32(truncatingIfNeeded: V4L2_BUF_FLAG_KEYFRAME) != 0))
             }
             guard fd >= 0 else { return }
             do { try queueCapture(i) } catch let err as V4L2Error { return fail(err) } catch { return }

@@ -48,8 +48,10 @@ public struct VideoFrame {
     public var dmabufFD: Int32
     public var bufferIndex: Int
 
-    public init(format: PixelFormat, width: Int, height: Int, bytesPerLine: Int, monotonicTime: Double,
-                bytes: UnsafeRawBufferPointer, dmabufFD: Int32 = -1, bufferIndex: Int = -1) {
+    public init(
+        format: PixelFormat, width: Int, height: Int, bytesPerLine: Int, monotonicTime: Double,
+        bytes: UnsafeRawBufferPointer, dmabufFD: Int32 = -1, bufferIndex: Int = -1
+    ) {
         self.format = format
         self.width = width
         self.height = height
@@ -89,8 +91,9 @@ public struct X264Settings: Sendable, Equatable {
     }
 
     public init(_ v: VideoSettings) {
-        self.init(width: v.width, height: v.height, fps: v.fps, keyFrameInterval: v.keyFrameInterval,
-                  bitrateKbps: v.bitrateKbps, threads: v.threads)
+        self.init(
+            width: v.width, height: v.height, fps: v.fps, keyFrameInterval: v.keyFrameInterval,
+            bitrateKbps: v.bitrateKbps, threads: v.threads)
     }
 }
 
@@ -129,7 +132,7 @@ public final class X264Encoder {
         let keyint = Int32(max(1, s.keyFrameInterval))
         p.i_keyint_max = keyint
         p.i_keyint_min = keyint
-        p.i_scenecut_threshold = 0   // IDRs exactly every keyint frames, never extra ones
+        p.i_scenecut_threshold = 0  // IDRs exactly every keyint frames, never extra ones
         p.b_intra_refresh = 0
         p.b_repeat_headers = 1
         p.b_annexb = 1
@@ -163,7 +166,10 @@ public final class X264Encoder {
     /// zerolatency mode outputs each frame immediately). Throws on a wrong-sized picture.
     public func encode(_ frame: VideoFrame, sink: (EncodedFrame) -> Void) throws {
         guard frame.width == settings.width, frame.height == settings.height, frame.format != .h264, frame.isComplete else {
-            throw X264Error(message: "libx264: got a \(frame.width)×\(frame.height) \(frame.format.rawValue) picture of \(frame.bytes.count) bytes; the encoder was opened for \(settings.width)×\(settings.height)")
+            throw X264Error(
+                message:
+                    "libx264: got a \(frame.width)×\(frame.height) \(frame.format.rawValue) picture of \(frame.bytes.count) bytes; the encoder was opened for \(settings.width)×\(settings.height)"
+            )
         }
         guard let base = frame.bytes.baseAddress else { return }
         let w = settings.width, h = settings.height
@@ -175,9 +181,11 @@ public final class X264Encoder {
         case .nv12, .yuyv:
             let dst = conversionBuffer()
             if frame.format == .nv12 {
-                PixelConversion.nv12ToI420(base.assumingMemoryBound(to: UInt8.self), bytesPerLine: frame.bytesPerLine, width: w, height: h, into: dst)
+                PixelConversion.nv12ToI420(
+                    base.assumingMemoryBound(to: UInt8.self), bytesPerLine: frame.bytesPerLine, width: w, height: h, into: dst)
             } else {
-                PixelConversion.yuyvToI420(base.assumingMemoryBound(to: UInt8.self), bytesPerLine: frame.bytesPerLine, width: w, height: h, into: dst)
+                PixelConversion.yuyvToI420(
+                    base.assumingMemoryBound(to: UInt8.self), bytesPerLine: frame.bytesPerLine, width: w, height: h, into: dst)
             }
             setPlanes(dst, dst + w * h, dst + w * h + (w / 2) * (h / 2), lumaStride: w)
         case .h264:
@@ -185,7 +193,7 @@ public final class X264Encoder {
         }
         picture.i_pts = pts
         pts += 1
-        picture.i_type = 0 // X264_TYPE_AUTO: keyint decides
+        picture.i_type = 0  // X264_TYPE_AUTO: keyint decides
         var nals: UnsafeMutablePointer<x264_nal_t>?
         var count: Int32 = 0
         let size = x264_encoder_encode(encoder, &nals, &count, &picture, &output)
@@ -199,7 +207,9 @@ public final class X264Encoder {
         sink(EncodedFrame(monotonicTime: frame.monotonicTime, bytes: au, isKeyFrame: key))
     }
 
-    private func setPlanes(_ y: UnsafeMutablePointer<UInt8>, _ u: UnsafeMutablePointer<UInt8>, _ v: UnsafeMutablePointer<UInt8>, lumaStride: Int) {
+    private func setPlanes(
+        _ y: UnsafeMutablePointer<UInt8>, _ u: UnsafeMutablePointer<UInt8>, _ v: UnsafeMutablePointer<UInt8>, lumaStride: Int
+    ) {
         picture.img.plane.0 = y
         picture.img.plane.1 = u
         picture.img.plane.2 = v
@@ -222,7 +232,8 @@ public final class X264Encoder {
     /// unit has the same shape: SPS, PPS, IDR.
     static func dropLeadingSEI(_ au: UnsafeRawBufferPointer, nals: UnsafeMutablePointer<x264_nal_t>, count: Int) -> UnsafeRawBufferPointer {
         guard count >= 3, nals[0].i_type == 7, nals[1].i_type == 8, nals[2].i_type == 6,
-              let base = au.baseAddress, let sei = nals[2].p_payload else { return au }
+            let base = au.baseAddress, let sei = nals[2].p_payload
+        else { return au }
         let seiLength = Int(nals[2].i_payload)
         let headerLength = UnsafeRawPointer(sei) - base
         guard headerLength >= 0, headerLength + seiLength <= au.count else { return au }
@@ -236,8 +247,10 @@ public final class X264Encoder {
 public enum PixelConversion {
     /// Packed YUYV 4:2:2 → planar 4:2:0; chroma from the even lines (no vertical averaging:
     /// one read per output byte, and the encoder does not care at these sizes).
-    public static func yuyvToI420(_ src: UnsafePointer<UInt8>, bytesPerLine: Int, width: Int, height: Int,
-                                  into dst: UnsafeMutablePointer<UInt8>) {
+    public static func yuyvToI420(
+        _ src: UnsafePointer<UInt8>, bytesPerLine: Int, width: Int, height: Int,
+        into dst: UnsafeMutablePointer<UInt8>
+    ) {
         let u = dst + width * height, v = u + (width / 2) * (height / 2)
         for row in 0..<height {
             let s = src + row * bytesPerLine
@@ -254,8 +267,10 @@ public enum PixelConversion {
     }
 
     /// NV12 (Y, interleaved UV) → I420: the Y plane copied, UV de-interleaved.
-    public static func nv12ToI420(_ src: UnsafePointer<UInt8>, bytesPerLine: Int, width: Int, height: Int,
-                                  into dst: UnsafeMutablePointer<UInt8>) {
+    public static func nv12ToI420(
+        _ src: UnsafePointer<UInt8>, bytesPerLine: Int, width: Int, height: Int,
+        into dst: UnsafeMutablePointer<UInt8>
+    ) {
         for row in 0..<height { memcpy(dst + row * width, src + row * bytesPerLine, width) }
         let uvSrc = src + bytesPerLine * height
         let u = dst + width * height, v = u + (width / 2) * (height / 2)

@@ -36,11 +36,13 @@ public enum WebSocketClientError: Error, Sendable, Equatable, CustomStringConver
         case .connect(let m): return "cannot connect to the node for the command channel: " + m
         case .handshake(let e): return e.description
         case .unauthorized(let s):
-            return "the node refused the command channel with \(s): check the user name and password (the user needs permission to post command status)"
+            return
+                "the node refused the command channel with \(s): check the user name and password (the user needs permission to post command status)"
         case .notFound(let m):
             return "the node does not know this control stream (\(m)); it probably restarted without a database — register again"
         case .alreadyConnected(let m):
-            return "the node already has a command receiver on this control stream (\(m)): another osh-edge registered as this system, or the node has not yet noticed our previous connection drop"
+            return
+                "the node already has a command receiver on this control stream (\(m)): another osh-edge registered as this system, or the node has not yet noticed our previous connection drop"
         case .protocolViolation(let e): return "the node broke the WebSocket protocol: " + e.description
         case .closedByServer(let c, let r): return "the node closed the command channel (\(c)\(r.isEmpty ? "" : " " + r))"
         case .closedRightAfterOpening(let c, let r):
@@ -48,7 +50,8 @@ public enum WebSocketClientError: Error, Sendable, Equatable, CustomStringConver
             if r.lowercased().hasSubstring("permission") || r.lowercased().hasSubstring("no user") {
                 // osh-core 4c87a65 with security on: the receiver's permission check runs where no
                 // user is known (CommandHandler.startRealTimeStream), whatever the user may do.
-                m += "; the node's permission check refused this board as command receiver — give the user the "
+                m +=
+                    "; the node's permission check refused this board as command receiver — give the user the "
                     + "right to create command status, or, if it has it, this is the node's own fault (OSH with "
                     + "security on checks it without the logged-in user)"
             }
@@ -81,8 +84,10 @@ public final class WebSocketClient {
         /// delivered a message or stayed open this long; one the node closes sooner is a failure.
         public var stableAfter: Double
 
-        public init(maxMessageBytes: Int = 1 << 20, backoff: Backoff = Backoff(initial: 1, maximum: 60),
-                    pingInterval: Double = 30, closeTimeout: Double = 2, stableAfter: Double = 10) {
+        public init(
+            maxMessageBytes: Int = 1 << 20, backoff: Backoff = Backoff(initial: 1, maximum: 60),
+            pingInterval: Double = 30, closeTimeout: Double = 2, stableAfter: Double = 10
+        ) {
             self.maxMessageBytes = maxMessageBytes
             self.backoff = backoff
             self.pingInterval = pingInterval
@@ -171,9 +176,13 @@ public final class WebSocketClient {
     static func split(_ url: String) -> (String, String, String)? {
         let lower = url.lowercased()
         let schemeEnd: String.Index
-        if lower.hasPrefix("http://") { schemeEnd = url.index(url.startIndex, offsetBy: 7) }
-        else if lower.hasPrefix("https://") { schemeEnd = url.index(url.startIndex, offsetBy: 8) }
-        else { return nil }
+        if lower.hasPrefix("http://") {
+            schemeEnd = url.index(url.startIndex, offsetBy: 7)
+        } else if lower.hasPrefix("https://") {
+            schemeEnd = url.index(url.startIndex, offsetBy: 8)
+        } else {
+            return nil
+        }
         let rest = url[schemeEnd...]
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = String(rest[..<slash])
@@ -364,8 +373,11 @@ public final class WebSocketClient {
         case 401, 403: fail(.unauthorized(h.status))
         case 404: fail(.notFound(message.isEmpty ? "404" : message))
         default:
-            if message.lowercased().hasSubstring("already connected") { fail(.alreadyConnected(message)) }
-            else { fail(.handshake(.status(code: h.status, reason: h.reason, body: message))) }
+            if message.lowercased().hasSubstring("already connected") {
+                fail(.alreadyConnected(message))
+            } else {
+                fail(.handshake(.status(code: h.status, reason: h.reason, body: message)))
+            }
         }
     }
 

@@ -44,7 +44,7 @@ public final class SimulatedBMP3: RegisterMapDevice {
             case BMP3Driver.softReset:
                 resets += 1
                 powerOnReset()
-            case 0x00, 0xB0: break // nop, fifo_flush
+            case 0x00, 0xB0: break  // nop, fifo_flush
             default: registers[Int(BMP3Driver.regErr)] |= BMP3Driver.errCmd
             }
         case BMP3Driver.regPwrCtrl:
@@ -55,20 +55,20 @@ public final class SimulatedBMP3: RegisterMapDevice {
                 let periodMicroseconds = 5000 * Double(1 << Int(registers[Int(BMP3Driver.regODR)] & 0x1F))
                 if conv > periodMicroseconds {
                     registers[Int(BMP3Driver.regErr)] |= BMP3Driver.errConf
-                    registers[Int(register)] = value & 0x03 // stays in sleep
+                    registers[Int(register)] = value & 0x03  // stays in sleep
                     return
                 }
                 registers[Int(register)] = value
                 convert()
             } else if mode != 0 {
                 registers[Int(register)] = value & 0x03
-                convert() // forced: one conversion, then sleep
+                convert()  // forced: one conversion, then sleep
             } else {
                 registers[Int(register)] = value
             }
         case BMP3Driver.regOSR, BMP3Driver.regODR, BMP3Driver.regConfig, 0x15...0x1A:
             registers[Int(register)] = value
-        default: return // ID, status, data, calibration and reserved registers are read-only
+        default: return  // ID, status, data, calibration and reserved registers are read-only
         }
     }
 

@@ -37,8 +37,8 @@ public final class SimulatedBMP58x: RegisterMapDevice {
 
     private func powerOnReset() {
         for r in [D.regIntSource, 0x13, 0x14, 0x16, 0x18, D.regDSPIIR, D.regOSRConfig, D.regOSREff] { registers[Int(r)] = 0 }
-        registers[Int(D.regDSPConfig)] = 0x03 // comp_pt_en: compensation on
-        registers[Int(D.regODRConfig)] = 0x1C << 2 // standby, deep standby allowed (the ODR is not relied on)
+        registers[Int(D.regDSPConfig)] = 0x03  // comp_pt_en: compensation on
+        registers[Int(D.regODRConfig)] = 0x1C << 2  // standby, deep standby allowed (the ODR is not relied on)
         load([UInt8](repeating: 0x7F, count: BMP58xRaw.byteCount), at: BMP58xRaw.register)
         registers[Int(D.regIntStatus)] = D.intResetComplete
         registers[Int(D.regStatus)] = nvmError ? D.statusNVMError : D.statusNVMReady
@@ -56,12 +56,12 @@ public final class SimulatedBMP58x: RegisterMapDevice {
     public override func writeRegister(_ register: UInt8, _ value: UInt8) {
         switch register {
         case D.regCmd:
-            guard value == D.softReset else { return } // the NVM sequences are not modelled
+            guard value == D.softReset else { return }  // the NVM sequences are not modelled
             resets += 1
             resetInThisTransfer = true
             powerOnReset()
         case D.regDSPConfig, D.regDSPIIR:
-            if mode == D.modeStandby { registers[Int(register)] = value } // "writable only in standby"
+            if mode == D.modeStandby { registers[Int(register)] = value }  // "writable only in standby"
         case D.regOSRConfig:
             registers[Int(register)] = value & 0x7F
             if mode == D.modeNormal { checkConfiguration() }
@@ -73,14 +73,14 @@ public final class SimulatedBMP58x: RegisterMapDevice {
                 if autoConvert { convert() }
             case 0b11:
                 if autoConvert { convert() }
-            case 0b10: // forced: one conversion, then standby
+            case 0b10:  // forced: one conversion, then standby
                 convert()
                 registers[Int(register)] = value & ~0b11
             default: break
             }
         case D.regIntSource, 0x13, 0x14, 0x16, 0x18, 0x32...0x35:
             registers[Int(register)] = value
-        default: return // IDs, status, data, OSR_EFF and reserved registers are read-only
+        default: return  // IDs, status, data, OSR_EFF and reserved registers are read-only
         }
     }
 

@@ -46,7 +46,9 @@ public final class SimulatedBMx280: RegisterMapDevice {
     }
 
     private func powerOnReset() {
-        for r in [BMx280Driver.regCtrlHum, BMx280Driver.regStatus, BMx280Driver.regCtrlMeas, BMx280Driver.regConfig] { registers[Int(r)] = 0 }
+        for r in [BMx280Driver.regCtrlHum, BMx280Driver.regStatus, BMx280Driver.regCtrlMeas, BMx280Driver.regConfig] {
+            registers[Int(r)] = 0
+        }
         load([0x80, 0, 0, 0x80, 0, 0, 0x80, 0], at: BMx280Raw.register)
         latchedCtrlHum = 0
     }
@@ -69,7 +71,7 @@ public final class SimulatedBMx280: RegisterMapDevice {
             latchedCtrlHum = registers[Int(BMx280Driver.regCtrlHum)] & 0b111
             switch value & 0b11 {
             case 0b11: convert()
-            case 0b01, 0b10: // forced: one conversion, then back to sleep
+            case 0b01, 0b10:  // forced: one conversion, then back to sleep
                 convert()
                 registers[Int(register)] = value & ~0b11
             default: break
@@ -125,9 +127,11 @@ public final class SimulatedBMx280: RegisterMapDevice {
 extension BMx280Driver: SimulatedBarometerModel {
     /// A real part's calibration: the datasheet's worked example (BMP280), pimoroni's (BME280).
     public func simulatedDevice(environment: BarometerEnvironment?) throws -> RegisterMapDevice {
-        let d = hasHumidity
-            ? try SimulatedBMx280(chipID: 0x60, calibration: SimulatedBarometerBoard.bme280Calibration,
-                                  humidity: SimulatedBarometerBoard.bme280HumidityCalibration)
+        let d =
+            hasHumidity
+            ? try SimulatedBMx280(
+                chipID: 0x60, calibration: SimulatedBarometerBoard.bme280Calibration,
+                humidity: SimulatedBarometerBoard.bme280HumidityCalibration)
             : try SimulatedBMx280(chipID: 0x58, calibration: SimulatedBarometerBoard.bmp280Calibration)
         d.environment = environment
         return d

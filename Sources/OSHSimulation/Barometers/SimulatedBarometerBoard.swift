@@ -23,19 +23,26 @@ public protocol SimulatedBarometerModel {
 public enum SimulatedBarometerBoard {
     /// Real parts' calibration bytes (the reference vectors' sets, see Tests/OSHCoreTests/Fixtures/baro):
     /// the BMP280 datasheet's worked example, pimoroni's BME280, elixir-sensors' BMP388.
-    public static let bmp280Calibration: [UInt8] = [0x70, 0x6B, 0x43, 0x67, 0x18, 0xFC, 0x7D, 0x8E, 0x43, 0xD6, 0xD0, 0x0B,
-                                                     0x27, 0x0B, 0x8C, 0x00, 0xF9, 0xFF, 0x8C, 0x3C, 0xF8, 0xC6, 0x70, 0x17]
-    public static let bme280Calibration: [UInt8] = [0x69, 0x6D, 0x36, 0x64, 0x32, 0x00, 0xE9, 0x98, 0x02, 0xD6, 0xD0, 0x0B, 0x23,
-                                                    0x16, 0x88, 0xFF, 0xF9, 0xFF, 0x8C, 0x3C, 0xF8, 0xC6, 0x70, 0x17, 0x00, 0x4B]
+    public static let bmp280Calibration: [UInt8] = [
+        0x70, 0x6B, 0x43, 0x67, 0x18, 0xFC, 0x7D, 0x8E, 0x43, 0xD6, 0xD0, 0x0B,
+        0x27, 0x0B, 0x8C, 0x00, 0xF9, 0xFF, 0x8C, 0x3C, 0xF8, 0xC6, 0x70, 0x17,
+    ]
+    public static let bme280Calibration: [UInt8] = [
+        0x69, 0x6D, 0x36, 0x64, 0x32, 0x00, 0xE9, 0x98, 0x02, 0xD6, 0xD0, 0x0B, 0x23,
+        0x16, 0x88, 0xFF, 0xF9, 0xFF, 0x8C, 0x3C, 0xF8, 0xC6, 0x70, 0x17, 0x00, 0x4B,
+    ]
     public static let bme280HumidityCalibration: [UInt8] = [0x78, 0x01, 0x00, 0x11, 0x2E, 0x03, 0x1E]
-    public static let bmp3Calibration: [UInt8] = [0x23, 0x6B, 0x58, 0x49, 0xF6, 0x5C, 0xFF, 0xCE, 0xF4, 0x23, 0x00, 0xEA, 0x63, 0x6E,
-                                                  0x79, 0xF3, 0xF6, 0xAA, 0x43, 0x12, 0xC4]
+    public static let bmp3Calibration: [UInt8] = [
+        0x23, 0x6B, 0x58, 0x49, 0xF6, 0x5C, 0xFF, 0xCE, 0xF4, 0x23, 0x00, 0xEA, 0x63, 0x6E,
+        0x79, 0xF3, 0xF6, 0xAA, 0x43, 0x12, 0xC4,
+    ]
 
     /// The simulated chip for `chip` (not attached), as its driver's simulation extension models
     /// it. Throws for a name the driver table does not know, or a chip nothing simulates.
     public static func makeDevice(chip: String, environment: BarometerEnvironment?) throws -> RegisterMapDevice {
         guard let entry = BarometerDrivers.chip(named: chip) else {
-            throw BarometerDataError("cannot simulate barometer '\(chip)': not a known chip; use one of \(BarometerDrivers.names.joined(separator: ", "))")
+            throw BarometerDataError(
+                "cannot simulate barometer '\(chip)': not a known chip; use one of \(BarometerDrivers.names.joined(separator: ", "))")
         }
         // The driver's type carries its chip's model (SimulatedBarometerModel, in its chip's file).
         guard let model = entry.driver(bus: SimulatedI2CBus(), address: 0) as? SimulatedBarometerModel else {
@@ -46,8 +53,10 @@ public enum SimulatedBarometerBoard {
 
     /// Attaches a simulated `chip` at `address` (default: the chip's first address) and returns it.
     @discardableResult
-    public static func attach(to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
-                              environment: @escaping BarometerEnvironment) throws -> RegisterMapDevice {
+    public static func attach(
+        to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
+        environment: @escaping BarometerEnvironment
+    ) throws -> RegisterMapDevice {
         let device = try makeDevice(chip: chip, environment: environment)
         let a = address ?? BarometerDrivers.identity(named: chip)?.addresses.first ?? 0x76
         bus.attach(device, at: a)

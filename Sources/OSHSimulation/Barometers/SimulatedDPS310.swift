@@ -22,8 +22,10 @@ public final class SimulatedDPS310: RegisterMapDevice {
     /// A real DPS310's coefficients, quoted as values in Infineon/DPS310-Pressure-Sensor issue #23,
     /// as the register bytes they are read from (the `ifx_issue23_tmanaud` set of
     /// Tests/OSHCoreTests/Fixtures/baro/dps310_vectors.csv; Infineon's parser gives them back).
-    public static let realPartCoefficients: [UInt8] = [0x0D, 0xFE, 0xDD, 0x13, 0x8C, 0xAF, 0x25, 0x1D, 0xF3,
-                                                       0xB7, 0x05, 0x98, 0xD9, 0x41, 0x00, 0x98, 0xFA, 0xD7]
+    public static let realPartCoefficients: [UInt8] = [
+        0x0D, 0xFE, 0xDD, 0x13, 0x8C, 0xAF, 0x25, 0x1D, 0xF3,
+        0xB7, 0x05, 0x98, 0xD9, 0x41, 0x00, 0x98, 0xFA, 0xD7,
+    ]
 
     public let calibration: DPS310Calibration
     public var fixedRaw: (pressure: Int32, temperature: Int32)?
@@ -46,11 +48,13 @@ public final class SimulatedDPS310: RegisterMapDevice {
     public init(coefficients: [UInt8], productID: UInt8 = 0x10, externalSensor: Bool = true, needsTemperatureFix: Bool = false) throws {
         calibration = try DPS310Calibration(registers: coefficients)
         self.needsTemperatureFix = needsTemperatureFix
-        super.init(registers: [DPS310Driver.regProductID: productID,
-                               DPS310Driver.regCoefSource: externalSensor ? DPS310Driver.externalSensor : 0])
+        super.init(registers: [
+            DPS310Driver.regProductID: productID,
+            DPS310Driver.regCoefSource: externalSensor ? DPS310Driver.externalSensor : 0,
+        ])
         load(coefficients, at: DPS310Calibration.register)
         powerOnReset()
-        notReadyReads = 0 // powered long enough before the agent starts
+        notReadyReads = 0  // powered long enough before the agent starts
     }
 
     private func powerOnReset() {
@@ -75,7 +79,7 @@ public final class SimulatedDPS310: RegisterMapDevice {
             registers[Int(register)] = value & 0x07
             waitingReads = readsBeforeFirstMeasurement
             switch value & 0x07 {
-            case 1, 2: // command mode: one measurement, then idle
+            case 1, 2:  // command mode: one measurement, then idle
                 measure(pressure: value & 0x07 == 1, temperature: value & 0x07 == 2)
                 registers[Int(register)] = 0
             default: break
@@ -86,7 +90,7 @@ public final class SimulatedDPS310: RegisterMapDevice {
                 powerOnReset()
             }
         case 0x0E, 0x0F, 0x62: registers[Int(register)] = value
-        default: return // results, ID, coefficients, COEF_SRCE: read-only
+        default: return  // results, ID, coefficients, COEF_SRCE: read-only
         }
     }
 

@@ -45,13 +45,13 @@ public final class SimulatedLPS22HB: RegisterMapDevice {
             if value & LPS22HBDriver.ctrl2Boot != 0 { boots += 1 }
             registers[Int(register)] = value & ~0x01
             if value & (LPS22HBDriver.ctrl2SoftReset | LPS22HBDriver.ctrl2Boot) != 0 { selfClearReads = 1 }
-            if value & 0x01 != 0 && odr == 0 { convert() } // ONE_SHOT
+            if value & 0x01 != 0 && odr == 0 { convert() }  // ONE_SHOT
         case LPS22HBDriver.regCtrl1:
             registers[Int(register)] = value
             if odr != 0 { convert() }
         case 0x0B, 0x0C, 0x12, 0x14, 0x15, 0x16, 0x17, LPS22HBDriver.regResConf:
             registers[Int(register)] = value
-        default: return // WHO_AM_I, status, outputs: read-only
+        default: return  // WHO_AM_I, status, outputs: read-only
         }
     }
 

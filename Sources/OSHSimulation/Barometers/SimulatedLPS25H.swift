@@ -68,13 +68,13 @@ public final class SimulatedLPS25H: RegisterMapDevice {
             if value & LPS25HDriver.ctrl2Boot != 0 { boots += 1 }
             registers[Int(register)] = value & ~0x01
             if value & (LPS25HDriver.ctrl2SoftReset | LPS25HDriver.ctrl2Boot) != 0 { selfClearReads = 1 }
-            if value & 0x01 != 0 && ctrl1 & LPS25HDriver.ctrl1PowerOn != 0 { convert() } // ONE_SHOT
+            if value & 0x01 != 0 && ctrl1 & LPS25HDriver.ctrl1PowerOn != 0 { convert() }  // ONE_SHOT
         case LPS25HDriver.regCtrl1:
             registers[Int(register)] = value
             if running && autoConvert { convert() }
         case 0x08, 0x09, 0x0A, LPS25HDriver.regResConf, 0x22, 0x23, 0x24, LPS25HDriver.regFifoCtrl, 0x30, 0x31, 0x39, 0x3A:
             registers[Int(register)] = value
-        default: return // WHO_AM_I, status, outputs: read-only
+        default: return  // WHO_AM_I, status, outputs: read-only
         }
     }
 

@@ -14,8 +14,10 @@ import OSHPlatform
 public final class SimulatedHTS221: RegisterMapDevice {
     /// A part's 16 calibration bytes: mattludwigs/hts221's test set (see
     /// Tests/OSHCoreTests/Fixtures/hygro/README.md).
-    public static let partCalibration: [UInt8] = [0x40, 0x90, 0x9F, 0x0A, 0x00, 0xC4, 0xEE, 0xFF,
-                                                  0x04, 0x04, 0xC5, 0xC9, 0xFE, 0xFF, 0xB3, 0x02]
+    public static let partCalibration: [UInt8] = [
+        0x40, 0x90, 0x9F, 0x0A, 0x00, 0xC4, 0xEE, 0xFF,
+        0x04, 0x04, 0xC5, 0xC9, 0xFE, 0xFF, 0xB3, 0x02,
+    ]
 
     public var environment: HygrometerEnvironment
     /// Off: a conversion happens only when `convert()` is called (tests of the first sample).
@@ -30,8 +32,10 @@ public final class SimulatedHTS221: RegisterMapDevice {
 
     /// `calibration`: 16 bytes as the part holds them (default: a real part's). Bytes that are
     /// not a calibration (equal counts) are held as they are and give zero counts.
-    public init(calibration bytes: [UInt8] = SimulatedHTS221.partCalibration,
-                environment: @escaping HygrometerEnvironment = { (21.5, 45) }) {
+    public init(
+        calibration bytes: [UInt8] = SimulatedHTS221.partCalibration,
+        environment: @escaping HygrometerEnvironment = { (21.5, 45) }
+    ) {
         calibrationBytes = bytes
         calibration = try? HTS221Calibration(registers: bytes)
         self.environment = environment
@@ -62,13 +66,13 @@ public final class SimulatedHTS221: RegisterMapDevice {
                 selfClearReads = 1
             }
             registers[Int(register)] = value & ~0x01
-            if value & 0x01 != 0 && ctrl1 & HTS221Driver.ctrl1PowerOn != 0 { convert() } // ONE_SHOT
+            if value & 0x01 != 0 && ctrl1 & HTS221Driver.ctrl1PowerOn != 0 { convert() }  // ONE_SHOT
         case HTS221Driver.regCtrl1:
             registers[Int(register)] = value
             if running && autoConvert { convert() }
         case HTS221Driver.regAvConf, 0x22:
             registers[Int(register)] = value
-        default: return // WHO_AM_I, status, outputs, calibration: read-only
+        default: return  // WHO_AM_I, status, outputs, calibration: read-only
         }
     }
 
@@ -99,7 +103,8 @@ public final class SimulatedHTS221: RegisterMapDevice {
 
     public func convert() {
         let e = environment()
-        let counts = calibration?.counts(celsius: e.celsius.isFinite ? e.celsius : 20, percent: e.percent.isFinite ? e.percent : 50)
+        let counts =
+            calibration?.counts(celsius: e.celsius.isFinite ? e.celsius : 20, percent: e.percent.isFinite ? e.percent : 50)
             ?? (humidity: 0, temperature: 0)
         for (i, v) in [counts.humidity, counts.temperature].enumerated() {
             let u = UInt16(bitPattern: v)

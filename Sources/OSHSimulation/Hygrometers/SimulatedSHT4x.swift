@@ -77,11 +77,14 @@ extension SHT4xDriver: SimulatedHygrometerModel {
 /// Builds a simulated hygrometer from the driver table's name for it.
 public enum SimulatedHygrometerBoard {
     @discardableResult
-    public static func attach(to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
-                              environment: @escaping HygrometerEnvironment) throws -> SimulatedI2CDevice {
+    public static func attach(
+        to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
+        environment: @escaping HygrometerEnvironment
+    ) throws -> SimulatedI2CDevice {
         guard let entry = HygrometerDrivers.chip(named: chip) else {
-            throw HygrometerDataError("cannot simulate hygrometer '\(chip)': not a known chip; use one of "
-                                      + HygrometerDrivers.names.joined(separator: ", "))
+            throw HygrometerDataError(
+                "cannot simulate hygrometer '\(chip)': not a known chip; use one of "
+                    + HygrometerDrivers.names.joined(separator: ", "))
         }
         let a = address ?? entry.identity.addresses[0]
         guard let model = entry.driver(bus: bus, address: a) as? SimulatedHygrometerModel else {

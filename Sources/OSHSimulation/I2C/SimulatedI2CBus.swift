@@ -45,7 +45,9 @@ public final class SimulatedI2CBus: I2CBus {
         public var read: [UInt8]
         public var fault: SimulatedI2CFault?
         public var description: String {
-            let hex = { (b: [UInt8]) in b.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ") }
+            let hex = { (b: [UInt8]) in
+                b.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(separator: " ")
+            }
             return "@\(String(address, radix: 16)) w[\(hex(written))] r\(readCount)[\(hex(read))]" + (fault.map { " \($0)" } ?? "")
         }
     }
@@ -105,18 +107,20 @@ public final class SimulatedI2CBus: I2CBus {
             fault = f.fault
             faults[address] = f.remaining == .max ? f : (f.fault, f.remaining - 1)
         } else if let device = devices[address] {
-            do { try device.transfer(write: write, read: read) }
-            catch let f as SimulatedI2CFault { fault = f }
+            do { try device.transfer(write: write, read: read) } catch let f as SimulatedI2CFault { fault = f }
         } else {
             fault = .nack
         }
         if recordsTrace {
-            trace.append(Transaction(address: address, written: Array(write), readCount: read.count,
-                                     read: fault == nil ? Array(read) : [], fault: fault))
+            trace.append(
+                Transaction(
+                    address: address, written: Array(write), readCount: read.count,
+                    read: fault == nil ? Array(read) : [], fault: fault))
         }
         if let f = fault {
-            throw I2CError(I2CError.kind(forErrno: f.errno), bus: number, address: address, errno: f.errno,
-                           operation: LinuxI2CBus.describe(write: write, readCount: read.count))
+            throw I2CError(
+                I2CError.kind(forErrno: f.errno), bus: number, address: address, errno: f.errno,
+                operation: LinuxI2CBus.describe(write: write, readCount: read.count))
         }
     }
 }

@@ -21,7 +21,7 @@ public final class SimulatedBNO055: SimulatedIMUChip {
 
     public func powerOnReset() {
         for i in registers.indices { registers[i] = 0 }
-        load([0xA0, 0xFB, 0x32, 0x0F, 0x11, 0x03, 0x15], at: 0x00) // chip, acc, mag, gyr IDs, SW rev, BL rev
+        load([0xA0, 0xFB, 0x32, 0x0F, 0x11, 0x03, 0x15], at: 0x00)  // chip, acc, mag, gyr IDs, SW rev, BL rev
         registers[Int(R.unitSel)] = 0x80
         registers[Int(R.axisMapConfig)] = 0x24
         registers[Int(R.axisMapSign)] = 0x00
@@ -35,13 +35,14 @@ public final class SimulatedBNO055: SimulatedIMUChip {
     /// The output frame the axis registers select, nil if they describe no rotation.
     private func decodeAxisMap() {
         let c = registers[Int(R.axisMapConfig)], s = registers[Int(R.axisMapSign)]
-        axisMap = AxisMap(source: (Int(c & 3), Int(c >> 2 & 3), Int(c >> 4 & 3)),
-                          sign: (s & 4 != 0 ? -1 : 1, s & 2 != 0 ? -1 : 1, s & 1 != 0 ? -1 : 1))
+        axisMap = AxisMap(
+            source: (Int(c & 3), Int(c >> 2 & 3), Int(c >> 4 & 3)),
+            sign: (s & 4 != 0 ? -1 : 1, s & 2 != 0 ? -1 : 1, s & 1 != 0 ? -1 : 1))
     }
 
     public override func writeRegister(_ register: UInt8, _ value: UInt8) {
         switch register {
-        case 0x00...0x06, 0x08...0x3A: return // IDs, data and status are read-only
+        case 0x00...0x06, 0x08...0x3A: return  // IDs, data and status are read-only
         case R.unitSel, R.axisMapConfig, R.axisMapSign, 0x55...0x6A:
             guard mode == R.configMode else { unitsWritesIgnored += 1; return }
         case R.oprMode:
@@ -86,15 +87,20 @@ public final class SimulatedBNO055: SimulatedIMUChip {
 /// What an IMU driver's chip is, simulated: the chip (and the magnetometer beside or inside it)
 /// on `bus`, all but the IMU itself attached. Each simulated chip's file conforms its driver.
 public protocol SimulatedIMUModel {
-    func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
-                        clock: @escaping () -> Double) -> SimulatedIMUBoard
+    func simulatedBoard(
+        on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+        clock: @escaping () -> Double
+    ) -> SimulatedIMUBoard
 }
 
 extension BNO055Driver: SimulatedIMUModel {
-    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
-                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
-        SimulatedIMUBoard(chip: identity.name, address: address,
-                          imu: SimulatedBNO055(truth: truth, clock: clock, mounting: mounting), magnetometer: nil)
+    public func simulatedBoard(
+        on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+        clock: @escaping () -> Double
+    ) -> SimulatedIMUBoard {
+        SimulatedIMUBoard(
+            chip: identity.name, address: address,
+            imu: SimulatedBNO055(truth: truth, clock: clock, mounting: mounting), magnetometer: nil)
     }
 }
 
@@ -117,21 +123,26 @@ public final class SimulatedIMUBoard {
     /// Attaches `chip` at `address` (nil: its default strap) driven by `motion`, on a clock
     /// that starts at 0 now (monotonic) unless one is given. The chip is mounted on the board
     /// per `mounting` (chip→device), so a matching mounting setting undoes it.
-    public static func attach(to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
-                              motion: SimulatedMotion = SimulatedMotion(), mounting: AxisMap = .identity,
-                              clock: (() -> Double)? = nil) throws -> SimulatedIMUBoard {
+    public static func attach(
+        to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
+        motion: SimulatedMotion = SimulatedMotion(), mounting: AxisMap = .identity,
+        clock: (() -> Double)? = nil
+    ) throws -> SimulatedIMUBoard {
         let start = Clock.monotonicNanoseconds()
         let clk = clock ?? { Double(Clock.monotonicNanoseconds() &- start) / 1e9 }
         return try attach(to: bus, chip: chip, address: address, truth: { motion.truth(at: $0) }, mounting: mounting, clock: clk)
     }
 
     /// The same with any truth (tests use constant vectors).
-    public static func attach(to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
-                              truth: @escaping IMUTruthSource, mounting: AxisMap = .identity,
-                              clock: @escaping () -> Double) throws -> SimulatedIMUBoard {
+    public static func attach(
+        to bus: SimulatedI2CBus, chip: String, address: UInt8? = nil,
+        truth: @escaping IMUTruthSource, mounting: AxisMap = .identity,
+        clock: @escaping () -> Double
+    ) throws -> SimulatedIMUBoard {
         guard let entry = IMUDrivers.chip(named: chip) else {
-            throw I2CError(.unexpectedResponse, bus: bus.number, address: address,
-                           operation: "simulating \"\(chip)\": not one of " + IMUDrivers.identities.map(\.name).joined(separator: ", "))
+            throw I2CError(
+                .unexpectedResponse, bus: bus.number, address: address,
+                operation: "simulating \"\(chip)\": not one of " + IMUDrivers.identities.map(\.name).joined(separator: ", "))
         }
         let id = entry.identity
         let a = address ?? id.addresses[0]

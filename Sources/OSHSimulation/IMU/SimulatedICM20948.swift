@@ -31,7 +31,7 @@ public final class SimulatedICM20948: SimulatedIMUChip {
     public func powerOnReset() {
         banks = Array(repeating: Array(repeating: 0, count: 128), count: 4)
         banks[0][Int(R.whoAmI)] = 0xEA
-        banks[0][Int(R.pwrMgmt1)] = 0x41 // asleep
+        banks[0][Int(R.pwrMgmt1)] = 0x41  // asleep
         banks[2][Int(R.gyroConfig1)] = 0x01
         banks[2][Int(R.accelConfig)] = 0x01
         bank = 0
@@ -58,14 +58,14 @@ public final class SimulatedICM20948: SimulatedIMUChip {
             return v
         }
         if bank == 0 && register == R.fifoRW { return fifo.pop() }
-        if bank == 0 && register == 0x1B { // INT_STATUS_2: FIFO_OVERFLOW_INT, cleared by reading
+        if bank == 0 && register == 0x1B {  // INT_STATUS_2: FIFO_OVERFLOW_INT, cleared by reading
             let v: UInt8 = fifo.overflowed ? 0x1F : 0
             fifo.clearOverflow()
             return v
         }
         if bank == 0 && register == R.i2cMstStatus {
             let v = banks[0][Int(register)]
-            banks[0][Int(register)] = 0 // cleared by reading
+            banks[0][Int(register)] = 0  // cleared by reading
             return v
         }
         return banks[bank][Int(register)]
@@ -80,7 +80,8 @@ public final class SimulatedICM20948: SimulatedIMUChip {
             powerOnReset()
             return
         }
-        if bank == 0 && (register == R.whoAmI || (0x2D...0x52).contains(register) || (0x70...0x72).contains(register)) { return } // read-only
+        // Read-only registers.
+        if bank == 0 && (register == R.whoAmI || (0x2D...0x52).contains(register) || (0x70...0x72).contains(register)) { return }
         banks[bank][Int(register)] = value
         if bank == 0 && register == R.fifoRst && value & 0x1F != 0 { fifo.clear() }
         if bank == 0 && register == R.userCtrl {
@@ -128,7 +129,9 @@ public final class SimulatedICM20948: SimulatedIMUChip {
         let en = banks[0][Int(R.fifoEn2)]
         let t = chipTruth(at: time)
         var out: [UInt8] = []
-        if en & 0x10 != 0 { SimulatedFIFO.append(t.accel, perCount: IMUConvert.invensenseAccelScale(accelRange), to: &out, bigEndian: true) }
+        if en & 0x10 != 0 {
+            SimulatedFIFO.append(t.accel, perCount: IMUConvert.invensenseAccelScale(accelRange), to: &out, bigEndian: true)
+        }
         let g = IMUConvert.invensenseGyroScale(gyroRange)
         for (bit, v) in [(UInt8(0x02), t.gyro.x), (0x04, t.gyro.y), (0x08, t.gyro.z)] where en & bit != 0 {
             SimulatedFIFO.append(IMUConvert.counts(v, perCount: g), to: &out, bigEndian: true)
@@ -140,7 +143,10 @@ public final class SimulatedICM20948: SimulatedIMUChip {
     public override func transfer(write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
         if fifo.running { advanceFIFO() }
         if read.count > 0, bank == 0, let start = write.first,
-           start == R.intStatus1 || (R.accelXoutH...0x52).contains(start) { latch() }
+            start == R.intStatus1 || (R.accelXoutH...0x52).contains(start)
+        {
+            latch()
+        }
         try super.transfer(write: write, read: read)
     }
 
@@ -175,8 +181,10 @@ public final class SimulatedICM20948: SimulatedIMUChip {
 
 extension ICM20948Driver: SimulatedIMUModel {
     /// The AK09916 sits on the chip's auxiliary bus: visible at 0x0C only in bypass.
-    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
-                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+    public func simulatedBoard(
+        on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+        clock: @escaping () -> Double
+    ) -> SimulatedIMUBoard {
         let icm = SimulatedICM20948(truth: truth, clock: clock, mounting: mounting)
         bus.attach(icm.ak09916, at: ICM20948Driver.AK09916.address)
         return SimulatedIMUBoard(chip: identity.name, address: address, imu: icm, magnetometer: icm.ak09916)

@@ -103,7 +103,7 @@ public final class SimulatedICM42688: SimulatedIMUChip {
                 countReadsZero = true
             }
         case R.whoAmI, R.tempData1...R.fifoData:
-            break // read-only
+            break  // read-only
         case R.pwrMgmt0:
             let wasOn = gyroOn
             super.writeRegister(register, value)
@@ -197,8 +197,10 @@ public final class SimulatedICM42688: SimulatedIMUChip {
 
 extension ICM42688Driver: SimulatedIMUModel {
     /// With a LIS3MDL beside it at its default address, as the LSM6DSOX has.
-    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
-                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+    public func simulatedBoard(
+        on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+        clock: @escaping () -> Double
+    ) -> SimulatedIMUBoard {
         let icm = SimulatedICM42688(truth: truth, clock: clock, mounting: mounting)
         let lis = SimulatedLIS3MDL(truth: truth, clock: clock, mounting: mounting)
         bus.attach(lis, at: SeparateMagnetometer.lis3mdl.addresses[0])

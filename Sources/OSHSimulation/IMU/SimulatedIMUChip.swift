@@ -224,7 +224,7 @@ public final class SimulatedAKMagnetometer: SimulatedIMUChip {
             return r == 0x10 ? asa.0 : (r == 0x11 ? asa.1 : asa.2)
         }
         let v = registers[r]
-        if r == st2 { registers[st1] &= ~0x01 } // ST2 read: data released
+        if r == st2 { registers[st1] &= ~0x01 }  // ST2 read: data released
         return v
     }
 
@@ -236,7 +236,7 @@ public final class SimulatedAKMagnetometer: SimulatedIMUChip {
             registers[Int(register)] = value
             forgetSamples()
         default:
-            break // data and status registers are read-only
+            break  // data and status registers are read-only
         }
     }
 

@@ -182,7 +182,7 @@ public final class SimulatedLSM9DS1Magnetometer: SimulatedIMUChip {
         for i in registers.indices { registers[i] = 0 }
         registers[Int(R.whoAmI)] = R.whoAmIValue
         registers[Int(R.ctrlReg1)] = 0x10
-        registers[Int(R.ctrlReg3)] = 0x03 // power-down
+        registers[Int(R.ctrlReg3)] = 0x03  // power-down
         ready = false
         forgetSamples()
     }
@@ -240,8 +240,10 @@ public final class SimulatedLSM9DS1Magnetometer: SimulatedIMUChip {
 extension LSM9DS1Driver: SimulatedIMUModel {
     /// As on the Sense HAT: the accel/gyro at 0x6A and the magnetometer die at 0x1C; at 0x6B
     /// (SDO_A/G high) the die goes to 0x1E, as on the breakouts that pull both SDO pins high.
-    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
-                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+    public func simulatedBoard(
+        on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+        clock: @escaping () -> Double
+    ) -> SimulatedIMUBoard {
         let ag = SimulatedLSM9DS1(truth: truth, clock: clock, mounting: mounting)
         let m = SimulatedLSM9DS1Magnetometer(truth: truth, clock: clock, mounting: mounting)
         let lis = SeparateMagnetometer.lis3mdl.addresses

@@ -29,7 +29,11 @@ public final class SimulatedMPU: SimulatedIMUChip {
     }
 
     public var whoAmI: UInt8 {
-        switch variant { case .mpu6050: return 0x68; case .mpu6500: return 0x70; case .mpu9250: return 0x71 }
+        switch variant {
+        case .mpu6050: return 0x68;
+        case .mpu6500: return 0x70;
+        case .mpu9250: return 0x71
+        }
     }
 
     /// Register defaults: all zero but PWR_MGMT_1 (0x40 asleep on the 6050; 0x01 on the 6500/9250) and WHO_AM_I.
@@ -63,18 +67,18 @@ public final class SimulatedMPU: SimulatedIMUChip {
     public override func writeRegister(_ register: UInt8, _ value: UInt8) {
         if register == MPUDriver.Reg.pwrMgmt1, value & MPUDriver.Reg.deviceReset != 0 {
             resets += 1
-            powerOnReset() // the reset bit clears itself
+            powerOnReset()  // the reset bit clears itself
             return
         }
         if register == MPUDriver.Reg.userCtrl {
             if value & MPUDriver.Reg.fifoReset != 0 { fifo.clear() }
             if value & MPUDriver.Reg.fifoEnable != 0 { fifo.start(at: clock(), rate: sampleRate) } else { fifo.stop() }
-            super.writeRegister(register, value & ~MPUDriver.Reg.fifoReset) // the reset bit clears itself
+            super.writeRegister(register, value & ~MPUDriver.Reg.fifoReset)  // the reset bit clears itself
             return
         }
         switch register {
-        case MPUDriver.Reg.whoAmI, MPUDriver.Reg.intStatus, 0x3B...0x48, 0x72...0x74: return // read-only
-        case MPUDriver.Reg.accelConfig2 where variant == .mpu6050: return    // not on the 6050
+        case MPUDriver.Reg.whoAmI, MPUDriver.Reg.intStatus, 0x3B...0x48, 0x72...0x74: return  // read-only
+        case MPUDriver.Reg.accelConfig2 where variant == .mpu6050: return  // not on the 6050
         default: super.writeRegister(register, value)
         }
     }
@@ -146,8 +150,10 @@ public final class SimulatedMPU: SimulatedIMUChip {
 
 extension MPUDriver: SimulatedIMUModel {
     /// The MPU-9250's AK8963 answers at 0x0C (in bypass mode, as on the real part).
-    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
-                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+    public func simulatedBoard(
+        on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+        clock: @escaping () -> Double
+    ) -> SimulatedIMUBoard {
         let mpu = SimulatedMPU(variant: variant, truth: truth, clock: clock, mounting: mounting)
         if let ak = mpu.ak8963 { bus.attach(ak, at: MPUDriver.AK8963.address) }
         return SimulatedIMUBoard(chip: identity.name, address: address, imu: mpu, magnetometer: mpu.ak8963)

@@ -79,7 +79,9 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
             powerOnReset()
             return
         }
-        if register == R.whoAmI || (R.statusReg...0x2D).contains(register) || (0x3A...0x3B).contains(register) || register >= 0x78 { return }
+        if register == R.whoAmI || (R.statusReg...0x2D).contains(register) || (0x3A...0x3B).contains(register) || register >= 0x78 {
+            return
+        }
         super.writeRegister(register, value)
         if register == R.fifoCtrl4 {
             // Bypass empties it; any other mode with a batch rate runs it.
@@ -134,7 +136,7 @@ public final class SimulatedLIS3MDL: SimulatedIMUChip {
         for i in registers.indices { registers[i] = 0 }
         registers[Int(R.whoAmI)] = R.whoAmIValue
         registers[Int(R.ctrlReg1)] = 0x10
-        registers[Int(R.ctrlReg3)] = 0x03 // power-down
+        registers[Int(R.ctrlReg3)] = 0x03  // power-down
         ready = false
         forgetSamples()
     }
@@ -192,8 +194,10 @@ public final class SimulatedLIS3MDL: SimulatedIMUChip {
 
 extension LSM6DSOXDriver: SimulatedIMUModel {
     /// With a LIS3MDL beside it at its default address, as on Adafruit's 9-DoF pairing.
-    public func simulatedBoard(on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
-                               clock: @escaping () -> Double) -> SimulatedIMUBoard {
+    public func simulatedBoard(
+        on bus: SimulatedI2CBus, address: UInt8, truth: @escaping IMUTruthSource, mounting: AxisMap,
+        clock: @escaping () -> Double
+    ) -> SimulatedIMUBoard {
         let lsm = SimulatedLSM6DSOX(truth: truth, clock: clock, mounting: mounting)
         let lis = SimulatedLIS3MDL(truth: truth, clock: clock, mounting: mounting)
         bus.attach(lis, at: SeparateMagnetometer.lis3mdl.addresses[0])

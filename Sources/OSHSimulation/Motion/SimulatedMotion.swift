@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc // libm only
+import Glibc  // libm only
 #elseif canImport(Musl)
 import Musl
 #endif
@@ -29,9 +29,11 @@ public struct SimulatedMotion: Sendable {
     /// Added to the true rate, as a real gyro's zero-rate offset (rad/s).
     public var gyroBias: IMUVector
 
-    public init(headingRateDegPerSec: Double = 10, pitchAmplitudeDeg: Double = 5, rollAmplitudeDeg: Double = 3,
-                fieldMicrotesla: Double = 48, inclinationDeg: Double = 60, initialHeadingDeg: Double = 0,
-                gyroBias: IMUVector = .zero) {
+    public init(
+        headingRateDegPerSec: Double = 10, pitchAmplitudeDeg: Double = 5, rollAmplitudeDeg: Double = 3,
+        fieldMicrotesla: Double = 48, inclinationDeg: Double = 60, initialHeadingDeg: Double = 0,
+        gyroBias: IMUVector = .zero
+    ) {
         self.headingRateDegPerSec = headingRateDegPerSec
         self.pitchAmplitudeDeg = pitchAmplitudeDeg
         self.rollAmplitudeDeg = rollAmplitudeDeg
@@ -43,16 +45,18 @@ public struct SimulatedMotion: Sendable {
 
     /// What ideal sensors read at one instant, in the body frame, and the orientation.
     public struct Truth: Sendable, Equatable {
-        public var gyro: IMUVector      // rad/s
-        public var accel: IMUVector     // m/s², +g up at rest
-        public var mag: IMUVector       // µT
+        public var gyro: IMUVector  // rad/s
+        public var accel: IMUVector  // m/s², +g up at rest
+        public var mag: IMUVector  // µT
         public var orientation: IMUQuaternion
-        public var headingDeg: Double   // compass heading of the body y axis, [0, 360)
+        public var headingDeg: Double  // compass heading of the body y axis, [0, 360)
         public var pitchDeg: Double
         public var rollDeg: Double
 
-        public init(gyro: IMUVector, accel: IMUVector, mag: IMUVector, orientation: IMUQuaternion = .identity,
-                    headingDeg: Double = 0, pitchDeg: Double = 0, rollDeg: Double = 0) {
+        public init(
+            gyro: IMUVector, accel: IMUVector, mag: IMUVector, orientation: IMUQuaternion = .identity,
+            headingDeg: Double = 0, pitchDeg: Double = 0, rollDeg: Double = 0
+        ) {
             self.gyro = gyro
             self.accel = accel
             self.mag = mag
@@ -65,9 +69,11 @@ public struct SimulatedMotion: Sendable {
 
     /// Heading, pitch, roll (degrees) at `t`.
     public func angles(at t: Double) -> (heading: Double, pitch: Double, roll: Double) {
-        (initialHeadingDeg + headingRateDegPerSec * t,
-         pitchAmplitudeDeg * sin(0.5 * t),
-         rollAmplitudeDeg * sin(0.3 * t + 1))
+        (
+            initialHeadingDeg + headingRateDegPerSec * t,
+            pitchAmplitudeDeg * sin(0.5 * t),
+            rollAmplitudeDeg * sin(0.3 * t + 1)
+        )
     }
 
     /// Body → world orientation at `t`.
@@ -94,8 +100,9 @@ public struct SimulatedMotion: Sendable {
         // difference (the motion is smooth; the error is ~1e-10 rad/s).
         let h = 1e-4
         let q1 = orientation(at: t + h), q0 = orientation(at: t - h)
-        let dq = IMUQuaternion(w: (q1.w - q0.w) / (2 * h), x: (q1.x - q0.x) / (2 * h),
-                               y: (q1.y - q0.y) / (2 * h), z: (q1.z - q0.z) / (2 * h))
+        let dq = IMUQuaternion(
+            w: (q1.w - q0.w) / (2 * h), x: (q1.x - q0.x) / (2 * h),
+            y: (q1.y - q0.y) / (2 * h), z: (q1.z - q0.z) / (2 * h))
         let w = qc * dq
         let gyro = IMUVector(2 * w.x + gyroBias.x, 2 * w.y + gyroBias.y, 2 * w.z + gyroBias.z)
         let accel = qc.rotate(IMUVector(0, 0, IMUConvert.standardGravity))

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc // libm only (sin, cos, pow)
+import Glibc  // libm only (sin, cos, pow)
 #elseif canImport(Musl)
 import Musl
 #endif
@@ -27,13 +27,13 @@ public struct SimulatedSensors: Sendable {
 
     /// Writes the values of the output of `kind` into `out` without allocating (the demo's steady state).
     public func fill(_ kind: OutputKind, at t: Double, into out: UnsafeMutableBufferPointer<Double>) {
-        let yaw = (10 * t).truncatingRemainder(dividingBy: 360)          // turning 10°/s
+        let yaw = (10 * t).truncatingRemainder(dividingBy: 360)  // turning 10°/s
         let pitch = 5 * sin(t * 0.5)
         let roll = 3 * sin(t * 0.3 + 1)
         for i in out.indices { out[i] = 0 }
         switch kind {
         case .gps where out.count >= 3:
-            let angle = t / 120 * 2 * Double.pi                             // one lap in 2 minutes
+            let angle = t / 120 * 2 * Double.pi  // one lap in 2 minutes
             let r = 200.0
             out[0] = latitude + r * cos(angle) / 111_320
             out[1] = longitude + r * sin(angle) / (111_320 * cos(latitude * .pi / 180))
@@ -77,12 +77,14 @@ public struct SimulatedSensors: Sendable {
             out[1] = -24 * sin(h)
             out[2] = -41.6
         default:
-            break // device_health's real values come from the board (HealthProbe); the rest read zero
+            break  // device_health's real values come from the board (HealthProbe); the rest read zero
         }
     }
 
     /// ENU quaternion (x, y, z, w) for heading (about Z), pitch (about X), roll (about Y).
-    public static func quaternionComponents(headingDeg h: Double, pitchDeg p: Double, rollDeg r: Double) -> (x: Double, y: Double, z: Double, w: Double) {
+    public static func quaternionComponents(
+        headingDeg h: Double, pitchDeg p: Double, rollDeg r: Double
+    ) -> (x: Double, y: Double, z: Double, w: Double) {
         let (hz, px, ry) = (h * .pi / 360, p * .pi / 360, r * .pi / 360)
         let (cz, sz, cx, sx, cy, sy) = (cos(hz), sin(hz), cos(px), sin(px), cos(ry), sin(ry))
         // q = qz(h) · qx(p) · qy(r)

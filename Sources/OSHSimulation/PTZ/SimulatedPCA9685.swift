@@ -47,8 +47,10 @@ public final class SimulatedPCA9685: RegisterMapDevice {
     public func channel(_ n: Int) -> (on: UInt16, off: UInt16, fullOn: Bool, fullOff: Bool) {
         let b = Int(PCA9685Math.ledOnL(channel: n))
         let onH = registers[b + 1], offH = registers[b + 3]
-        return (UInt16(registers[b]) | UInt16(onH & 0x0F) << 8, UInt16(registers[b + 2]) | UInt16(offH & 0x0F) << 8,
-                onH & PCA9685Math.fullBit != 0, offH & PCA9685Math.fullBit != 0)
+        return (
+            UInt16(registers[b]) | UInt16(onH & 0x0F) << 8, UInt16(registers[b + 2]) | UInt16(offH & 0x0F) << 8,
+            onH & PCA9685Math.fullBit != 0, offH & PCA9685Math.fullBit != 0
+        )
     }
 
     /// The high time of a channel's output in microseconds; nil when no pulse comes out
@@ -79,7 +81,7 @@ public final class SimulatedPCA9685: RegisterMapDevice {
             var v = value
             if !wasAsleep && v & PCA9685Math.sleep != 0 && anyChannelRunning() { restartPending = true }
             if v & PCA9685Math.restart != 0 && v & PCA9685Math.sleep == 0 { restartPending = false }
-            if registers[0] & PCA9685Math.extclk != 0 { v |= PCA9685Math.extclk } // sticky until reset
+            if registers[0] & PCA9685Math.extclk != 0 { v |= PCA9685Math.extclk }  // sticky until reset
             registers[0] = v & ~PCA9685Math.restart
         case PCA9685Math.preScale:
             if isAsleep { registers[Int(register)] = value } else { ignoredPrescaleWrites += 1 }
@@ -87,7 +89,7 @@ public final class SimulatedPCA9685: RegisterMapDevice {
             let k = Int(register - 0xFA)
             for ch in 0..<16 { registers[Int(PCA9685Math.ledOnL(channel: ch)) + k] = value }
         case 0xFF:
-            break // test mode: never written by a driver
+            break  // test mode: never written by a driver
         default:
             registers[Int(register)] = value
         }

@@ -33,12 +33,15 @@ public final class SimulatedV4L2: V4L2Device {
         /// vicodec's three nodes as Linux 6.12 registers them (card "vicodec" on each; single-
         /// planar unless loaded with multiplanar=1): a FWHT encoder, a FWHT decoder and a
         /// stateless FWHT decoder.
-        public static let vicodecEncoder = Model.m2m(card: "vicodec", driver: "vicodec", capture: [FourCC("FWHT")],
-                                                     output: [.yu12, .nv12, .yuyv, FourCC("RGB3")], multiplanar: false)
-        public static let vicodecDecoder = Model.m2m(card: "vicodec", driver: "vicodec", capture: [.yu12, .nv12, .yuyv],
-                                                     output: [FourCC("FWHT")], multiplanar: false)
-        public static let vicodecStatelessDecoder = Model.m2m(card: "vicodec", driver: "vicodec", capture: [.yu12, .nv12, .yuyv],
-                                                              output: [FourCC("SFWH")], multiplanar: false)
+        public static let vicodecEncoder = Model.m2m(
+            card: "vicodec", driver: "vicodec", capture: [FourCC("FWHT")],
+            output: [.yu12, .nv12, .yuyv, FourCC("RGB3")], multiplanar: false)
+        public static let vicodecDecoder = Model.m2m(
+            card: "vicodec", driver: "vicodec", capture: [.yu12, .nv12, .yuyv],
+            output: [FourCC("FWHT")], multiplanar: false)
+        public static let vicodecStatelessDecoder = Model.m2m(
+            card: "vicodec", driver: "vicodec", capture: [.yu12, .nv12, .yuyv],
+            output: [FourCC("SFWH")], multiplanar: false)
     }
 
     /// What ENUM_FMT flags compressed, as the kernel's v4l_fill_fmtdesc does.
@@ -179,7 +182,8 @@ public final class SimulatedV4L2: V4L2Device {
     @discardableResult
     public func deliverFrame(_ path: String, fill: UInt8 = 0x80) -> Bool {
         guard let n = node(path), n.present, !n.isEncoder, n.capture.streaming,
-              let b = n.capture.buffers.filter({ $0.state == .queued }).min(by: { $0.queuedOrder < $1.queuedOrder }) else { return false }
+            let b = n.capture.buffers.filter({ $0.state == .queued }).min(by: { $0.queuedOrder < $1.queuedOrder })
+        else { return false }
         if n.capture.fourCC == .h264 {
             let au = Self.fakeAccessUnit(key: true, frame: Int(n.capture.sequence), first: fill)
             UnsafeMutableRawBufferPointer(start: b.memory, count: b.length).copyBytes(from: au.prefix(b.length))
@@ -249,7 +253,9 @@ public final class SimulatedV4L2: V4L2Device {
         guard n.present else { return .failure(SystemError("mmap", errno: ENODEV, subject: n.path)) }
         let q = offset >= Self.outputOffset ? n.output : n.capture
         let i = (offset % Self.outputOffset) / Self.page
-        guard i < q.buffers.count, length <= q.buffers[i].length else { return .failure(SystemError("mmap", errno: EINVAL, subject: n.path)) }
+        guard i < q.buffers.count, length <= q.buffers[i].length else {
+            return .failure(SystemError("mmap", errno: EINVAL, subject: n.path))
+        }
         mappings += 1
         trace.append("\(short(n.path)) MMAP \(queueName(q)) #\(i)")
         return .success(q.buffers[i].memory)
@@ -335,7 +341,8 @@ public final class SimulatedV4L2: V4L2Device {
             case .m2m(_, let driver, _, _, let multiplanar):
                 V4L2Text.set(&cap.pointee.driver, driver)
                 V4L2Text.set(&cap.pointee.bus_info, "platform:" + driver)
-                devCaps = UInt32(truncatingIfNeeded: multiplanar ? V4L2_CAP_VIDEO_M2M_MPLANE : V4L2_CAP_VIDEO_M2M)
+                devCaps =
+                    UInt32(truncatingIfNeeded: multiplanar ? V4L2_CAP_VIDEO_M2M_MPLANE : V4L2_CAP_VIDEO_M2M)
                     | UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING)
             case .other:
                 V4L2Text.set(&cap.pointee.driver, "sim")
@@ -368,8 +375,9 @@ public final class SimulatedV4L2: V4L2Device {
             case .encoder, .m2m:
                 guard i == 0 else { return (EINVAL, "#\(i)") }
                 s.pointee.type = V4L2_FRMSIZE_TYPE_STEPWISE.rawValue
-                s.pointee.stepwise = v4l2_frmsize_stepwise(min_width: 32, max_width: 1920, step_width: 2,
-                                                           min_height: 32, max_height: 1920, step_height: 2)
+                s.pointee.stepwise = v4l2_frmsize_stepwise(
+                    min_width: 32, max_width: 1920, step_width: 2,
+                    min_height: 32, max_height: 1920, step_height: 2)
                 return (0, "#0 32x32-1920x1920")
             case .other:
                 return (EINVAL, "")
@@ -417,9 +425,11 @@ public final class SimulatedV4L2: V4L2Device {
         case .sCtrl:
             let c = arg.assumingMemoryBound(to: v4l2_control.self)
             guard n.isEncoder else { return (EINVAL, "id \(c.pointee.id)") }
-            let known = [OSH_V4L2_CID_MPEG_VIDEO_BITRATE, OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD,
-                         OSH_V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER, OSH_V4L2_CID_MPEG_VIDEO_H264_LEVEL,
-                         OSH_V4L2_CID_MPEG_VIDEO_H264_PROFILE]
+            let known = [
+                OSH_V4L2_CID_MPEG_VIDEO_BITRATE, OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD,
+                OSH_V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER, OSH_V4L2_CID_MPEG_VIDEO_H264_LEVEL,
+                OSH_V4L2_CID_MPEG_VIDEO_H264_PROFILE,
+            ]
             guard known.contains(c.pointee.id) else { return (EINVAL, "id \(c.pointee.id)") }
             n.controls[c.pointee.id] = c.pointee.value
             return (0, "\(controlName(c.pointee.id))=\(c.pointee.value)")
@@ -429,7 +439,9 @@ public final class SimulatedV4L2: V4L2Device {
             guard let q = queue(n, type: r.pointee.type) else { return (EINVAL, "") }
             let dmabuf = r.pointee.memory == V4L2_MEMORY_DMABUF.rawValue
             // Only the encoder's raw input imports DMABUFs (as bcm2835-codec does).
-            guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue || (dmabuf && q === n.output) else { return (EINVAL, "\(queueName(q)) memory \(r.pointee.memory)") }
+            guard r.pointee.memory == V4L2_MEMORY_MMAP.rawValue || (dmabuf && q === n.output) else {
+                return (EINVAL, "\(queueName(q)) memory \(r.pointee.memory)")
+            }
             if q.streaming { return (EBUSY, queueName(q)) }
             let count = r.pointee.count == 0 ? 0 : min(8, max(2, Int(r.pointee.count)))
             q.memory = r.pointee.memory
@@ -448,7 +460,9 @@ public final class SimulatedV4L2: V4L2Device {
 
         case .querybuf, .qbuf, .dqbuf:
             let b = arg.assumingMemoryBound(to: v4l2_buffer.self)
-            guard let q = queue(n, type: b.pointee.type), b.pointee.memory == q.memory else { return (EINVAL, "memory \(b.pointee.memory)") }
+            guard let q = queue(n, type: b.pointee.type), b.pointee.memory == q.memory else {
+                return (EINVAL, "memory \(b.pointee.memory)")
+            }
             let mplane = n.isEncoder
             if mplane && (b.pointee.length < 1 || b.pointee.m.planes == nil) { return (EINVAL, "\(queueName(q)) no planes") }
             switch request {
@@ -473,7 +487,9 @@ public final class SimulatedV4L2: V4L2Device {
                     buf.bytesused = Int(p.pointee.bytesused)
                     buf.timestamp = b.pointee.timestamp
                     if q.memory == V4L2_MEMORY_DMABUF.rawValue {
-                        guard let src = exported[p.pointee.m.fd] else { return (EBADF, "\(queueName(q)) #\(i) dmabuf fd \(p.pointee.m.fd)") }
+                        guard let src = exported[p.pointee.m.fd] else {
+                            return (EBADF, "\(queueName(q)) #\(i) dmabuf fd \(p.pointee.m.fd)")
+                        }
                         buf.imported = src
                     }
                 }
@@ -484,7 +500,11 @@ public final class SimulatedV4L2: V4L2Device {
                 return (0, "\(queueName(q)) #\(i)")
             default:
                 guard q.streaming else { return (EINVAL, "\(queueName(q)) not streaming") }
-                guard let i = q.buffers.indices.filter({ q.buffers[$0].state == .done }).min(by: { q.buffers[$0].doneOrder < q.buffers[$1].doneOrder }) else {
+                guard
+                    let i = q.buffers.indices.filter({ q.buffers[$0].state == .done }).min(by: {
+                        q.buffers[$0].doneOrder < q.buffers[$1].doneOrder
+                    })
+                else {
                     return (EAGAIN, queueName(q))
                 }
                 let buf = q.buffers[i]
@@ -547,7 +567,8 @@ public final class SimulatedV4L2: V4L2Device {
         q.height = size.height
         let pf = PixelFormat(fourCC: q.fourCC)
         q.bytesPerLine = pf == .yuyv ? size.width * 2 : (pf == .h264 || pf == nil ? 0 : size.width)
-        q.sizeImage = pf.map { $0 == .h264 ? 256 * 1024 : $0.frameBytes(width: size.width, height: size.height) } ?? size.width * size.height
+        q.sizeImage =
+            pf.map { $0 == .h264 ? 256 * 1024 : $0.frameBytes(width: size.width, height: size.height) } ?? size.width * size.height
     }
 
     private func setEncoderFormat(_ n: Node, _ q: Queue, _ f: UnsafeMutablePointer<v4l2_format>) {
@@ -574,8 +595,9 @@ public final class SimulatedV4L2: V4L2Device {
     /// an access unit in the capture buffer, both buffers done, the timestamp copied across.
     private func encode(_ n: Node) {
         while n.output.streaming && n.capture.streaming,
-              let input = n.output.buffers.filter({ $0.state == .queued }).min(by: { $0.queuedOrder < $1.queuedOrder }),
-              let out = n.capture.buffers.filter({ $0.state == .queued }).min(by: { $0.queuedOrder < $1.queuedOrder }) {
+            let input = n.output.buffers.filter({ $0.state == .queued }).min(by: { $0.queuedOrder < $1.queuedOrder }),
+            let out = n.capture.buffers.filter({ $0.state == .queued }).min(by: { $0.queuedOrder < $1.queuedOrder })
+        {
             let period = Int(n.controls[OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD] ?? 60)
             let key = n.encoded % max(1, period) == 0
             let headers = (n.controls[OSH_V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER] ?? 0) != 0 || n.encoded == 0
