@@ -73,8 +73,14 @@ final class VirtualPiPlanTests: XCTestCase {
                 case accelerometer = "accelerometer_m_s2", magnetometer = "magnetometer_uT", orientation, fifo
             }
         }
+        struct Hygrometer: Decodable {
+            var temperatureC: Double
+            var humidityPercent: Double
+            enum CodingKeys: String, CodingKey { case temperatureC = "temperature_C", humidityPercent = "humidity_percent" }
+        }
         var barometer: Barometer
         var imu: IMU
+        var hygrometer: Hygrometer
     }
 
     static func byte(_ token: Substring) -> UInt8? {
@@ -140,13 +146,13 @@ final class VirtualPiPlanTests: XCTestCase {
 
     // MARK: The board
 
-    /// i2c-stub's chips: plain memory at the three addresses the plan fills.
+    /// i2c-stub's chips: plain memory at the four addresses the plan fills.
     private final class Board {
         let bus = SimulatedI2CBus(number: 0, recordsTrace: false)
         var chips: [UInt8: RegisterMapDevice] = [:]
 
         init(_ load: [RegisterWrite]) throws {
-            for address: UInt8 in [0x76, 0x68, 0x0C] {
+            for address: UInt8 in [0x76, 0x68, 0x0C, 0x44] {
                 let chip = RegisterMapDevice()
                 chips[address] = chip
                 bus.attach(chip, at: address)
@@ -193,7 +199,7 @@ final class VirtualPiPlanTests: XCTestCase {
 
         // osh-edge probe --dump
         let probe = Probe.scan(try Board(load).bus, dump: true)
-        XCTAssertEqual(probe.chips.map(\.name), ["AK8963", "MPU9250", "BMP280"])
+        XCTAssertEqual(probe.chips.map(\.name), ["AK8963", "SHT4x", "MPU9250", "BMP280"])
         let first = try XCTUnwrap(samples.first, "expected.json: no barometer samples")
         let dump = try XCTUnwrap(probe.barometerDumps.first?.decoded, "probe: no decoded barometer dump")
         XCTAssertEqual(dump.pressureHPa, first.pressureHPa, accuracy: 1e-9)
@@ -253,6 +259,34 @@ final class VirtualPiPlanTests: XCTestCase {
         XCTAssertTrue(s.magIsNew)
         XCTAssertEqual(baro.poller.failedPolls, 0)
         XCTAssertEqual(imu.poller.failedPolls, 0)
+    }
+
+    /// The virtual Pi's late chip: the SHT4x the board loads at 0x44 and hides (the stub NACKs it)
+    /// until 20 s after the agent starts. Named in the configuration, it is looked for on the
+    /// backoff, then streams the datasheet's conversion of the planned words.
+    func testTheLateSHT4xOnTheStubStreamsThePlannedValues() throws {
+        let (load, _, expected) = try plan()
+        let board = try Board(load)
+        let chip = try XCTUnwrap(board.chips[0x44])
+        board.bus.detach(address: 0x44)
+        let loop = try EventLoop()
+        var readings: [(celsius: Double, percent: Double)] = []
+        let h = try HygrometerInput(
+            loop: loop, bus: board.bus, settings: HygrometerSettings(bus: 0, chip: "SHT4x", address: 0x44, rateHz: 10),
+            backoff: Backoff(initial: 0.05, maximum: 0.1))
+        var celsius: Double?
+        h.temperatureSink = { _, s in celsius = s.celsius }
+        h.humiditySink = { _, s in readings.append((celsius ?? .nan, s.percent)) }
+        XCTAssertNotNil(h.absentAtStart, "the SHT4x is hidden at start")
+        try h.start()
+        XCTAssertFalse(try loop.run(for: 0.3, until: { !readings.isEmpty }), "nothing while it does not answer")
+        board.bus.attach(chip, at: 0x44)
+        XCTAssertTrue(try loop.run(for: 3, until: { readings.count >= 3 }), "\(readings.count) readings in 3 s once it answers")
+        h.stop()
+        for r in readings {
+            XCTAssertEqual(r.celsius, expected.hygrometer.temperatureC, accuracy: 1e-9)
+            XCTAssertEqual(r.percent, expected.hygrometer.humidityPercent, accuracy: 1e-9)
+        }
     }
 
     /// The daemon's default pacing on the stub: FIFO bursts. registers.py's FIFO region decodes

@@ -2,7 +2,8 @@
 # vpi-board.sh: runs at boot, before osh-edge.service, and makes the QEMU "virt" machine look
 # like a Raspberry Pi with its sensors attached, using the kernel's own stand-in drivers:
 #   I²C   i2c-stub-rdwr (i2c-stub + plain I2C transfers) with a BMP280 at 0x76, an MPU-9250 at
-#         0x68 and its AK8963 at 0x0C, their registers loaded from the run's inputs;
+#         0x68 and its AK8963 at 0x0C, an SHT4x at 0x44 (hidden at first boot: the late chip),
+#         their registers loaded from the run's inputs;
 #   GPIO  a gpio-sim bank labelled like the Pi 4's header chip, line 17 named LED;
 #   video vivid as /dev/video0 (the camera), vicodec (a mem2mem codec that is not H.264);
 #   audio snd-aloop, with the run's WAV played into its playback side;
@@ -17,14 +18,20 @@ mountpoint -q /vpi || mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 
 mkdir -p /vpi/out
 IN=/vpi/in
 
-# --- I²C: one stub adapter, three chips (i2c-stub answers only at the addresses it is given)
+# --- I²C: one stub adapter, four chips (i2c-stub answers only at the addresses it is given)
 modprobe i2c-dev
-modprobe i2c-stub-rdwr chip_addr=0x0c,0x68,0x76 || fail "modprobe i2c-stub-rdwr"
+modprobe i2c-stub-rdwr chip_addr=0x0c,0x44,0x68,0x76 || fail "modprobe i2c-stub-rdwr"
 BUS=$(for a in /sys/bus/i2c/devices/i2c-*; do grep -q 'SMBus stub' "$a/name" 2>/dev/null && basename "$a" | cut -d- -f2; done | head -1)
 if [[ -n $BUS ]]; then
   /opt/vpi/i2c-load.sh "$BUS" "$IN/i2c-load.txt" || fail "loading the chips' registers on i2c-$BUS"
   echo "$BUS" >/run/vpi-i2c-bus
-  log "i2c-$BUS: BMP280 0x76, MPU-9250 0x68, AK8963 0x0c loaded"
+  log "i2c-$BUS: BMP280 0x76, MPU-9250 0x68, AK8963 0x0c, SHT4x 0x44 loaded"
+  # The late chip: on the first boot the SHT4x does not answer (NACK) until vpi-scenario.sh
+  # lets it, 20 s after the agent started. The scenario counts boots in /var/lib/vpi-boot.
+  if [[ ! -e /var/lib/vpi-boot ]]; then
+    echo 0x44 >/sys/module/i2c_stub_rdwr/parameters/absent_addr || fail "hiding the SHT4x (absent_addr)"
+    log "i2c-$BUS: SHT4x 0x44 hidden until the scenario lets it answer"
+  fi
 else
   fail "no i2c-stub adapter"
 fi

@@ -28,6 +28,11 @@ What the agent's drivers do against these chips (read from Sources/, see README.
           on); every 0.1 s reads 2 bytes at 0x72 (FIFO_COUNT), then count/12 frames at 0x74
           (FIFO_R_W), <= 120 bytes per read (fifo pacing, the default); with [imu] fifo = false
           each sample reads 15 bytes at 0x3A (INT_STATUS + data).
+  SHT4x   (no registers: one-byte commands, then a plain 6-byte read; on the stub a command
+          byte only moves the pointer, so each answer sits at its command's number) sends 0x89
+          and reads the serial number (two words, each with its CRC-8) at 0x89-0x8E; sends 0x94
+          (soft reset), then 0xFD (measure, high precision) and reads 6 bytes from 0xFD, the
+          pointer wrapping past 0xFF: T word and CRC at 0xFD-0xFF, RH word and CRC at 0x00-0x02.
   AK8963  reads WIA 0x00; writes CNTL2 0x0B = 0x01 (soft reset, not polled), CNTL1 0x0A =
           0x00 / 0x0F (fuse ROM) / 0x00 / 0x16; reads ASA 0x10–0x12; each sample reads 8 bytes
           at 0x02 (ST1 … ST2) and uses the data only if ST1 bit 0 (DRDY) = 1 and ST2 bit 3
@@ -46,6 +51,8 @@ REPO = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 FIXTURE = os.path.join(REPO, "Tests", "OSHCoreTests", "Fixtures", "baro", "bmp280_vectors.csv")
 
 BMP280_ADDR, MPU_ADDR, AK_ADDR = 0x76, 0x68, 0x0C
+SHT4X_ADDR = 0x44
+SHT4X_SERIAL = (0x0F3A, 0x21C5)  # any two words: the driver checks only their CRCs
 
 # The agent's constants (quoted from Sources/ so the expectations use the same numbers).
 STANDARD_GRAVITY = 9.80665                       # IMUConvert.standardGravity
@@ -242,12 +249,46 @@ def pressure_altitude(hpa):
     return ISA_SCALE_M * (1 - math.pow(hpa / ISA_P0_HPA, ISA_EXPONENT))
 
 
+# --------------------------------------------------------------------------------------------
+# SHT4x, written from Sensirion's SHT4x datasheet (version 6.6) §4.5 (conversion) and §4.4 (CRC)
+
+
+def sht4x_crc(msb, lsb):
+    """CRC-8: polynomial 0x31, initial 0xFF, no reflection, no final XOR."""
+    crc = 0xFF
+    for byte in (msb, lsb):
+        crc ^= byte
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x31) & 0xFF if crc & 0x80 else (crc << 1) & 0xFF
+    return crc
+
+
+def sht4x_word(v):
+    return [v >> 8, v & 0xFF, sht4x_crc(v >> 8, v & 0xFF)]
+
+
+def sht4x_celsius(ticks):
+    return -45 + 175 * ticks / 65535
+
+
+def sht4x_percent(ticks):
+    """Cropped to 0-100 %RH, as the datasheet says."""
+    return min(max(-6 + 125 * ticks / 65535, 0.0), 100.0)
+
+
 def read_fixture(path=FIXTURE):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
 
 
 def selftest(path=FIXTURE, out=sys.stdout):
+    if sht4x_crc(0xBE, 0xEF) != 0x92:  # the datasheet's example
+        out.write("selftest: SHT4x CRC(0xBEEF) = 0x%02x, not 0x92\n" % sht4x_crc(0xBE, 0xEF))
+        return 1
+    return selftest_bmp280(path, out)
+
+
+def selftest_bmp280(path=FIXTURE, out=sys.stdout):
     """Checks both formula variants against every fixture row. Returns the number of failures."""
     rows = read_fixture(path)
     bad = 0
@@ -616,6 +657,18 @@ def build(args):
     load.append("0x%02x 0x02 01 %s 10" % (AK_ADDR, hexbytes(ak)))
     load.append("0x%02x 0x10 %s" % (AK_ADDR, hexbytes(d["asa"])))
 
+    # ---- SHT4x: the late chip (the board loads it, then hides it until 20 s after the agent starts)
+    t_ticks = int(round((args.sht4x_celsius + 45) * 65535 / 175))
+    rh_ticks = int(round((args.sht4x_percent + 6) * 65535 / 125))
+    if not (0 <= t_ticks <= 65535 and 0 <= rh_ticks <= 65535):
+        raise SystemExit("registers.py: --sht4x-celsius/--sht4x-percent outside what the chip can report")
+    measurement = sht4x_word(t_ticks) + sht4x_word(rh_ticks)
+    load.append("# SHT4x at 0x%02x: the serial number's answer at 0x89 (command 0x89), the measurement's at 0xFD" % SHT4X_ADDR)
+    load.append("# (command 0xFD), T word and CRC at 0xFD-0xFF, RH word and CRC at 0x00-0x02 (the pointer wraps)")
+    load.append("0x%02x 0x89 %s" % (SHT4X_ADDR, hexbytes(sht4x_word(SHT4X_SERIAL[0]) + sht4x_word(SHT4X_SERIAL[1]))))
+    load.append("0x%02x 0xfd %s" % (SHT4X_ADDR, hexbytes(measurement[:3])))
+    load.append("0x%02x 0x00 %s" % (SHT4X_ADDR, hexbytes(measurement[3:])))
+
     drift = madgwick_check(q_wxyz, a, m)
     still = all(c == 0 for c in d["gyro_counts"])
     dps = 180 / math.pi
@@ -646,6 +699,18 @@ def build(args):
             "schedule_note": ("raw registers fixed for the whole run (--bmp280)" if args.bmp280 else
                               "samples[i] holds from from_s seconds after i2c-steps.sh starts until the next; "
                               "a published value must be one of samples[].pressure_hPa, in this order"),
+        },
+        "hygrometer": {
+            "chip": "SHT4x", "address": "0x%02x" % SHT4X_ADDR,
+            "formula": "SHT4x datasheet 4.5: T = -45 + 175 * S_T / 65535 degC, RH = -6 + 125 * S_RH / 65535 %RH "
+                       "cropped to 0-100; every word's CRC-8 (0x31, init 0xFF) checked",
+            "ticks": {"temperature": t_ticks, "humidity": rh_ticks},
+            "measurement_hex": hexbytes(measurement),
+            "temperature_C": sht4x_celsius(t_ticks), "humidity_percent": sht4x_percent(rh_ticks),
+            "tolerance": {"temperature_C": 1e-4, "humidity_percent": 1e-4},
+            "tolerance_note": "float32 on the wire",
+            "late": "absent (the stub NACKs 0x%02x) from boot until 20 s after the agent started, in the first boot"
+                    % SHT4X_ADDR,
         },
         "imu": {
             "chip": "MPU9250", "address": "0x%02x" % MPU_ADDR, "magnetometer": "AK8963 at 0x%02x" % AK_ADDR,
@@ -714,8 +779,9 @@ def cmd_plan(args):
     b = expected["barometer"]["samples"]
     o = expected["imu"]["orientation"]["euler_orientation_data"]
     sys.stderr.write("wrote %s/{i2c-load.txt,i2c-steps.txt,expected.json}: %d BMP280 sample(s) %s hPa; "
-                     "heading %.3f pitch %.3f roll %.3f deg\n"
-                     % (args.out, len(b), ", ".join("%.4f" % s["pressure_hPa"] for s in b), o["heading"], o["pitch"], o["roll"]))
+                     "heading %.3f pitch %.3f roll %.3f deg; SHT4x %.4f degC %.4f %%RH\n"
+                     % (args.out, len(b), ", ".join("%.4f" % s["pressure_hPa"] for s in b), o["heading"], o["pitch"], o["roll"],
+                        expected["hygrometer"]["temperature_C"], expected["hygrometer"]["humidity_percent"]))
     for s in b:
         for n in s["notes"]:
             sys.stderr.write("warning: %s: %s\n" % (s["source"], n))
@@ -763,6 +829,8 @@ def main(argv=None):
         p.add_argument("--accel-range", type=int, choices=[2, 4, 8, 16], default=4, help="must equal [imu] accel_range")
         p.add_argument("--gyro-range", type=int, choices=[250, 500, 1000, 2000], default=500, help="must equal [imu] gyro_range")
         p.add_argument("--gyro-dps", default="0,0,0", help="constant gyro reading, deg/s (default 0,0,0)")
+        p.add_argument("--sht4x-celsius", type=float, default=21.5, help="the SHT4x's air temperature (default 21.5)")
+        p.add_argument("--sht4x-percent", type=float, default=48.0, help="the SHT4x's relative humidity (default 48)")
 
     p = sub.add_parser("plan", help="write i2c-load.txt, i2c-steps.txt and expected.json into --out DIR")
     scene(p)
