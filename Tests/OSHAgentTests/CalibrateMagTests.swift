@@ -92,6 +92,18 @@ final class CalibrateMagTests: XCTestCase {
         XCTAssertEqual(out.fit?.calibration.offset.x ?? 0, MagCalibrationRun.simulatedOffset.x, accuracy: 1)
     }
 
+    /// The agent waits for a named IMU that does not answer; calibrating does not: it says so now.
+    func testANamedIMUThatDoesNotAnswerIsAnErrorNow() throws {
+        let loop = try EventLoop()
+        XCTAssertThrowsError(
+            try MagCalibrationRun(
+                loop: loop, bus: SimulatedI2CBus(recordsTrace: false), settings: IMUSettings(chip: "MPU9250"), sleep: { _ in })
+        ) { error in
+            XCTAssertTrue((error as? I2CError)?.isAbsent ?? false, "\(error)")
+            XCTAssertTrue("\(error)".contains("MPU9250"), "\(error)")
+        }
+    }
+
     func testCLISimulatedPrintsLinesThatParse() throws {
         let r = try runOSHEdge(["calibrate", "mag", "--simulated", "--json", "--seconds", "30"], binary: "osh-edge-dev")
         XCTAssertEqual(r.status, 0, r.err + r.out)

@@ -10,6 +10,50 @@ import OSHSimulation
 final class IMUInputTests: XCTestCase {
     private let noSleep: (Double) -> Void = { _ in }
 
+    /// An IMU named in the configuration that does not answer at start: its outputs (the
+    /// magnetometer's included, from the package) are registered, it is looked for on the
+    /// backoff at each of its addresses, said once, then opened and streamed when it answers.
+    func testANamedIMUThatComesLateIsFoundAndStreamed() throws {
+        let loop = try EventLoop()
+        let bus = SimulatedI2CBus(recordsTrace: false)
+        let capture = LogCapture()
+        defer { capture.stop() }
+        var got: [IMUSample] = []
+        got.reserveCapacity(1000)
+        var settings = IMUSettings(chip: "MPU9250", pacing: .fifo, burstInterval: 0.05)
+        settings.magnetometerInterval = 0.1
+        let input = try IMUInput(
+            loop: loop, bus: bus, settings: settings, backoff: Backoff(initial: 0.05, maximum: 0.1), sleep: noSleep
+        ) { got.append($0) }
+        XCTAssertNotNil(input.absentAtStart)
+        XCTAssertEqual(input.chipName, "MPU9250")
+        XCTAssertTrue(input.hasMagnetometer, "the AK8963 in the package: its output is registered too")
+        XCTAssertEqual(input.feeds.count, OutputKind.inertial.count)
+        try input.start()
+        try loop.run(until: EventLoop.deadline(after: 0.3))
+        XCTAssertTrue(got.isEmpty)
+        guard case .retrying = input.poller.state else { return XCTFail("\(input.poller.state)") }
+        // Plugged in with AD0 high: the reopen looks at every address the chip may have.
+        _ = try SimulatedIMUBoard.attach(to: bus, chip: "MPU9250", address: 0x69, motion: SimulatedMotion())
+        try loop.run(until: EventLoop.deadline(after: 0.5))
+        XCTAssertEqual(input.state, .running)
+        XCTAssertEqual(input.driver.address, 0x69)
+        XCTAssertEqual(input.magnetometerName, "AK8963")
+        XCTAssertGreaterThan(got.count, 10)
+        XCTAssertNotNil(got.last(where: { $0.mag != nil }), "the magnetometer is read once it answers")
+        XCTAssertEqual(try XCTUnwrap(got.last).accel.norm, 9.80665, accuracy: 0.01)
+        XCTAssertEqual(capture.count("its outputs pause"), 1, "said once: \(capture.lines)")
+        XCTAssertEqual(capture.count("back; its outputs resume"), 1, "\(capture.lines)")
+        input.stop()
+    }
+
+    /// "auto" that finds nothing still throws: nothing is known to register.
+    func testAutoFindingNoIMUThrowsAbsent() {
+        XCTAssertThrowsError(
+            try IMUInput(loop: try EventLoop(), bus: SimulatedI2CBus(recordsTrace: false), settings: IMUSettings(), sleep: noSleep) { _ in }
+        ) { error in XCTAssertTrue((error as? I2CError)?.isAbsent ?? false, "\(error)") }
+    }
+
     func testSamplesFlowThenPauseOnEIOAndResumeAfterReopen() throws {
         let loop = try EventLoop()
         let bus = SimulatedI2CBus(recordsTrace: false)

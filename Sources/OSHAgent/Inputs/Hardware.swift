@@ -172,7 +172,13 @@ public final class Hardware {
                 imuChip = i.chipName
                 magnetometerChip = i.magnetometerName
                 sources.append(i)
-                if !i.hasMagnetometer { notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)") }
+                if i.absentAtStart != nil {
+                    notes.append(
+                        "IMU \(i.chipName): not answering yet; its outputs are registered and start when it answers "
+                            + "(looked for on the backoff)")
+                } else if !i.hasMagnetometer {
+                    notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)")
+                }
             } catch {
                 notes.append("IMU: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; orientation outputs are not published" : ""))
             }

@@ -90,7 +90,8 @@ public struct IMUSettings: Sendable, Equatable {
 /// when the bus fails), and the mounting map; hands every sample to `onSample`.
 public final class IMUInput {
     public let settings: IMUSettings
-    public let driver: IMUDriver
+    /// Replaced once when a chip absent at start answers (it may sit at another of its addresses).
+    public private(set) var driver: IMUDriver
     public let poller: SensorPoller
     /// Samples handed over.
     public private(set) var samples = 0
@@ -109,8 +110,13 @@ public final class IMUInput {
     private var burst: [IMUSample] = []
     private var lastSampleTime: Double?
 
-    /// Opens the chip now (throws the driver's `I2CError`: `isAbsent` means do not register
-    /// its outputs). `start()` begins polling.
+    /// Why a chip named in the configuration did not answer at start (nil: it did). Its outputs
+    /// are registered under the table's names and it is looked for on the backoff.
+    public private(set) var absentAtStart: I2CError?
+
+    /// Opens the chip now. With "auto", nothing answering throws an `I2CError` that `isAbsent`
+    /// (do not register its outputs); a chip named in the configuration that does not answer is
+    /// kept as `absentAtStart` and opened by the poller when it answers. `start()` begins polling.
     public init(
         loop: EventLoop, bus: I2CBus, settings: IMUSettings, backoff: Backoff = Backoff(initial: 1, maximum: 30),
         sleep: @escaping (Double) -> Void = IMUDrivers.systemSleep,
@@ -118,9 +124,19 @@ public final class IMUInput {
     ) throws {
         self.settings = settings
         self.onSample = onSample
-        let d = try IMUDrivers.open(
-            bus: bus, chip: settings.chip, address: settings.address,
-            settings: settings.driverSettings, sleep: sleep)
+        let d: IMUDriver
+        do {
+            d = try IMUDrivers.open(
+                bus: bus, chip: settings.chip, address: settings.address,
+                settings: settings.driverSettings, sleep: sleep)
+        } catch let e as I2CError where e.isAbsent {
+            // Not configured yet: the driver's reopen (identify, reset, configure) runs on the backoff.
+            guard let chip = IMUDrivers.chip(named: settings.chip), let id = chip.identity.idValues.first else { throw e }
+            d = chip.driver(
+                bus: bus, address: settings.address ?? chip.identity.addresses[0], whoAmI: id,
+                settings: settings.driverSettings, sleep: sleep)
+            absentAtStart = e
+        }
         driver = d
         if d.identity.name == IMUDrivers.bno055.name && settings.rateHz > 25 {
             // Usually on a 10 kHz bus (clock stretching): one 32-byte read then takes ≈30 ms.
@@ -131,7 +147,7 @@ public final class IMUInput {
         let rate: Double
         if settings.pacing == .fifo, let f = d.fifo {
             var asked = settings.burstInterval
-            if d.magnetometerName != nil, let m = settings.magnetometerInterval, m > 0, m < asked { asked = m }
+            if d.magnetometerName != nil || absentAtStart != nil, let m = settings.magnetometerInterval, m > 0, m < asked { asked = m }
             rate = 1 / f.burstInterval(asked: asked)
             burst.reserveCapacity(4 * f.readFrames)
         } else {
@@ -139,10 +155,19 @@ public final class IMUInput {
         }
         pollInterval = 1 / rate
         var poll: ((Double) throws -> Void)?
+        var reopen: (() throws -> Void)?
+        let name =
+            absentAtStart == nil || settings.address != nil
+            ? "\(d.identity.name) at 0x\(String(d.address, radix: 16, uppercase: true))" : d.identity.name
         poller = SensorPoller(
-            loop: loop, name: "\(d.identity.name) at 0x\(String(d.address, radix: 16, uppercase: true))",
-            rate: rate, backoff: backoff, reopen: { try d.reopen() }, poll: { t in try poll?(t) })
+            loop: loop, name: name, rate: rate, backoff: backoff, reopen: { try reopen?() }, poll: { t in try poll?(t) })
         poll = { [unowned self] t in try self.tick(t) }
+        reopen = { [unowned self] in
+            guard self.absentAtStart != nil, self.samples == 0 else { return try self.driver.reopen() }
+            // Never opened: looked for at each of its addresses, as at start.
+            self.driver = try IMUDrivers.open(
+                bus: bus, chip: settings.chip, address: settings.address, settings: settings.driverSettings, sleep: sleep)
+        }
     }
 
     /// /dev/i2c-N for `settings` (the barometer may share it: each input may open its own fd).
@@ -152,10 +177,19 @@ public final class IMUInput {
     public var chipName: String { driver.identity.name }
     /// The magnetometer in use, nil without one (then only IMU-mode fusion is possible).
     public var magnetometerName: String? { driver.magnetometerName }
-    public var hasMagnetometer: Bool { driver.magnetometerName != nil }
+    /// A chip not seen yet counts as having one when its package carries one (the MPU-9250's
+    /// AK8963) or the configuration names one, so that output is registered too.
+    public var hasMagnetometer: Bool {
+        if driver.magnetometerName != nil { return true }
+        guard absentAtStart != nil, samples == 0 else { return false }
+        let named = settings.magnetometer.lowercased()
+        return driver.identity.builtInMagnetometer != nil ? named != "none" : !(named == "none" || named == "auto" || named.isEmpty)
+    }
     public var state: SensorPoller.State { poller.state }
 
-    public func start() throws { try poller.start() }
+    public func start() throws {
+        if let e = absentAtStart { poller.startRetrying("\(e)") } else { try poller.start() }
+    }
     public func stop() { poller.stop() }
 
     private func tick(_ t: Double) throws {

@@ -176,6 +176,8 @@ public final class MagCalibrationRun {
         input = try IMUInput(loop: loop, bus: bus, settings: settings, sleep: sleep) { sample in
             if sample.magIsNew, let m = sample.mag { s.add(Vector3(m.x, m.y, m.z)) }
         }
+        // Calibrating is done with the board in hand: a chip that does not answer is an error now.
+        if let e = input.absentAtStart { throw e }
         guard input.hasMagnetometer else {
             throw I2CError(
                 .unexpectedResponse, bus: bus.number, address: input.driver.address,
