@@ -182,7 +182,10 @@ final class RecordUploadTests: XCTestCase {
         let atNode = rig.observations("barometer").compactMap(\.phenomenonTime).map(ms)
         let inWindow = atNode.filter { $0 >= ms(t0) && $0 <= ms(t0 + 5) }
         XCTAssertEqual(Set(inWindow), Set(baro.map { ms($0.time) }))
-        XCTAssertEqual(inWindow.count, baro.count, "each once")
+        // A node that stops mid-request may have stored the batch whose answer never came: it is
+        // sent again (at least once; OSH does not deduplicate). So at most that one batch twice.
+        XCTAssertGreaterThanOrEqual(inWindow.count, baro.count, "each at least once")
+        XCTAssertLessThanOrEqual(inWindow.count - baro.count, rig.config.publisher.batchMax, "at most the batch in flight twice")
         _ = rig
     }
 
