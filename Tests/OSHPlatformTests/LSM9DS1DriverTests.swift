@@ -20,7 +20,7 @@ final class LSM9DS1DriverTests: XCTestCase {
 
     private func setUp(
         address: UInt8? = nil, ramp: Bool = false
-    ) throws -> (SimulatedI2CBus, SimulatedLSM9DS1, SimulatedLSM9DS1Magnetometer, SimClock) {
+    ) throws -> (SimulatedI2CBus, SimulatedLSM9DS1, SimulatedLIS3MDL, SimClock) {
         let bus = SimulatedI2CBus(number: 1)
         let clock = SimClock()
         let (g, a, m) = (gyro, accel, mag)
@@ -30,7 +30,7 @@ final class LSM9DS1DriverTests: XCTestCase {
             : { _ in SimulatedMotion.Truth(gyro: g, accel: a, mag: m) }
         let board = try SimulatedIMUBoard.attach(to: bus, chip: "LSM9DS1", address: address, truth: truth, clock: { clock.t })
         let ag = try XCTUnwrap(board.imu as? SimulatedLSM9DS1)
-        let die = try XCTUnwrap(board.magnetometer as? SimulatedLSM9DS1Magnetometer)
+        let die = try XCTUnwrap(board.magnetometer as? SimulatedLIS3MDL)
         return (bus, ag, die, clock)
     }
 

@@ -161,82 +161,6 @@ public final class SimulatedLSM9DS1: SimulatedIMUChip {
     }
 }
 
-/// The LSM9DS1's magnetometer die: the LIS3MDL's register map (WHO_AM_I 0x3D, power-down until
-/// CTRL_REG3_M selects continuous conversion, FS in CTRL_REG2_M, soft reset, SUB(7) for a
-/// multi-byte access) with the LSM9DS1's sensitivities and its X axis reversed against the
-/// accel/gyro's (`SeparateMagnetometer.Model.lsm9ds1`). Not SimulatedLIS3MDL: that model has the
-/// LIS3MDL's own sensitivity table and axes built in.
-public final class SimulatedLSM9DS1Magnetometer: SimulatedIMUChip {
-    typealias R = SeparateMagnetometer.LIS3MDL
-    public let model = SeparateMagnetometer.Model.lsm9ds1
-    public private(set) var resets = 0
-    private var autoIncrement = false
-    private var ready = false
-
-    public init(truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
-        super.init(registers: [:], truth: truth, clock: clock, mounting: mounting)
-        powerOnReset()
-    }
-
-    public func powerOnReset() {
-        for i in registers.indices { registers[i] = 0 }
-        registers[Int(R.whoAmI)] = R.whoAmIValue
-        registers[Int(R.ctrlReg1)] = 0x10
-        registers[Int(R.ctrlReg3)] = 0x03  // power-down
-        ready = false
-        forgetSamples()
-    }
-
-    public var range: LIS3MDLRange { LIS3MDLRange.allCases[Int(registers[Int(R.ctrlReg2)] >> 5 & 3)] }
-
-    /// CTRL_REG1_M.DO's rate; 0 unless CTRL_REG3_M selects continuous conversion.
-    public var rate: Double {
-        guard registers[Int(R.ctrlReg3)] & 0x03 == 0 else { return 0 }
-        let rates = [0.625, 1.25, 2.5, 5, 10, 20, 40, 80]
-        return rates[Int(registers[Int(R.ctrlReg1)] >> 2 & 7)]
-    }
-
-    public override func nextRegister(after register: UInt8) -> UInt8 { autoIncrement ? register &+ 1 : register }
-
-    public override func writeRegister(_ register: UInt8, _ value: UInt8) {
-        if register == R.ctrlReg2 && value & R.softReset != 0 {
-            resets += 1
-            powerOnReset()
-            registers[Int(R.ctrlReg2)] = value & ~R.softReset
-            return
-        }
-        if register == R.whoAmI || (R.statusReg...0x2D).contains(register) { return }
-        super.writeRegister(register, value)
-    }
-
-    public override func readRegister(_ register: UInt8) -> UInt8 {
-        if register == R.statusReg {
-            let v: UInt8 = ready ? R.zyxda : 0
-            ready = false
-            return v
-        }
-        return super.readRegister(register)
-    }
-
-    public override func transfer(write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
-        guard let first = write.first else { return try super.transfer(write: write, read: read) }
-        autoIncrement = first & R.autoIncrement != 0
-        let reg = first & 0x7F
-        if read.count > 0, (R.statusReg...0x2D).contains(reg) { latch() }
-        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: write.count) { tmp in
-            for i in 0..<write.count { tmp[i] = write[i] }
-            tmp[0] = reg
-            try super.transfer(write: UnsafeRawBufferPointer(tmp), read: read)
-        }
-    }
-
-    func latch() {
-        guard takeNewSample(rate: rate) else { return }
-        store(model.fromHost(chipTruth().mag), perCount: model.scale(range), at: 0x28, bigEndian: false)
-        ready = true
-    }
-}
-
 extension LSM9DS1Driver: SimulatedIMUModel {
     /// As on the Sense HAT: the accel/gyro at 0x6A and the magnetometer die at 0x1C; at 0x6B
     /// (SDO_A/G high) the die goes to 0x1E, as on the breakouts that pull both SDO pins high.
@@ -245,7 +169,7 @@ extension LSM9DS1Driver: SimulatedIMUModel {
         clock: @escaping () -> Double
     ) -> SimulatedIMUBoard {
         let ag = SimulatedLSM9DS1(truth: truth, clock: clock, mounting: mounting)
-        let m = SimulatedLSM9DS1Magnetometer(truth: truth, clock: clock, mounting: mounting)
+        let m = SimulatedLIS3MDL(truth: truth, clock: clock, mounting: mounting, model: .lsm9ds1)
         let lis = SeparateMagnetometer.lis3mdl.addresses
         bus.attach(m, at: address == identity.addresses[1] ? lis[1] : lis[0])
         return SimulatedIMUBoard(chip: identity.name, address: address, imu: ag, magnetometer: m)

@@ -120,14 +120,24 @@ public final class SimulatedLSM6DSOX: SimulatedIMUChip {
 }
 
 /// LIS3MDL: WHO_AM_I 0x3D, power-down until CTRL_REG3 selects continuous mode, full scale in
-/// CTRL_REG2, soft reset, and the ST rule that a multi-byte access needs SUB(7) = 1.
+/// CTRL_REG2, soft reset, and the ST rule that a multi-byte access needs SUB(7) = 1. With
+/// `model: .lsm9ds1` it is the LSM9DS1's magnetometer die: the same register map with the
+/// LSM9DS1's sensitivities, its X axis reversed against the accel/gyro's, and no TEMP_OUT.
 public final class SimulatedLIS3MDL: SimulatedIMUChip {
     typealias R = SeparateMagnetometer.LIS3MDL
+    public let model: SeparateMagnetometer.Model
     public private(set) var resets = 0
     private var autoIncrement = false
     private var ready = false
+    /// The last read-only register: OUT_Z_H (0x2D), or TEMP_OUT_H (0x2F) on the LIS3MDL.
+    private let lastReadOnly: UInt8
 
-    public init(truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity) {
+    public init(
+        truth: @escaping IMUTruthSource, clock: @escaping () -> Double, mounting: AxisMap = .identity,
+        model: SeparateMagnetometer.Model = .lis3mdl
+    ) {
+        self.model = model
+        lastReadOnly = model == .lis3mdl ? 0x2F : 0x2D
         super.init(registers: [:], truth: truth, clock: clock, mounting: mounting)
         powerOnReset()
     }
@@ -159,7 +169,7 @@ public final class SimulatedLIS3MDL: SimulatedIMUChip {
             registers[Int(R.ctrlReg2)] = value & ~R.softReset
             return
         }
-        if register == R.whoAmI || (R.statusReg...0x2F).contains(register) { return }
+        if register == R.whoAmI || (R.statusReg...lastReadOnly).contains(register) { return }
         super.writeRegister(register, value)
     }
 
@@ -187,7 +197,7 @@ public final class SimulatedLIS3MDL: SimulatedIMUChip {
 
     func latch() {
         guard takeNewSample(rate: rate) else { return }
-        store(chipTruth().mag, perCount: IMUConvert.lis3mdlScale(range), at: 0x28, bigEndian: false)
+        store(model.fromHost(chipTruth().mag), perCount: model.scale(range), at: 0x28, bigEndian: false)
         ready = true
     }
 }
