@@ -2,14 +2,14 @@
 // osh-edge — an OpenSensorHub sensor agent for Raspberry Pi and other ARM Linux boards.
 //
 // Layers (arrows point down only):
-//   osh-edge (executable, CLI; what the .deb ships) → OSHEdgeCommands (its commands) → OSHCLI → OSHAgent (composition root) → OSHPlatform → OSHCore
-//   osh-edge-sim (benchmarks, soak runs; not shipped) → OSHEdgeCommands, OSHSimulatedSources → OSHAgent, OSHSimulation
-//   osh-edge-dev (development executable) → OSHDevTools (demo, benches) → OSHSimulatedSources, OSHDevNode
+//   osh-edge (executable; what the .deb ships) → OSHEdgeCommands (the command line) → OSHAgent (composition root) → OSHPlatform → OSHCore
+//   osh-edge-sim (benchmarks, soak runs; not shipped) → OSHEdgeCommands, OSHSimulation
+//   osh-edge-dev (development executable) → OSHEdgeCommands, OSHDevTools (demo, benches) → OSHSimulation, OSHDevNode
 //   OSHSimulation (simulated chips, mock V4L2, simulated values) → OSHPlatform; OSHDevNode (libmicrohttpd) → OSHPlatform
 //   OSHPlatform → CShim + system-library targets (Debian -dev packages)
 // Only osh-edge-dev, osh-edge-sim and the tests link OSHSimulation, and only osh-edge-dev and the tests
 // OSHDevNode: the service binary has no simulator and no libmicrohttpd; `source = "simulated"` reaches
-// OSHSimulation through OSHAgent's SimulationHooks, which OSHSimulatedSources fills.
+// OSHSimulation through OSHPlatform's SimulationHooks, which OSHSimulation's DemoSimulation fills.
 // OSHCore is pure Swift with no I/O and no dependencies: it builds and tests on any Linux.
 import PackageDescription
 
@@ -63,29 +63,23 @@ let package = Package(
         .target(name: "OSHAgent", dependencies: ["OSHCore", "OSHPlatform"],
                 swiftSettings: swift6),
 
-        // MARK: What both executables' command lines share (option reading, run, config check, calibrate).
-        .target(name: "OSHCLI", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform"], swiftSettings: swift6),
-
-        // MARK: The executable the .deb ships: CLI parsing and printing only, in OSHEdgeCommands so that
-        // osh-edge-sim runs the same main.
-        .target(name: "OSHEdgeCommands", dependencies: ["OSHCLI", "OSHAgent", "OSHCore", "OSHPlatform"],
+        // MARK: The command line: option reading and one Agent call per command, then printing. A
+        // library, so that osh-edge-sim runs the same main and osh-edge-dev shares run, check and calibrate.
+        .target(name: "OSHEdgeCommands", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform"],
                 swiftSettings: swift6),
         .executableTarget(name: "osh-edge", dependencies: ["OSHEdgeCommands"], swiftSettings: swift6),
 
-        // MARK: The simulation behind `source = "simulated"` (the demo's chips and values), without the node.
-        .target(name: "OSHSimulatedSources", dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHSimulation"],
-                swiftSettings: swift6),
         // The shipped agent plus the simulated sources, no development node: what benchmarks and soak
         // runs use (scripts/footprint.sh). Not in the .deb.
-        .executableTarget(name: "osh-edge-sim", dependencies: ["OSHEdgeCommands", "OSHSimulatedSources"],
+        .executableTarget(name: "osh-edge-sim", dependencies: ["OSHEdgeCommands", "OSHSimulation"],
                           swiftSettings: swift6),
 
         // MARK: Development: the demo, the benches, the development node, the agent with simulation.
         .target(name: "OSHDevTools",
-                dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode", "OSHSimulation", "OSHSimulatedSources"],
+                dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode", "OSHSimulation"],
                 swiftSettings: swift6),
         .executableTarget(name: "osh-edge-dev",
-                          dependencies: ["OSHDevTools", "OSHCLI", "OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode"],
+                          dependencies: ["OSHDevTools", "OSHEdgeCommands", "OSHAgent", "OSHCore", "OSHPlatform", "OSHDevNode", "OSHSimulation"],
                           swiftSettings: swift6),
 
         // MARK: Tests mirror the layers.
@@ -97,7 +91,7 @@ let package = Package(
         // Depends on the executables so the CLI tests can run the binaries that were just built.
         .testTarget(name: "OSHAgentTests",
                     dependencies: ["OSHAgent", "OSHCore", "OSHPlatform", "OSHSimulation", "OSHDevTools", "OSHDevNode",
-                                   "OSHSimulatedSources", "osh-edge", "osh-edge-dev", "osh-edge-sim"],
+                                   "osh-edge", "osh-edge-dev", "osh-edge-sim"],
                     swiftSettings: swift6),
         .testTarget(name: "OSHDevNodeTests", dependencies: ["OSHDevNode", "OSHCore", "OSHPlatform"], swiftSettings: swift6),
     ]

@@ -1,3 +1,6 @@
+// Size (~500 lines): the server's life — libmicrohttpd, the one lock, dispatch, the test switches
+// and what tests observe; each resource's routes, the command channel and the journal are files
+// of their own.
 import CMicroHTTPD
 #if canImport(Glibc)
 import Glibc
@@ -6,7 +9,7 @@ import OSHCore
 
 /// The development node: an in-memory OGC API – Connected Systems server on libmicrohttpd that
 /// accepts what an OpenSensorHub node accepts and refuses what it refuses, with the node's status
-/// codes and error messages (SPEC §9, research/osh-node.md). Thread-safe; libmicrohttpd runs an
+/// codes and error messages (docs/OSH-NODE.md). Thread-safe; libmicrohttpd runs an
 /// internal polling thread plus one thread per connection, and every request is handled under one
 /// lock. Misbehaviour switches (`mode`) and observability (`stats`, `requests`, `observations`)
 /// are for tests. With `config.journalPath` its resources survive restarts (Journal.swift).

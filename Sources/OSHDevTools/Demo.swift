@@ -65,7 +65,7 @@ public enum Demo {
         let identity = try Agent.localIdentity(uid: o.uid, uidExtension: "", label: o.label)
         let credentials: CSCredentials = (o.user?.isEmpty ?? true) ? .none : .basic(username: o.user ?? "", password: o.password ?? "")
         var config = AgentConfig(
-            server: HTTPServer(apiRoot: apiRoot, credentials: credentials, tls: o.tls),
+            server: NodeEndpoint(apiRoot: apiRoot, credentials: credentials, tls: o.tls),
             identity: identity, options: OutputOptions(uid: identity.uid),
             stateDirectory: o.stateDirectory ?? Agent.defaultStateDirectory())
         config.publisher.format = o.format
@@ -77,9 +77,6 @@ public enum Demo {
             config.record.maxHours = 1
             config.recordRates = ["quat_orientation_data": 100]
             if o.video { config.recordRates["camera0_H264"] = Demo.recordFPS }
-        }
-        if let log = o.gpsLog {
-            if access(log, R_OK) == 0 { config.gps = .replay(logPath: log) } else { output("no NMEA log at \(log): gps_data is simulated") }
         }
         let loop = try EventLoop()
         // The simulated board: chips on a simulated I²C bus read by the real drivers, a WAV through
@@ -99,6 +96,9 @@ public enum Demo {
         plan.cameraFPS = o.videoFPS
         if o.record && o.video { plan.recordCamera(liveFPS: o.videoFPS, recordFPS: Demo.recordFPS) }
         plan.ptz = .simulated
+        if let log = o.gpsLog {
+            if access(log, R_OK) == 0 { plan.gps = .replay(logPath: log) } else { output("no NMEA log at \(log): gps_data is simulated") }
+        }
         plan.scratchDirectory = config.stateDirectory
         let hardware = Hardware(loop: loop, plan: plan)
         hardware.open()
@@ -293,7 +293,7 @@ final class SelfCommands {
     let builder: CSRequestBuilder
     private var step = 0
 
-    init(loop: EventLoop, agent: AgentRuntime, server: HTTPServer) throws {
+    init(loop: EventLoop, agent: AgentRuntime, server: NodeEndpoint) throws {
         self.agent = agent
         http = try HTTPClient(loop: loop, server: server)
         builder = CSRequestBuilder(credentials: server.credentials)

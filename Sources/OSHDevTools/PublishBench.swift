@@ -52,7 +52,7 @@ public enum PublishBench {
         output name: String = "barometer"
     ) throws -> Result {
         let loop = try EventLoop()
-        let server = HTTPServer(apiRoot: apiRoot)
+        let server = NodeEndpoint(apiRoot: apiRoot)
         let http = try HTTPClient(loop: loop, server: server)
         let builder = CSRequestBuilder()
         let node = nodeTransport(http: http, builder: builder)

@@ -3,7 +3,6 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 import OSHCore
 import OSHPlatform
 

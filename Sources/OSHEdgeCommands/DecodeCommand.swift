@@ -4,7 +4,6 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 
 func runDecodeCommand(_ args: [String]) {
     var a = Arguments(rest: args)

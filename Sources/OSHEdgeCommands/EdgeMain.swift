@@ -5,7 +5,6 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 import OSHCore
 import OSHPlatform
 
@@ -152,7 +151,7 @@ func check(_ a: inout Arguments) {
         let loaded =
             configPath != nil || url == nil || access(path, R_OK) == 0
             ? try Daemon.load(configPath: path, secretsPath: secrets, forRunning: false) : nil
-        let server: HTTPServer
+        let server: NodeEndpoint
         if let url {
             server = node.server(url)
         } else if let loaded {

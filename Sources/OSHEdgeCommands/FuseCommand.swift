@@ -4,7 +4,6 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 import OSHCore
 
 func runFuseCommand(_ args: [String]) {

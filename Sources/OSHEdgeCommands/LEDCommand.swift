@@ -1,5 +1,4 @@
 import OSHAgent
-import OSHCLI
 import OSHCore
 import OSHPlatform
 

@@ -1,7 +1,6 @@
 // osh-edge probe [--bus N] [--dump] [--json]: what is attached to this board and the config
 // sections that would use it (parsing and printing only; the work is OSHAgent's Probe).
 import OSHAgent
-import OSHCLI
 
 func runProbeCommand(_ args: [String]) {
     var a = Arguments(rest: args)

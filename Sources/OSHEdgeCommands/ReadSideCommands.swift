@@ -3,7 +3,6 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 import OSHCore
 import OSHPlatform
 
@@ -24,9 +23,9 @@ struct NodeArguments {
     }
 
     /// The node at `url` (`--node`'s), with `--user`'s password asked for, never an argument.
-    func server(_ url: String) -> HTTPServer {
+    func server(_ url: String) -> NodeEndpoint {
         let password = user.isEmpty ? "" : password(for: user)
-        return HTTPServer(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
+        return NodeEndpoint(apiRoot: url, credentials: user.isEmpty ? .none : .basic(username: user, password: password), tls: tls)
     }
 }
 
@@ -37,7 +36,7 @@ func readSideNode(_ a: inout Arguments) -> NodeReader {
     let config = a.value("--config")
     let secrets = a.value("--secrets")
     do {
-        let server: HTTPServer
+        let server: NodeEndpoint
         if let url = node.url {
             server = node.server(url)
         } else {

@@ -2,11 +2,10 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 import OSHCore
 import OSHPlatform
 
-/// `osh-edge record status|export`: the on-board recording (issue 18) at the board, read without
+/// `osh-edge record status|export`: the on-board recording at the board, read without
 /// changing it (safe while the service writes).
 func runRecordCommand(_ a: inout Arguments) {
     let what = a.positional() ?? "status"

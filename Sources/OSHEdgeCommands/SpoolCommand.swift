@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 import OSHCore
 import OSHPlatform
 

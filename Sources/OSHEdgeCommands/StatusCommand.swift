@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
 import OSHPlatform
 
 /// `osh-edge status [--counters FILE | --config FILE] [--json]`: the running service, from its

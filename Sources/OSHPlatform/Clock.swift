@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// The two clocks the agent uses: CLOCK_MONOTONIC for scheduling and measuring,
-/// CLOCK_REALTIME (UTC wall clock) only for observation timestamps (SPEC §6).
+/// CLOCK_REALTIME (UTC wall clock) only for observation timestamps.
 public enum Clock {
     @inline(__always) public static func monotonicNanoseconds() -> UInt64 { osh_monotonic_ns() }
 

@@ -3,7 +3,7 @@ import CShim
 import Glibc
 #endif
 
-/// Whether the wall clock can be trusted for observation times (SPEC §6). A Pi has no
+/// Whether the wall clock can be trusted for observation times. A Pi has no
 /// RTC: until NTP (or, later, GPS) sets the clock it may say 1970 or the last shutdown.
 public enum ClockSync {
     public enum State: Sendable, Equatable {

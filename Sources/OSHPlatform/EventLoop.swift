@@ -5,7 +5,7 @@ import CShim
 import Glibc
 #endif
 
-/// The one event loop (SPEC §1): every source is a file descriptor on one epoll set,
+/// The one event loop: every source is a file descriptor on one epoll set,
 /// served on one thread. Signals arrive through a signalfd, cross-thread wake-ups through an
 /// eventfd.
 ///

@@ -4,7 +4,7 @@ import Glibc
 import OSHCore
 
 /// Logs to stderr with syslog priority prefixes (`<3>` error … `<7>` debug), which
-/// journald turns into levels (SPEC §7). Secrets never reach here: callers log
+/// journald turns into levels. Secrets never reach here: callers log
 /// requests through `CSRequest.description`, which redacts Authorization.
 public enum Log {
     public enum Level: Int32, Sendable, Comparable {

@@ -3,7 +3,7 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
+import OSHEdgeCommands
 import OSHCore
 import OSHDevTools
 import OSHPlatform

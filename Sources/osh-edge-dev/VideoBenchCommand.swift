@@ -1,5 +1,5 @@
 import OSHAgent
-import OSHCLI
+import OSHEdgeCommands
 import OSHDevTools
 import OSHCore
 import OSHPlatform

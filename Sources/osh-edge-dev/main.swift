@@ -5,9 +5,10 @@
 import Glibc
 #endif
 import OSHAgent
-import OSHCLI
+import OSHEdgeCommands
 import OSHDevNode
 import OSHDevTools
+import OSHSimulation
 
 let usage = """
     usage: osh-edge-dev <command> [options]

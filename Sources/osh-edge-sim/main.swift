@@ -2,7 +2,7 @@
 // benchmarks and soak runs use (`source = "simulated"` without libmicrohttpd's GnuTLS and
 // friends in the address space). Not in the .deb.
 import OSHEdgeCommands
-import OSHSimulatedSources
+import OSHSimulation
 
 // Before any agent runs, as in osh-edge-dev.
 DemoSimulation.install()

@@ -3,6 +3,7 @@ import OSHAgent
 import OSHCore
 import OSHDevNode
 import OSHPlatform
+import OSHSimulation
 import XCTest
 import OSHDevTools
 
@@ -42,7 +43,7 @@ final class AgentCommandTests: XCTestCase {
         XCTAssertTrue(try run(10) { agent.commandReceiver?.channel.state == .open }, "command channel open")
         let csID = try XCTUnwrap(agent.commandReceiver?.controlStreamID)
 
-        let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
+        let http = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: node.apiRoot))
         let builder = CSRequestBuilder(credentials: .none)
         func post(_ parameters: String) {
             http.send(

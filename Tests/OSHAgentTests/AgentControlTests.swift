@@ -3,6 +3,7 @@ import OSHAgent
 import OSHCore
 import OSHDevNode
 import OSHPlatform
+import OSHSimulation
 import XCTest
 import OSHDevTools
 

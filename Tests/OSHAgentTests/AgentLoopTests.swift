@@ -3,6 +3,7 @@ import OSHAgent
 import OSHCore
 import OSHDevNode
 import OSHPlatform
+import OSHSimulation
 import XCTest
 import OSHDevTools
 
@@ -31,7 +32,7 @@ final class AgentLoopTests: XCTestCase {
         rates: [String: Double] = [:]
     ) -> AgentConfig {
         var c = AgentConfig(
-            server: HTTPServer(apiRoot: apiRoot ?? node.apiRoot), identity: identity,
+            server: NodeEndpoint(apiRoot: apiRoot ?? node.apiRoot), identity: identity,
             options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
         c.outputs = outputs
         c.rates = rates
@@ -266,7 +267,7 @@ final class AgentLoopTests: XCTestCase {
 
     /// Deletes a datastream on the node through our own HTTP client (as an operator would).
     private func deleteOnNode(_ loop: EventLoop, datastream id: String) throws {
-        let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
+        let http = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: node.apiRoot))
         var status = 0
         http.send(CSRequestBuilder().request(.delete, "/datastreams/" + id)) { status = $0.status }
         XCTAssertTrue(try run(loop, timeout: 5) { status != 0 })

@@ -50,7 +50,7 @@ final class AgentPTZTests: XCTestCase {
         let csID = try XCTUnwrap(agent.commandReceivers[PTZSchema.inputName]?.controlStreamID)
         let chip = try XCTUnwrap((hardware.simulatedI2C as? SimulatedI2CBus)?.device(at: 0x40) as? SimulatedPCA9685)
         let before = try XCTUnwrap(chip.pulseMicros(channel: 0))
-        let http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
+        let http = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: node.apiRoot))
         let builder = CSRequestBuilder(credentials: .none)
         func post(_ parameters: String) {
             http.send(

@@ -3,6 +3,7 @@ import OSHAgent
 import OSHCore
 import OSHDevNode
 import OSHPlatform
+import OSHSimulation
 import XCTest
 import OSHDevTools
 
@@ -38,14 +39,14 @@ final class CheckAndSignalTests: XCTestCase {
         _ = try node.start()
         defer { node.stop() }
         let outputs = [OutputCatalogue.barometer(OutputOptions(uid: identity.uid))]
-        let noCreds = try Check.run(server: HTTPServer(apiRoot: node.apiRoot), identity: identity, outputs: outputs)
+        let noCreds = try Check.run(server: NodeEndpoint(apiRoot: node.apiRoot), identity: identity, outputs: outputs)
         XCTAssertEqual(noCreds.map(\.ok), [false])
         XCTAssertTrue(noCreds[0].text.contains("wants credentials"), noCreds[0].text)
         let wrong = try Check.run(
-            server: HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "sensor", password: "x")),
+            server: NodeEndpoint(apiRoot: node.apiRoot, credentials: .basic(username: "sensor", password: "x")),
             identity: identity, outputs: outputs)
         XCTAssertTrue(wrong[0].text.contains("refused the credentials"), wrong[0].text)
-        let good = HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "sensor", password: "pwd"))
+        let good = NodeEndpoint(apiRoot: node.apiRoot, credentials: .basic(username: "sensor", password: "pwd"))
         let before = try Check.run(server: good, identity: identity, outputs: outputs)
         XCTAssertEqual(before.map(\.ok), [true, false])
         XCTAssertTrue(before[1].text.contains("not registered"))
@@ -79,7 +80,7 @@ final class CheckAndSignalTests: XCTestCase {
         let unjudged = try Check.run(server: good, identity: identity, outputs: nil)
         XCTAssertEqual(unjudged.map(\.ok), [true, true, true])
         XCTAssertEqual(unjudged[2].text, "the node holds 1 datastream for this board: barometer")
-        let closed = try Check.run(server: HTTPServer(apiRoot: "http://127.0.0.1:1/sensorhub/api"), identity: identity, outputs: outputs)
+        let closed = try Check.run(server: NodeEndpoint(apiRoot: "http://127.0.0.1:1/sensorhub/api"), identity: identity, outputs: outputs)
         XCTAssertTrue(closed[0].text.contains("nothing accepts connections"), closed[0].text)
     }
 
@@ -137,7 +138,7 @@ final class TLSAgentTests: XCTestCase {
         XCTAssertTrue(https.hasPrefix("https://127.0.0.1:"), https)
 
         // Verification is on by default: a self-signed node is refused, and the message says what to do.
-        let refused = try Check.run(server: HTTPServer(apiRoot: https), identity: identity, outputs: [])
+        let refused = try Check.run(server: NodeEndpoint(apiRoot: https), identity: identity, outputs: [])
         XCTAssertFalse(refused[0].ok)
         XCTAssertTrue(refused[0].text.contains("TLS"), refused[0].text)
         let key = try XCTUnwrap(
@@ -150,14 +151,14 @@ final class TLSAgentTests: XCTestCase {
             refused.last?.text ?? "")
         // The wrong scheme either way gets its own diagnosis, not a certificate or proxy story.
         let plainToTLS = try Check.run(
-            server: HTTPServer(apiRoot: https.replacingOccurrences(of: "https://", with: "http://")),
+            server: NodeEndpoint(apiRoot: https.replacingOccurrences(of: "https://", with: "http://")),
             identity: identity, outputs: [])
         XCTAssertTrue(plainToTLS[0].text.contains("if that port serves HTTPS, use https:// in the URL"), plainToTLS[0].text)
         let plainNode = DevNode(config: DevNodeConfig())
         _ = try plainNode.start()
         defer { plainNode.stop() }
         let tlsToPlain = try Check.run(
-            server: HTTPServer(apiRoot: plainNode.apiRoot.replacingOccurrences(of: "http://", with: "https://")),
+            server: NodeEndpoint(apiRoot: plainNode.apiRoot.replacingOccurrences(of: "http://", with: "https://")),
             identity: identity, outputs: [])
         // A plain-HTTP server answers a ClientHello ("wrong version number") or just closes
         // (SSL_ERROR_SYSCALL); libmicrohttpd does either. Both say to use http://.
@@ -166,21 +167,22 @@ final class TLSAgentTests: XCTestCase {
 
         // Trusting that certificate for that host works…
         let trusted = try Check.run(
-            server: HTTPServer(apiRoot: https, tls: .trustCertificate(pemPath: tls.certPath)),
+            server: NodeEndpoint(apiRoot: https, tls: .trustCertificate(pemPath: tls.certPath)),
             identity: identity, outputs: [])
         XCTAssertTrue(trusted[0].ok, trusted[0].text)
         // …but not for a name the certificate does not carry.
         let otherHost = https.replacingOccurrences(of: "127.0.0.1", with: "localhost")
         let wrongHost = try Check.run(
-            server: HTTPServer(apiRoot: otherHost, tls: .trustCertificate(pemPath: tls.certPath)),
+            server: NodeEndpoint(apiRoot: otherHost, tls: .trustCertificate(pemPath: tls.certPath)),
             identity: identity, outputs: [])
         XCTAssertFalse(wrongHost[0].ok)
 
         // Pinning the reported key works; a different pin is refused.
-        let pinned = try Check.run(server: HTTPServer(apiRoot: https, tls: .pinnedKey(sha256Base64: key)), identity: identity, outputs: [])
+        let pinned = try Check.run(
+            server: NodeEndpoint(apiRoot: https, tls: .pinnedKey(sha256Base64: key)), identity: identity, outputs: [])
         XCTAssertTrue(pinned[0].ok, pinned[0].text)
         let wrongPin = try Check.run(
-            server: HTTPServer(apiRoot: https, tls: .pinnedKey(sha256Base64: String(repeating: "A", count: 43) + "=")),
+            server: NodeEndpoint(apiRoot: https, tls: .pinnedKey(sha256Base64: String(repeating: "A", count: 43) + "=")),
             identity: identity, outputs: [])
         XCTAssertFalse(wrongPin[0].ok)
     }

@@ -21,7 +21,7 @@ final class CommandReceiverTests: XCTestCase {
         node = DevNode(config: c)
         try node.start()
         loop = try EventLoop()
-        http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot, credentials: builder.credentials))
+        http = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: node.apiRoot, credentials: builder.credentials))
     }
 
     override func tearDown() {
@@ -273,7 +273,7 @@ final class CommandReceiverTests: XCTestCase {
 
     func testWrongCredentialsAndUnknownStreamAreClear() throws {
         let csID = try register()
-        let server = HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "pi", password: "wrong"))
+        let server = NodeEndpoint(apiRoot: node.apiRoot, credentials: .basic(username: "pi", password: "wrong"))
         let bad = try WebSocketClient(
             loop: loop, server: server,
             request: CSRequestBuilder(credentials: server.credentials).commandChannel(controlStreamID: csID),

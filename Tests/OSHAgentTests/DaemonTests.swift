@@ -5,6 +5,7 @@ import OSHCore
 import OSHDevNode
 import XCTest
 import OSHDevTools
+import OSHSimulation
 
 /// `osh-edge run`: the binary with a config file, against the development node.
 final class DaemonTests: XCTestCase {
@@ -176,7 +177,7 @@ final class DaemonTests: XCTestCase {
         XCTAssertTrue(log.contains("stopped"), log)
     }
 
-    /// The counters file (issue 17): one line per output, rewritten every second, cumulative across a
+    /// The counters file: one line per output, rewritten every second, cumulative across a
     /// SIGHUP reload (the new runtime's counters add to the finished one's), and at SIGTERM every
     /// observation produced is accounted for: sent (as the node counts it), dropped by reason or pending.
     func testTheCountersFileIsCumulativeAcrossAReloadAndBalancesAtTheEnd() throws {
@@ -549,7 +550,7 @@ final class DaemonTests: XCTestCase {
             enabled = true
             """)
         XCTAssertEqual(
-            try Daemon.load(configPath: serial, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/ttyACM0", baud: 115200))
+            try Daemon.load(configPath: serial, secretsPath: dir + "/no-secrets").plan.gps, .serial(path: "/dev/ttyACM0", baud: 115200))
         let gpsd = try writeConfig(
             """
             [gps]
@@ -558,14 +559,14 @@ final class DaemonTests: XCTestCase {
             [outputs.gps_data]
             enabled = true
             """)
-        XCTAssertEqual(try Daemon.load(configPath: gpsd, secretsPath: dir + "/no-secrets").config.gps, .gpsd(host: "127.0.0.1", port: 2947))
+        XCTAssertEqual(try Daemon.load(configPath: gpsd, secretsPath: dir + "/no-secrets").plan.gps, .gpsd(host: "127.0.0.1", port: 2947))
         let auto = try writeConfig(
             """
             [outputs.gps_data]
             enabled = true
             """)
         XCTAssertEqual(
-            try Daemon.load(configPath: auto, secretsPath: dir + "/no-secrets").config.gps, .serial(path: "/dev/serial0", baud: nil))
+            try Daemon.load(configPath: auto, secretsPath: dir + "/no-secrets").plan.gps, .serial(path: "/dev/serial0", baud: nil))
         let bad = try writeConfig(
             """
             [gps]

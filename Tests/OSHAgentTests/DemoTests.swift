@@ -2,6 +2,7 @@ import Foundation
 import OSHAgent
 import OSHCore
 import OSHPlatform
+import OSHSimulation
 import XCTest
 import OSHDevTools
 

@@ -4,6 +4,7 @@ import OSHAgent
 import OSHCore
 import OSHDevNode
 import OSHPlatform
+import OSHSimulation
 import XCTest
 import OSHDevTools
 
@@ -27,13 +28,33 @@ final class GPSAgentTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: stateDir)
     }
 
-    private func config(_ gps: GPSInputConfig) -> AgentConfig {
+    private func config() -> AgentConfig {
         var c = AgentConfig(
-            server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+            server: NodeEndpoint(apiRoot: node.apiRoot), identity: identity,
             options: OutputOptions(uid: identity.uid), stateDirectory: stateDir)
         c.outputs = ["gps_data"]
-        c.gps = gps
+        c.externalOutputs = ["gps_data"]
         return c
+    }
+
+    /// A runtime publishing gps_data and the board's GPS input feeding it, both started
+    /// (`prepare` runs on the runtime before it starts).
+    private func started(
+        _ gps: GPSInputConfig, loop: EventLoop, trustHostClock: Bool = false, prepare: (AgentRuntime) -> Void = { _ in }
+    ) throws -> (AgentRuntime, Hardware) {
+        var plan = HardwarePlan()
+        plan.gps = gps
+        let hardware = Hardware(loop: loop, plan: plan)
+        hardware.open()
+        XCTAssertEqual(hardware.notes, [])
+        XCTAssertEqual(hardware.feeds, [.gps])
+        var c = config()
+        c.trustHostClock = trustHostClock
+        let a = try AgentRuntime(config: c, loop: loop)
+        prepare(a)
+        try a.start()
+        try hardware.start(feeding: a)
+        return (a, hardware)
     }
 
     private func run(_ loop: EventLoop, timeout: Double, until condition: () -> Bool) throws -> Bool {
@@ -50,12 +71,10 @@ final class GPSAgentTests: XCTestCase {
         bytes.withUnsafeBytes { parser.feed($0) { if $0.mode >= 2 { expected.append(($0.lat, $0.lon)) } } }
         XCTAssertGreaterThan(expected.count, 50)
 
-        var c = config(.replay(logPath: log))
-        c.trustHostClock = true
         let loop = try EventLoop()
-        let a = try AgentRuntime(config: c, loop: loop)
-        try a.start()
+        let (a, hardware) = try started(.replay(logPath: log), loop: loop, trustHostClock: true)
         XCTAssertTrue(try run(loop, timeout: 15) { a.rows[0].counters.sent >= 3 })
+        hardware.stop()
         try a.stop(flushUntil: EventLoop.deadline(after: 2))
         let obs = node.observations(datastreamID: try XCTUnwrap(a.rows[0].datastreamID))
         XCTAssertGreaterThanOrEqual(obs.count, 3)
@@ -90,13 +109,10 @@ final class GPSAgentTests: XCTestCase {
         defer { if master >= 0 { close(master) } }
         let link = dir + "/ttyUSB0"
         point(link, to: slave)
-        var c = config(.serial(path: link, baud: 9600))
-        c.trustHostClock = true
         let loop = try EventLoop()
-        let a = try AgentRuntime(config: c, loop: loop)
         let capture = LogCapture()
         defer { capture.stop() }
-        try a.start()
+        let (a, hardware) = try started(.serial(path: link, baud: 9600), loop: loop, trustHostClock: true)
         var k = 0
         let feeder = try loop.addTimer(firstAt: EventLoop.deadline(after: 0.05), interval: 200_000_000) { _ in
             guard master >= 0 else { return }
@@ -112,15 +128,16 @@ final class GPSAgentTests: XCTestCase {
         master = -1
         point(link, to: dir + "/absent")
         // Retries at 0.5, 1, 2 s: the state text says so at each one.
-        XCTAssertTrue(try run(loop, timeout: 6) { a.gpsState?.contains("retrying in 2 s") ?? false }, a.gpsState ?? "nil")
-        XCTAssertEqual(a.gpsState, "serial \(link): \(link) does not exist (receiver not plugged in?); retrying in 2 s")
+        XCTAssertTrue(try run(loop, timeout: 6) { hardware.gpsState?.contains("retrying in 2 s") ?? false }, hardware.gpsState ?? "nil")
+        XCTAssertEqual(hardware.gpsState, "serial \(link): \(link) does not exist (receiver not plugged in?); retrying in 2 s")
         let produced = a.rows[0].counters.produced
         // Plugged in again.
         (master, slave) = try openPty()
         point(link, to: slave)
         XCTAssertTrue(try run(loop, timeout: 6) { a.rows[0].counters.produced > produced + 1 })
-        XCTAssertEqual(a.gpsState, "serial \(link): receiving at 9600 baud")
+        XCTAssertEqual(hardware.gpsState, "serial \(link): receiving at 9600 baud")
         loop.cancel(feeder)
+        hardware.stop()
         try a.stop(flushUntil: EventLoop.deadline(after: 2))
 
         let gps = capture.lines.filter { $0.hasPrefix("gps") }
@@ -160,9 +177,9 @@ final class GPSAgentTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(master, 0)
         defer { close(master) }
         let loop = try EventLoop()
-        let a = try AgentRuntime(config: config(.serial(path: String(cString: name), baud: 9600)), loop: loop)
-        a.clockProvider = { .unsynchronized(reason: "no NTP in this test") }
-        try a.start()
+        let (a, hardware) = try started(.serial(path: String(cString: name), baud: 9600), loop: loop) {
+            $0.clockProvider = { .unsynchronized(reason: "no NTP in this test") }
+        }
         // Without GPS nothing is sent: the clock is not trusted.
         XCTAssertFalse(try run(loop, timeout: 1) { a.rows[0].counters.sent > 0 })
         // A receiver with today's date: its time becomes the clock.
@@ -184,6 +201,7 @@ final class GPSAgentTests: XCTestCase {
         }
         XCTAssertTrue(try run(loop, timeout: 15) { a.rows[0].counters.sent >= 3 })
         loop.cancel(feeder)
+        hardware.stop()
         try a.stop(flushUntil: EventLoop.deadline(after: 2))
         let obs = node.observations(datastreamID: try XCTUnwrap(a.rows[0].datastreamID))
         XCTAssertGreaterThanOrEqual(obs.count, 3)

@@ -38,7 +38,7 @@ func scratchPath(_ prefix: String) -> String { NSTemporaryDirectory() + prefix +
 func agentConfig(_ node: DevNode, serial: String, label: String, stateDirectory: String) -> AgentConfig {
     let identity = SystemIdentity(uid: "urn:osh:rpi:" + serial, label: label, serial: serial)
     return AgentConfig(
-        server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+        server: NodeEndpoint(apiRoot: node.apiRoot), identity: identity,
         options: OutputOptions(uid: identity.uid), stateDirectory: stateDirectory)
 }
 

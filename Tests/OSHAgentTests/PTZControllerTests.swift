@@ -95,7 +95,7 @@ final class PTZControllerTests: XCTestCase {
         let node = DevNode(config: DevNodeConfig())
         _ = try node.start()
         defer { node.stop() }
-        let r = try NodeReader(server: HTTPServer(apiRoot: node.apiRoot))
+        let r = try NodeReader(server: NodeEndpoint(apiRoot: node.apiRoot))
         let sys = "{\"type\":\"Feature\",\"properties\":{\"uid\":\"urn:osh:rpi:ptz-test-0001\",\"name\":\"PTZ Pi\"}}"
         let s = try r.exchange(r.builder.request(.post, "/systems", contentType: MediaType.geoJSON, body: Array(sys.utf8)), what: "system")
         let id = try XCTUnwrap(CSResponse.resourceID(fromLocation: s.location))

@@ -104,7 +104,7 @@ final class ReadSideCommandTests: XCTestCase {
         Log.muted = true
         let node = try CannedNode(answer: { Self.answer($0) })
         defer { node.stop() }
-        let r = try NodeReader(server: HTTPServer(apiRoot: node.apiRoot, credentials: .basic(username: "op", password: "pw")))
+        let r = try NodeReader(server: NodeEndpoint(apiRoot: node.apiRoot, credentials: .basic(username: "op", password: "pw")))
 
         let o = try ReadSide.command(r, controlStream: "cs1", json: #"{"rpan":3.0}"#)
         XCTAssertEqual(o.httpStatus, 200)

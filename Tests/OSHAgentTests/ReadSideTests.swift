@@ -52,7 +52,7 @@ final class ReadSideTests: XCTestCase {
         nc.noReceiverWaitSeconds = 0.3  // OSH: 29.5 s before it answers 202 with no receiver
         let node = DevNode(config: nc)
         _ = try node.start()
-        let r = try NodeReader(server: HTTPServer(apiRoot: node.apiRoot))
+        let r = try NodeReader(server: NodeEndpoint(apiRoot: node.apiRoot))
         let b = r.builder
         let now = Clock.realtimeSeconds()
         let opts = OutputOptions(uid: Self.liveUID)

@@ -4,6 +4,7 @@ import OSHCore
 import OSHDevNode
 import OSHDevTools
 import OSHPlatform
+import OSHSimulation
 import XCTest
 
 /// Issue 18 through the development node: record at full rate while streaming at a lower one,
@@ -91,7 +92,7 @@ final class RecordUploadTests: XCTestCase {
         }
         let rig = Rig(
             node: node, dir: dir, loop: loop, agent: agent, video: input,
-            http: try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot)), config: c)
+            http: try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: node.apiRoot)), config: c)
         XCTAssertTrue(try rig.run(10) { agent.commandReceiver?.channel.state == .open }, "command channel open")
         return rig
     }

@@ -3,6 +3,7 @@ import OSHAgent
 import OSHCore
 import OSHDevNode
 import OSHPlatform
+import OSHSimulation
 import XCTest
 import OSHDevTools
 
@@ -24,7 +25,7 @@ final class RegistrationFallbackTests: XCTestCase {
 
     private func config(_ node: DevNode, state: String, outputs: [String]) -> AgentConfig {
         var c = AgentConfig(
-            server: HTTPServer(apiRoot: node.apiRoot), identity: identity,
+            server: NodeEndpoint(apiRoot: node.apiRoot), identity: identity,
             options: OutputOptions(uid: identity.uid), stateDirectory: state)
         c.outputs = outputs
         c.trustHostClock = true

@@ -23,7 +23,7 @@ final class FootprintScriptTests: XCTestCase {
     func testUsageAndArgumentErrors() throws {
         let help = try script(["--help"])
         XCTAssertEqual(help.status, 0, help.out)
-        XCTAssertTrue(help.out.hasPrefix("The footprint benchmark (issue 16)"), help.out)
+        XCTAssertTrue(help.out.hasPrefix("The footprint benchmark"), help.out)
         XCTAssertTrue(help.out.contains("QUICK=1 scripts/footprint.sh"), help.out)
         let bad = try script(["--bogus"])
         XCTAssertEqual(bad.status, 2)

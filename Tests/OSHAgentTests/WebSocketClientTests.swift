@@ -17,7 +17,7 @@ final class WebSocketClientTests: XCTestCase {
         node = DevNode(config: DevNodeConfig())
         try node.start()
         loop = try EventLoop()
-        http = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: node.apiRoot))
+        http = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: node.apiRoot))
         let b = CSRequestBuilder()
         let sys = try call(
             b.createSystem(
@@ -101,7 +101,7 @@ final class WebSocketClientTests: XCTestCase {
         try secured.start()
         defer { secured.stop() }
         let b = CSRequestBuilder()
-        let h = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: secured.apiRoot))
+        let h = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: secured.apiRoot))
         let sys = try h.sendWaiting(
             b.createSystem(
                 body: SystemBody.bytes(
@@ -188,7 +188,7 @@ final class WebSocketTLSTests: XCTestCase {
         let builder = CSRequestBuilder(credentials: .basic(username: "pi", password: "pw"))
         let http = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: node.apiRoot, credentials: builder.credentials,
                 tls: .trustCertificate(pemPath: dir + "/cert.pem")))
         func run(_ timeout: Double = 10, until done: () -> Bool) throws -> Bool {

@@ -2,7 +2,7 @@ import Foundation
 import OSHCore
 import XCTest
 
-/// Bodies, requests and response parsing for the CS API (SPEC §3; osh-android-schemas.md §2; osh-node.md).
+/// Bodies, requests and response parsing for the CS API (osh-android-schemas.md §2; osh-node.md).
 final class ConSysTests: XCTestCase {
     // MARK: Helpers
 

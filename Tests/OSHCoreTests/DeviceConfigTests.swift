@@ -21,6 +21,7 @@ final class DeviceConfigTests: XCTestCase {
             [barometer]
             chip = "bme-280"
             address = "0x77"
+            oversampling = "high-resolution"
             [imu]
             chip = "MPU-9250"
             magnetometer = "none"
@@ -49,6 +50,13 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertEqual(d.i2c.bus, 3)
         XCTAssertEqual(d.barometer.chip, "BME280")
         XCTAssertEqual(d.barometer.address, 0x77)
+        XCTAssertEqual(d.barometer.oversampling, .highResolution)
+        XCTAssertEqual(try parse("[barometer]\nchip = \"auto\"\n").devices.barometer.oversampling, .standard)
+        let wrong = errors("[barometer]\noversampling = \"ultra\"\n")
+        XCTAssertEqual(wrong.count, 1, "\(wrong)")
+        XCTAssertTrue(
+            wrong.first?.hasPrefix("oversampling = \"ultra\" in [barometer] is not allowed") == true
+                && wrong.first?.hasSuffix("allowed: \"low-power\", \"standard\", \"high-resolution\"") == true, "\(wrong)")
         XCTAssertEqual(d.imu.chip, "MPU9250")
         XCTAssertNil(d.imu.address)
         XCTAssertEqual(d.imu.magnetometer, "none")

@@ -69,7 +69,7 @@ func smallPublisher(
     return (p, t)
 }
 
-/// Store-and-forward policy (issue 7 item 5): what goes to the spool, when, and in what order it comes back.
+/// Store-and-forward policy: what goes to the spool, when, and in what order it comes back.
 final class PublisherSpoolTests: XCTestCase {
     private var now = 100.0
     private let offset = 1_773_853_000.0

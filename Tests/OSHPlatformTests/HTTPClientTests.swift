@@ -143,7 +143,7 @@ final class HTTPClientTests: XCTestCase {
     func testGetPostPutDeleteThroughTheLoop() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
 
         let get = try roundTrip(client, loop, builder.request(.get, "/echo", query: [("f", "application/om+json")]))
         XCTAssertNil(get.error)
@@ -188,7 +188,7 @@ final class HTTPClientTests: XCTestCase {
     func testCallerBufferIsSentAsIsAndHeadersKeepTheirOrder() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root + "/"))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root + "/"))
         // 3 MB of every byte value: above libcurl's 1 MiB Expect threshold, and binary.
         let big = ByteBuffer(capacity: 3 << 20)
         for i in 0..<(3 << 20) { big.append(UInt8(truncatingIfNeeded: i &* 7 &+ i >> 9)) }
@@ -217,7 +217,7 @@ final class HTTPClientTests: XCTestCase {
     func testBodyWithoutContentTypeGetsNoFormContentTypeAndNoAcceptDefault() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let r = try roundTrip(client, loop, CSRequest(method: .post, path: "/echo", headers: [], body: [1, 2, 3]))
         let e = try echo(r)
         XCTAssertFalse(e.has("Content-Type"), "no application/x-www-form-urlencoded")
@@ -234,7 +234,7 @@ final class HTTPClientTests: XCTestCase {
     func testLocationStatusAndNodeErrorBody() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let created = try roundTrip(
             client, loop,
             builder.request(
@@ -261,7 +261,7 @@ final class HTTPClientTests: XCTestCase {
     func testLargeResponseIsCappedNotFailed() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root), maxResponseBody: 1000)
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root), maxResponseBody: 1000)
         let r = try roundTrip(client, loop, builder.request(.get, "/echo", query: [("size", "100000")]))
         XCTAssertNil(r.error)
         XCTAssertEqual(r.status, 200)
@@ -280,7 +280,7 @@ final class HTTPClientTests: XCTestCase {
         let loop = try EventLoop()
         let client = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
         let prepared = client.prepare(builder.postObservations(datastreamID: "ds1", format: .omJSON))
         let bodies = ["[1]", "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]", "", "[2]", String(repeating: "7", count: 5000)]
@@ -309,7 +309,7 @@ final class HTTPClientTests: XCTestCase {
     func testPreparedRequestAnswersStatusesAndTransportErrorsAsAOneOffDoes() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let request = builder.request(.post, "/echo", contentType: "application/json")
         let prepared = client.prepare(request)
         let cases = ["{}", "!status=302", "!status=401", "!status=503", "!close", "!rst", "!status=302", "{\"n\":2}"]
@@ -335,7 +335,7 @@ final class HTTPClientTests: XCTestCase {
     func testPreparedRequestWhileBusyTakesAPooledHandleAndRefusesAnotherClient() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let prepared = client.prepare(builder.request(.post, "/echo", contentType: "application/json"))
         let first = Array("[1]".utf8), second = Array("[2,2]".utf8)
         var results: [Int: HTTPResult] = [:]
@@ -352,7 +352,7 @@ final class HTTPClientTests: XCTestCase {
         XCTAssertEqual(try roundTrip(client, loop, prepared, "[3]").status, 200)
         XCTAssertEqual(prepared.reuses, 1)
 
-        let other = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let other = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let refused = try roundTrip(other, loop, prepared, "[4]")
         XCTAssertEqual(refused.error?.kind, .invalidRequest)
     }
@@ -360,7 +360,7 @@ final class HTTPClientTests: XCTestCase {
     func testSteadyRequestsArmTheLoopTimerAtMostOncePerRequest() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let prepared = client.prepare(builder.postObservations(datastreamID: "ds1", format: .sweJSON))
         XCTAssertEqual(try roundTrip(client, loop, prepared, "{}").status, 200)
         let before = client.timerArms
@@ -381,7 +381,7 @@ final class HTTPClientTests: XCTestCase {
 
         let withUser = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
         let a = try echo(try roundTrip(withUser, loop, plain.request(.get, "/echo")))
         XCTAssertEqual(a.header("Authorization"), "Basic YWRtaW46YWRtaW4=")
@@ -395,12 +395,12 @@ final class HTTPClientTests: XCTestCase {
 
         let noUser = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: srv.root, credentials: .basic(username: "", password: "secret")))
         let c = try echo(try roundTrip(noUser, loop, plain.request(.get, "/echo")))
         XCTAssertFalse(c.has("Authorization"))
 
-        let none = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let none = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         XCTAssertFalse(try echo(try roundTrip(none, loop, plain.request(.get, "/echo"))).has("Authorization"))
     }
 
@@ -410,7 +410,7 @@ final class HTTPClientTests: XCTestCase {
         // A port nobody listens on: bind one, note it, close it.
         let port = try freePort()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: "http://127.0.0.1:\(port)/sensorhub/api"))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: "http://127.0.0.1:\(port)/sensorhub/api"))
         let start = osh_monotonic_ns()
         let r = try roundTrip(client, loop, builder.request(.get, "/systems"))
         XCTAssertEqual(r.status, 0)
@@ -425,7 +425,7 @@ final class HTTPClientTests: XCTestCase {
     func testSlowServerTimesOut() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root, requestTimeout: 0.5))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root, requestTimeout: 0.5))
         let start = osh_monotonic_ns()
         let r = try roundTrip(client, loop, builder.request(.get, "/echo", query: [("delay", "3")]))
         let elapsed = Double(osh_monotonic_ns() - start) / 1e9
@@ -439,7 +439,7 @@ final class HTTPClientTests: XCTestCase {
         let loop = try EventLoop()
         let client = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: srv.root, requestTimeout: 30, lowSpeed: LowSpeedLimit(bytesPerSecond: 100, seconds: 1)))
         let start = osh_monotonic_ns()
         let r = try roundTrip(client, loop, builder.request(.get, "/echo", query: [("stall", "1")]))
@@ -450,7 +450,7 @@ final class HTTPClientTests: XCTestCase {
     func testAbruptCloseIsATransportError() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let fin = try roundTrip(
             client, loop,
             builder.request(
@@ -471,7 +471,7 @@ final class HTTPClientTests: XCTestCase {
         let loop = try EventLoop()
         let client = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: srv.root, credentials: .basic(username: "admin", password: "admin")))
         var results: [HTTPResult] = []
         client.send(CSRequest(method: .get, path: "/sys tems", headers: [])) { results.append($0) }
@@ -492,14 +492,14 @@ final class HTTPClientTests: XCTestCase {
 
     func testInvalidConfigurationIsRefusedWithAReason() throws {
         let loop = try EventLoop()
-        XCTAssertThrowsError(try HTTPClient(loop: loop, server: HTTPServer(apiRoot: "ftp://node/api"))) {
+        XCTAssertThrowsError(try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: "ftp://node/api"))) {
             XCTAssertTrue("\($0)".contains("invalid API root"))
         }
-        XCTAssertThrowsError(try HTTPClient(loop: loop, server: HTTPServer(apiRoot: "http://admin:pw@node/api")))
+        XCTAssertThrowsError(try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: "http://admin:pw@node/api")))
         XCTAssertThrowsError(
             try HTTPClient(
                 loop: loop,
-                server: HTTPServer(
+                server: NodeEndpoint(
                     apiRoot: "https://node/api", tls: .trustCertificate(pemPath: "/nonexistent/node.pem")))
         ) {
             XCTAssertTrue("\($0)".contains("/nonexistent/node.pem"))
@@ -507,12 +507,12 @@ final class HTTPClientTests: XCTestCase {
         XCTAssertThrowsError(
             try HTTPClient(
                 loop: loop,
-                server: HTTPServer(
+                server: NodeEndpoint(
                     apiRoot: "https://node/api", tls: .pinnedKey(sha256Base64: "not-a-hash"))))
         XCTAssertNoThrow(
             try HTTPClient(
                 loop: loop,
-                server: HTTPServer(
+                server: NodeEndpoint(
                     apiRoot: "https://node/api", tls: .pinnedKey(sha256Base64: "sha256//" + String(repeating: "A", count: 43) + "="))))
         XCTAssertEqual(loop.sourceCount, 0, "clients that were refused or released leave nothing on the loop")
     }
@@ -522,7 +522,7 @@ final class HTTPClientTests: XCTestCase {
     func testSequentialRequestsReuseOneConnection() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         var conns: [Int] = []
         var newConnections: [Int] = []
         for i in 0..<10 {
@@ -543,7 +543,7 @@ final class HTTPClientTests: XCTestCase {
     func testFiftyConcurrentRequestsAllComplete() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         // Bodies stay in our buffers until completion (no copy).
         let bodies = (0..<50).map { i -> ByteBuffer in
             let b = ByteBuffer(capacity: 64)
@@ -577,7 +577,7 @@ final class HTTPClientTests: XCTestCase {
     func testCancelAllCompletesEverythingAndReleasesTheLoop() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        var client: HTTPClient? = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        var client: HTTPClient? = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         var results: [HTTPResult] = []
         for _ in 0..<5 {
             client?.send(builder.request(.get, "/echo", query: [("delay", "5")])) { results.append($0) }
@@ -602,7 +602,7 @@ final class HTTPClientTests: XCTestCase {
     func testRequestsBeyondTheConnectionLimitWaitInOrderAndCancelAlone() throws {
         let srv = try startServer()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root), maxHostConnections: 1)
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root), maxHostConnections: 1)
         var order: [Int] = []
         var results: [Int: HTTPResult] = [:]
         var ids: [TransferID] = []
@@ -628,7 +628,7 @@ final class HTTPClientTests: XCTestCase {
     func testVerifyRefusesASelfSignedCertificate() throws {
         let srv = try startServer(tls: true)
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         let r = try roundTrip(client, loop, builder.request(.get, "/echo"))
         XCTAssertEqual(r.status, 0)
         let error = try XCTUnwrap(r.error)
@@ -644,7 +644,7 @@ final class HTTPClientTests: XCTestCase {
         let loop = try EventLoop()
         let trusted = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: srv.root, tls: .trustCertificate(pemPath: certPath)))
         XCTAssertTrue(srv.root.hasPrefix("https://127.0.0.1:"))
         let ok = try roundTrip(trusted, loop, builder.request(.get, "/echo"))
@@ -654,14 +654,14 @@ final class HTTPClientTests: XCTestCase {
         // Same server, same file, but reached as "localhost", which the certificate does not name.
         let byName = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: "https://localhost:\(srv.port)/sensorhub/api", tls: .trustCertificate(pemPath: certPath)))
         let refused = try roundTrip(byName, loop, builder.request(.get, "/echo"))
         XCTAssertEqual(refused.error?.kind, .tls)
         XCTAssertTrue(refused.error?.message.contains("localhost") ?? false, "\(String(describing: refused.error))")
 
         // Trusting the file for this server does not make it trusted for others: .verify still refuses.
-        let other = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let other = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         XCTAssertEqual(try roundTrip(other, loop, builder.request(.get, "/echo")).error?.kind, .tls)
     }
 
@@ -674,7 +674,7 @@ final class HTTPClientTests: XCTestCase {
         for host in ["127.0.0.1", "localhost"] {
             let pinned = try HTTPClient(
                 loop: loop,
-                server: HTTPServer(
+                server: NodeEndpoint(
                     apiRoot: "https://\(host):\(srv.port)/sensorhub/api", tls: .pinnedKey(sha256Base64: hash)))
             let ok = try roundTrip(pinned, loop, builder.request(.get, "/echo"))
             XCTAssertNil(ok.error, host)
@@ -683,7 +683,7 @@ final class HTTPClientTests: XCTestCase {
         let wrongHash = "sha256//" + String(hash.reversed().dropFirst()) + "="
         let wrong = try HTTPClient(
             loop: loop,
-            server: HTTPServer(
+            server: NodeEndpoint(
                 apiRoot: srv.root, tls: .pinnedKey(sha256Base64: wrongHash)))
         let refused = try roundTrip(wrong, loop, builder.request(.get, "/echo"))
         XCTAssertEqual(refused.status, 0)
@@ -696,7 +696,7 @@ final class HTTPClientTests: XCTestCase {
         let srv = try startServer(tls: true)
         let hash = try spkiHash()
         let loop = try EventLoop()
-        let client = try HTTPClient(loop: loop, server: HTTPServer(apiRoot: srv.root))
+        let client = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: srv.root))
         var key: Result<String, TransportError>?
         client.probePublicKey { key = $0 }
         try run(loop, until: { key != nil })

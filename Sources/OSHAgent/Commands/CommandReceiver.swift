@@ -1,5 +1,5 @@
 // Receives the commands of one control stream over the node's WebSocket and reports their status
-// (SPEC §4, osh-node.md §G). Each pushed command `{"id", "controlstream@id", "issueTime", "sender",
+// (as an OSH node sends them; docs/OSH-NODE.md). Each pushed command `{"id", "controlstream@id", "issueTime", "sender",
 // "parameters"}` is decoded against the control stream's parameter schema (CommandDecoder: a
 // DataChoice with exactly one item, record fields in schema order, allowed ranges enforced); a
 // command that does not fit is REJECTED with the reason without reaching the handler.

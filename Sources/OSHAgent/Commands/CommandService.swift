@@ -18,8 +18,9 @@ extension AgentRuntime {
 }
 
 /// The command service: after each registration, creates the control streams (device_control,
-/// then the extras), listens on each one's channel, and runs what the node sends — rate and
-/// enable changes go to the runtime's output gate, identify to the LED, reregister to registration.
+/// then the extras), listens on each one's channel, and runs what the node sends. It reaches
+/// what the commands change through narrow parts — the output controls (rate, on/off), the
+/// registration service, the uploader, the LED's `onIdentify` — and holds no runtime.
 final class CommandService {
     /// The receivers on the node's command channels, by inputName, once their control streams exist.
     private(set) var receivers: [String: CommandReceiver] = [:]
@@ -29,30 +30,47 @@ final class CommandService {
     var extraControls: [AgentRuntime.ExtraControl] = []
     /// The last command handled (the demo's table, logs).
     private(set) var lastCommand: String?
+    /// `uploadTimeRange`'s worker, when the recording opened; else why there is none.
+    var uploader: Uploader?
+    var noUploader = "recording is off: set [record] enabled = true to record on the board"
+    /// An upload the previous process did not finish: reported FAILED once device_control is up.
+    var interruptedUpload: (commandID: String, message: String)?
 
-    private unowned let runtime: AgentRuntime
+    private let loop: EventLoop
     private let http: HTTPClient
     private let builder: CSRequestBuilder
+    private let controls: OutputControls
+    private let registration: RegistrationService
+    private let options: CommandReceiver.Options
+    private let systemLabel: String
 
-    init(runtime: AgentRuntime, http: HTTPClient, builder: CSRequestBuilder) {
-        self.runtime = runtime
+    init(
+        loop: EventLoop, http: HTTPClient, builder: CSRequestBuilder, controls: OutputControls,
+        registration: RegistrationService, options: CommandReceiver.Options, systemLabel: String
+    ) {
+        self.loop = loop
         self.http = http
         self.builder = builder
+        self.controls = controls
+        self.registration = registration
+        self.options = options
+        self.systemLabel = systemLabel
     }
 
     func stop() {
+        uploader?.stop()
         for r in receivers.values { r.stop() }
         receivers.removeAll()
     }
 
     /// Registers every control stream and opens its receiver.
     func start(systemID: String) {
-        let loop = runtime.loop
-        let options = runtime.config.commandOptions
-        let names = runtime.specs.map(\.outputName) + (runtime.videoSpec.map { [$0.outputName] } ?? [])
+        let loop = loop
+        let options = options
+        let names = controls.outputNames
         openControl(
             systemID: systemID, inputName: DeviceControl.inputName,
-            body: DeviceControl.body(systemLabel: runtime.config.identity.label, outputNames: names)
+            body: DeviceControl.body(systemLabel: systemLabel, outputNames: names)
         ) { [unowned self] id in
             try CommandReceiver.deviceControl(
                 loop: loop, http: self.http, builder: self.builder, controlStreamID: id,
@@ -102,7 +120,7 @@ final class CommandService {
                             Log.warning("commands: \(inputName): \(error)")
                             self.receivers[inputName]?.stop()
                             self.receivers[inputName] = nil
-                            self.runtime.reregister()
+                            self.registration.schedule(after: 0)
                         } else if let retry {
                             outage.failed(
                                 .warning, "commands: \(inputName): \(error)", key: error.repeatKey,
@@ -115,7 +133,7 @@ final class CommandService {
                     receiver.start()
                     self.receivers[inputName] = receiver
                     Log.notice("commands: listening on control stream \(id) (\(inputName))")
-                    if inputName == DeviceControl.inputName { self.runtime.commandChannelReady() }
+                    if inputName == DeviceControl.inputName { self.reportInterruptedUpload() }
                 } catch {
                     Log.error("commands: cannot open the \(inputName) channel: \(error)")
                 }
@@ -134,26 +152,38 @@ final class CommandService {
         Log.notice("command \(lastCommand ?? "")")
     }
 
+    /// The device_control channel is open: an upload the previous process left unfinished is reported now.
+    private func reportInterruptedUpload() {
+        guard let u = interruptedUpload, let receiver = receivers[DeviceControl.inputName] else { return }
+        interruptedUpload = nil
+        receiver.report(commandID: u.commandID, .failed(u.message))
+        Log.notice("upload \(u.commandID): reported FAILED — \(u.message)")
+    }
+
+    /// An upload's progress and end, after the EXECUTING its command was answered with.
+    func uploadProgress(commandID: String, _ outcome: CommandOutcome) {
+        receivers[DeviceControl.inputName]?.report(commandID: commandID, outcome)
+        laterOutcome("uploadTimeRange", outcome)
+    }
+
+    /// `uploadTimeRange` from the node: EXECUTING while it runs, or why not.
+    private func startUpload(commandID: String?, start: Double, stop: Double, outputs: [String]) -> CommandOutcome {
+        guard let uploader else { return .rejected(noUploader) }
+        guard let commandID else { return .rejected("an upload needs the node's command id to report its progress") }
+        return uploader.start(commandID: commandID, start: start, stop: stop, outputs: outputs)
+    }
+
     /// Runs one command from the node; the outcome is what the node will hold. `commandID` is the
     /// node's id for it, for status reports after this outcome.
     func execute(_ c: DeviceControlCommand, commandID: String?) -> CommandOutcome {
         let outcome: CommandOutcome
-        let video = runtime.videoSpec?.outputName
-        do throws(AgentRuntime.ControlError) {
+        do throws(ControlError) {
             switch c {
             case .setRate(let name, let hz):
-                if name == video {
-                    outcome = .rejected("the camera's frame rate is set in [outputs.\(name)] rate (1 to 25); not changed at run time")
-                } else {
-                    try runtime.setRate(name, hz)
-                    outcome = .completed("\(name) now at \(hz) Hz")
-                }
+                try controls.setRate(name, hz)
+                outcome = .completed("\(name) now at \(hz) Hz")
             case .enableOutput(let name, let on):
-                if name == video {
-                    runtime.videoEnabled = on
-                } else {
-                    try runtime.setEnabled(name, on)
-                }
+                try controls.setEnabled(name, on)
                 outcome = .completed("\(name) \(on ? "enabled" : "disabled")")
             case .identify(let seconds):
                 if let m = onIdentify?(seconds) {
@@ -162,10 +192,10 @@ final class CommandService {
                     outcome = .failed("this board has no status LED configured ([led] chip and line)")
                 }
             case .reregister:
-                runtime.reregister()
+                registration.schedule(after: 0)
                 outcome = .completed("registering again")
             case .uploadTimeRange(let start, let stop, let outputs):
-                outcome = runtime.startUpload(commandID: commandID, start: start, stop: stop, outputs: outputs)
+                outcome = startUpload(commandID: commandID, start: start, stop: stop, outputs: outputs)
             }
         } catch {
             outcome = .rejected(error.description)

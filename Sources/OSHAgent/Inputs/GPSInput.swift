@@ -35,13 +35,13 @@ final class GPSInput {
     private var serial: SerialSource?
     private var gpsd: GPSDSource?
     private var replay: NMEAReplay?
-    private let onPosition: (GPSPosition) -> Void
+    /// Where each fix goes (the runtime's gps_data path), set before `start`.
+    var sink: ((GPSPosition) -> Void)?
     private(set) var stateText = "starting"
     private var lastFixAt = 0.0
 
-    init(loop: EventLoop, config: GPSInputConfig, notBefore: Double, onPosition: @escaping (GPSPosition) -> Void) throws {
+    init(loop: EventLoop, config: GPSInputConfig, notBefore: Double) throws {
         self.loop = loop
-        self.onPosition = onPosition
         parser = NMEAParser(notBefore: notBefore)
         self.notBefore = notBefore
         let path: String
@@ -51,7 +51,7 @@ final class GPSInput {
             gpsd = GPSDSource(
                 loop: loop, host: host, port: port,
                 onFix: { [unowned self] r in
-                    self.onPosition(GPSPosition(epochTime: r.time, lat: r.lat, lon: r.lon, altHAE: r.altHAE ?? .nan))
+                    self.sink?(GPSPosition(epochTime: r.time, lat: r.lat, lon: r.lon, altHAE: r.altHAE ?? .nan))
                 }, onState: { [unowned self] s in self.note("gpsd: \(s)") })
             return
         case .serial(let p, let b):
@@ -70,7 +70,7 @@ final class GPSInput {
                 self.parser.feed(bytes) { fix in
                     guard fix.mode >= 2, fix.lat.isFinite, fix.lon.isFinite else { return }
                     let t: Double? = isReplay || !fix.time.isFinite ? nil : fix.time
-                    self.onPosition(GPSPosition(epochTime: t, lat: fix.lat, lon: fix.lon, altHAE: fix.altHAE ?? .nan))
+                    self.sink?(GPSPosition(epochTime: t, lat: fix.lat, lon: fix.lon, altHAE: fix.altHAE ?? .nan))
                 }
             },
             isConfirmed: { [unowned self] in

@@ -29,6 +29,10 @@ public struct HardwarePlan: Sendable {
     public var cameraFPS: Double = 10
     /// A pan-tilt unit ([ptz] chip = "PCA9685").
     public var ptz: Source?
+    /// The GPS receiver behind gps_data (serial NMEA or gpsd); nil: none (the demo simulates positions).
+    public var gps: GPSInputConfig?
+    /// Receiver times before this (epoch seconds) are not trusted: the build's date.
+    public var notBefore: Double = 1_767_225_600  // 2026-01-01
     public var barometerRate: Double = 1
     /// The enabled outputs the barometer feeds (for the notes when it is absent).
     public var barometerOutputs: [String] = []
@@ -56,16 +60,17 @@ public struct HardwarePlan: Sendable {
 }
 
 /// The board's sources: opens the devices before registration (a chip that does not answer
-/// leaves its outputs out of the node), keeps them as a table of `ObservationSource`s, and
+/// leaves its outputs out of the node), keeps them as one table of `ObservationSource`s, and
 /// connects each to its outputs' ports: barometer → `barometer`; IMU → raw inertial outputs and,
 /// through the orientation filter (+ WMM declination at the GPS fix), quat and euler; ALSA →
-/// `audio_level`; camera → encoder → the video path.
+/// `audio_level`; GPS → `gps_data`; camera → encoder → the video path; pan-tilt unit →
+/// `ptz_position`. It holds the runtime's ports and paths, never the runtime.
 public final class Hardware {
     public let plan: HardwarePlan
     /// The devices that were found, each with the outputs it feeds.
     public private(set) var sources: [ObservationSource] = []
     /// Outputs a live device feeds.
-    public var feeds: [OutputKind] { sources.flatMap(\.feeds) + (ptz == nil ? [] : [.ptzPosition]) }
+    public var feeds: [OutputKind] { sources.flatMap(\.feeds) }
     /// What was not found or not usable, one line each, for the log and the demo.
     public private(set) var notes: [String] = []
     public private(set) var barometerChip: String?
@@ -84,140 +89,148 @@ public final class Hardware {
     private var imu: IMUInput?
     private var audio: AudioInput?
     private var video: VideoInput?
-    private var ptz: PTZController?
-    private var ptzTimer: EventLoop.Timer?
-    private var ports = Ports()
-    private var filter: OrientationFilter
-    public let trueNorth = TrueNorth()
-    private weak var agent: AgentRuntime?
-    private var lastIMUTime: Double?
-
-    /// Where each device output goes: found by the output's kind when the runtime starts, and
-    /// checked against its record then; nil when the runtime does not publish it.
-    private struct Ports {
-        var quaternion: OutputPort<QuaternionSample>?
-        var euler: OutputPort<EulerSample>?
-        var acceleration: OutputPort<AccelerationSample>?
-        var angularRate: OutputPort<AngularRateSample>?
-        var magneticField: OutputPort<MagneticFieldSample>?
-        var ptz: OutputPort<PTZPositionSample>?
-    }
+    private var gps: GPSInput?
+    private var ptz: PTZInput?
+    /// The IMU's samples → the inertial outputs (the orientation filter runs here).
+    private let orientation: OrientationStage
 
     public init(loop: EventLoop, plan: HardwarePlan) {
         self.loop = loop
         self.plan = plan
-        var s = FusionSettings()
-        s.rateHz = plan.imuRate
-        s.algorithm = plan.devices.fusion.algorithm
-        if plan.devices.fusion.gain > 0 {
-            if s.algorithm == .madgwick { s.beta = plan.devices.fusion.gain } else { s.kp = plan.devices.fusion.gain }
-        }
-        if let cal = try? MagCalibration(offset: plan.devices.fusion.magOffset, matrix: plan.devices.fusion.magMatrix) {
-            s.magCalibration = cal
-        }
-        // The IMU input applies the mounting map to every vector, so the filter sees device axes.
-        filter = OrientationFilter(settings: s)
+        orientation = OrientationStage(plan: plan)
     }
 
-    /// Opens every planned device. Absence and failures become notes; nothing here throws for a
-    /// missing chip — the board runs with what it has.
+    /// Opens every planned device into the table. Absence and failures become notes; nothing here
+    /// throws for a missing chip — the board runs with what it has.
     public func open() {
-        let d = plan.devices
         if plan.barometer != nil || plan.imu != nil || plan.hygrometer != nil { openBus() }
         openHygrometer()
-        if let source = plan.barometer, let bus = bus(for: source) {
-            if source == .simulated, let sim = simulation(bus) {
-                note(try sim.attachBarometer(chip: plan.simulatedBarometer, to: bus), "simulated barometer")
-            }
-            let settings = BarometerSettings(
-                bus: d.i2c.bus, chip: source == .simulated ? plan.simulatedBarometer : d.barometer.chip,
-                address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate)
-            do {
-                let b = try BarometerInput(loop: loop, bus: bus, settings: settings)
-                if b.absentAtStart != nil {
-                    notes.append(
-                        "barometer \(b.driver.identity.name): not answering yet; its outputs are registered and "
-                            + "start when it answers (looked for on the backoff)")
-                }
-                barometer = b
-                barometerChip = b.driver.identity.name
-                sources.append(b)
-            } catch {
-                // Temperature and humidity do not depend on it when a hygrometer answered.
-                let lost = plan.barometerOutputs.filter { hygrometer == nil || OutputKind(rawValue: $0)?.declaration?.device != .climate }
+        openBarometer()
+        openIMU()
+        openAudio()
+        if let source = plan.ptz { openPTZ(source) }
+        openGPS()
+        openCamera()
+    }
+
+    /// The barometer: `barometer`, and temperature (humidity for a BME280) when no hygrometer answered.
+    private func openBarometer() {
+        guard let source = plan.barometer, let bus = bus(for: source) else { return }
+        let d = plan.devices
+        if source == .simulated, let sim = simulation(bus) {
+            note(try sim.attachBarometer(chip: plan.simulatedBarometer, to: bus), "simulated barometer")
+        }
+        let settings = BarometerSettings(
+            bus: d.i2c.bus, chip: source == .simulated ? plan.simulatedBarometer : d.barometer.chip,
+            address: source == .simulated ? nil : d.barometer.address, rateHz: plan.barometerRate,
+            oversampling: d.barometer.oversampling)
+        do {
+            let b = try BarometerInput(loop: loop, bus: bus, settings: settings)
+            if b.absentAtStart != nil {
                 notes.append(
-                    "barometer: \(error)"
-                        + ((error as? I2CError)?.isAbsent == true
-                            ? "; " + (lost.isEmpty ? "barometer" : lost.joined(separator: ", ")) + " not published" : ""))
+                    "barometer \(b.driver.identity.name): not answering yet; its outputs are registered and "
+                        + "start when it answers (looked for on the backoff)")
             }
+            barometer = b
+            barometerChip = b.driver.identity.name
+            sources.append(b)
+        } catch {
+            // Temperature and humidity do not depend on it when a hygrometer answered.
+            let lost = plan.barometerOutputs.filter { hygrometer == nil || OutputKind(rawValue: $0)?.declaration?.device != .climate }
+            notes.append(
+                "barometer: \(error)"
+                    + ((error as? I2CError)?.isAbsent == true
+                        ? "; " + (lost.isEmpty ? "barometer" : lost.joined(separator: ", ")) + " not published" : ""))
         }
-        if let source = plan.imu, let bus = bus(for: source) {
-            if source == .simulated, let sim = simulation(bus) {
-                note(try sim.attachIMU(chip: HardwarePlan.demoIMU, to: bus), "simulated IMU")
-            }
-            var settings = IMUSettings(
-                bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoIMU : d.imu.chip,
-                address: source == .simulated ? nil : d.imu.address,
-                magnetometer: source == .simulated ? "auto" : d.imu.magnetometer,
-                magnetometerAddress: d.imu.magnetometerAddress, rateHz: plan.imuRate)
-            settings.accelRange = d.imu.accelRange
-            settings.gyroRange = d.imu.gyroRange
-            settings.pacing = d.imu.fifo ? .fifo : .timer
-            settings.burstInterval = plan.flushInterval
-            if plan.magnetometerRate > 0 { settings.magnetometerInterval = 1 / plan.magnetometerRate }
-            if source == .board { settings.mounting = d.imu.mounting }
-            do {
-                let i = try IMUInput(loop: loop, bus: bus, settings: settings) { [unowned self] s in self.imuSample(s) }
-                imu = i
-                imuChip = i.chipName
-                magnetometerChip = i.magnetometerName
-                sources.append(i)
-                if i.absentAtStart != nil {
-                    notes.append(
-                        "IMU \(i.chipName): not answering yet; its outputs are registered and start when it answers "
-                            + "(looked for on the backoff)")
-                } else if !i.hasMagnetometer {
-                    notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)")
-                }
-            } catch {
-                notes.append("IMU: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; orientation outputs are not published" : ""))
-            }
+    }
+
+    /// The IMU (with its magnetometer): the inertial outputs, orientation through the filter.
+    private func openIMU() {
+        guard let source = plan.imu, let bus = bus(for: source) else { return }
+        let d = plan.devices
+        if source == .simulated, let sim = simulation(bus) {
+            note(try sim.attachIMU(chip: HardwarePlan.demoIMU, to: bus), "simulated IMU")
         }
-        if let source = plan.audio {
-            let a: AudioInput?
-            if source == .simulated {
-                if let wav = plan.audioWAV, access(wav, R_OK) == 0 {
-                    do { a = try AudioInput(loop: loop, replayingWAV: wav, directory: plan.scratchDirectory, window: d.audio.window) } catch
-                    { a = nil; notes.append("audio: cannot replay \(wav): \(error)") }
-                } else {
-                    a = nil
-                    notes.append("audio: no WAV to replay (\(plan.audioWAV ?? "none given")); audio_level is not published")
+        var settings = IMUSettings(
+            bus: d.i2c.bus, chip: source == .simulated ? HardwarePlan.demoIMU : d.imu.chip,
+            address: source == .simulated ? nil : d.imu.address,
+            magnetometer: source == .simulated ? "auto" : d.imu.magnetometer,
+            magnetometerAddress: d.imu.magnetometerAddress, rateHz: plan.imuRate)
+        settings.accelRange = d.imu.accelRange
+        settings.gyroRange = d.imu.gyroRange
+        settings.pacing = d.imu.fifo ? .fifo : .timer
+        settings.burstInterval = plan.flushInterval
+        if plan.magnetometerRate > 0 { settings.magnetometerInterval = 1 / plan.magnetometerRate }
+        if source == .board { settings.mounting = d.imu.mounting }
+        do {
+            let i = try IMUInput(loop: loop, bus: bus, settings: settings) { [orientation] s in orientation.sample(s) }
+            imu = i
+            imuChip = i.chipName
+            magnetometerChip = i.magnetometerName
+            sources.append(i)
+            if i.absentAtStart != nil {
+                notes.append(
+                    "IMU \(i.chipName): not answering yet; its outputs are registered and start when it answers "
+                        + "(looked for on the backoff)")
+            } else if !i.hasMagnetometer {
+                notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)")
+            }
+        } catch {
+            notes.append("IMU: \(error)" + ((error as? I2CError)?.isAbsent == true ? "; orientation outputs are not published" : ""))
+        }
+    }
+
+    /// The microphone (ALSA), or a WAV replayed through ALSA's file plugin when simulated.
+    private func openAudio() {
+        guard let source = plan.audio else { return }
+        let d = plan.devices
+        let a: AudioInput?
+        if source == .simulated {
+            if let wav = plan.audioWAV, access(wav, R_OK) == 0 {
+                do { a = try AudioInput(loop: loop, replayingWAV: wav, directory: plan.scratchDirectory, window: d.audio.window) } catch {
+                    a = nil; notes.append("audio: cannot replay \(wav): \(error)")
                 }
             } else {
-                a = AudioInput(loop: loop, device: d.audio.device, window: d.audio.window)
+                a = nil
+                notes.append("audio: no WAV to replay (\(plan.audioWAV ?? "none given")); audio_level is not published")
             }
-            if let a {
-                audio = a
-                sources.append(a)
-            }
+        } else {
+            a = AudioInput(loop: loop, device: d.audio.device, window: d.audio.window)
         }
-        if let source = plan.ptz { openPTZ(source) }
-        if let source = plan.camera {
-            let c = d.camera
-            let settings = VideoSettings(
-                device: source == .simulated ? VideoSettings.testPattern : c.device,
-                width: c.width, height: c.height, fps: plan.cameraFPS,
-                keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
-                encoder: c.encoder)
-            do {
-                let v = try VideoInput(loop: loop, settings: settings) { [unowned self] t, au, key in
-                    self.agent?.offerVideo(monotonicTime: t, accessUnit: au, keyFrame: key)
-                }
-                video = v
-                sources.append(v)
-            } catch {
-                notes.append("camera: \(error); camera0_H264 is not published")
-            }
+        if let a {
+            audio = a
+            sources.append(a)
+        }
+    }
+
+    /// The GPS receiver: serial NMEA or gpsd (a replayed log in the demo).
+    private func openGPS() {
+        guard let g = plan.gps else { return }
+        do {
+            let input = try GPSInput(loop: loop, config: g, notBefore: plan.notBefore)
+            gps = input
+            sources.append(input)
+        } catch {
+            notes.append("GPS: \(error); gps_data gets no positions")
+        }
+    }
+
+    /// The camera and its encoder (a test pattern when simulated).
+    private func openCamera() {
+        guard let source = plan.camera else { return }
+        let d = plan.devices
+        let c = d.camera
+        let settings = VideoSettings(
+            device: source == .simulated ? VideoSettings.testPattern : c.device,
+            width: c.width, height: c.height, fps: plan.cameraFPS,
+            keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
+            encoder: c.encoder)
+        do {
+            let v = try VideoInput(loop: loop, settings: settings)
+            video = v
+            sources.append(v)
+        } catch {
+            notes.append("camera: \(error); camera0_H264 is not published")
         }
     }
 
@@ -250,33 +263,11 @@ public final class Hardware {
     }
 
     /// The pan-tilt unit's output, when one answered.
-    public var extraSpecs: [OutputSpec] { ptz.map { [PTZSchema.positionOutput($0.calibration)] } ?? [] }
+    public var extraSpecs: [OutputSpec] { ptz.map { [$0.outputSpec] } ?? [] }
 
     /// The pan-tilt unit's control stream, when one answered.
     public func extraControls(systemLabel: String) -> [AgentRuntime.ExtraControl] {
-        guard let ptz else { return [] }
-        return [
-            AgentRuntime.ExtraControl(
-                inputName: PTZSchema.inputName,
-                body: PTZSchema.controlStreamBody(ptz.calibration, systemLabel: systemLabel),
-                schema: PTZSchema.controlParameters(ptz.calibration)
-            ) { [unowned self] c in
-                self.ptzCommand(c.value)
-            }
-        ]
-    }
-
-    /// The calibration the [ptz] section describes.
-    static func calibration(_ p: PTZConfig) -> PTZCalibration {
-        let speed = p.maxSpeed > 0 ? p.maxSpeed : nil
-        func axis(_ channel: Int, _ limits: [Double]) -> ServoAxisCalibration {
-            ServoAxisCalibration(
-                channel: channel, minPulseMicros: p.pulse[0], maxPulseMicros: p.pulse[1],
-                minDegrees: p.degrees[0], maxDegrees: p.degrees[1],
-                lowerLimit: limits[0], upperLimit: limits[1], maxSpeed: speed,
-                home: min(max(0, limits[0]), limits[1]))
-        }
-        return PTZCalibration(pan: axis(p.panChannel, p.panLimits), tilt: axis(p.tiltChannel, p.tiltLimits))
+        ptz.map { [$0.control(systemLabel: systemLabel)] } ?? []
     }
 
     private func openPTZ(_ source: HardwarePlan.Source) {
@@ -292,52 +283,18 @@ public final class Hardware {
         }
         guard let bus else { return }
         do {
-            ptz = try PTZController(driver: PCA9685(bus: bus, address: p.address), calibration: Self.calibration(p))
+            let unit = PTZInput(
+                loop: loop,
+                controller: try PTZController(driver: PCA9685(bus: bus, address: p.address), calibration: PTZInput.calibration(p)))
+            ptz = unit
+            sources.append(unit)
         } catch {
             notes.append("pan-tilt: \(error); ptz_control and ptz_position are not published")
         }
     }
 
-    /// A ptz_control command: plan the move, start slewing, report where it goes.
-    private func ptzCommand(_ v: CommandValue) -> CommandOutcome {
-        guard let ptz else { return .failed("the pan-tilt unit is not available") }
-        let command: PTZCommand
-        switch v {
-        case .choice("rpan", .number(let d)): command = .relative(pan: d, tilt: 0)
-        case .choice("rtilt", .number(let d)): command = .relative(pan: 0, tilt: d)
-        case .choice("pan", .number(let d)): command = .absolute(pan: d, tilt: nil)
-        case .choice("tilt", .number(let d)): command = .absolute(pan: nil, tilt: d)
-        case .choice("preset", .text(let name)): command = .preset(name)
-        case .choice("ptzPos", let r): command = .absolute(pan: r["pan"]?.number, tilt: r["tilt"]?.number)
-        default: return .rejected("not a ptz_control command: expected one of " + PTZCommand.itemNames.joined(separator: ", "))
-        }
-        let outcome = ptz.apply(command)
-        if outcome.status == .completed { startSlewing() }
-        return CommandOutcome(outcome.status, outcome.message)
-    }
-
-    private func startSlewing() {
-        guard ptzTimer == nil, let ptz else { return }
-        let step = 0.02
-        do {
-            ptzTimer = try loop.addTimer(firstAt: EventLoop.deadline(after: step), interval: UInt64(step * 1e9)) { [unowned self] _ in
-                var moving = false
-                do { moving = try ptz.tick(dt: step) } catch { Log.warning("pan-tilt: \(error)") }
-                self.recordPTZ(always: !moving)
-                if !moving, let t = self.ptzTimer { self.loop.cancel(t); self.ptzTimer = nil }
-            }
-        } catch {
-            Log.error("pan-tilt: cannot start the slew timer: \(error)")
-        }
-    }
-
-    private func recordPTZ(always: Bool = true) {
-        guard let ptz, let port = ports.ptz else { return }
-        port.send(ptz.position, at: Double(Clock.monotonicNanoseconds()) / 1e9, always: always)
-    }
-
     /// The pan-tilt controller (tests look at where it points).
-    public var ptzController: PTZController? { ptz }
+    public var ptzController: PTZController? { ptz?.controller }
 
     /// The output options for what was found (chip names appear in output names and labels).
     public func options(_ base: OutputOptions) -> OutputOptions {
@@ -365,14 +322,13 @@ public final class Hardware {
         return (OutputCatalogue.all(options) + extraSpecs).filter { kinds.contains($0.kind) }.map(\.outputName)
     }
 
-    /// Points the sources at `agent`'s ports (checking each sample type against its record) and
-    /// starts the devices.
+    /// Points the sources at `agent`'s ports and paths (checking each sample type against its
+    /// record) and starts the devices. Nothing here keeps the runtime itself.
     public func start(feeding agent: AgentRuntime) throws {
-        self.agent = agent
-        ports = Ports(
-            quaternion: try agent.port(QuaternionSample.self), euler: try agent.port(EulerSample.self),
-            acceleration: try agent.port(AccelerationSample.self), angularRate: try agent.port(AngularRateSample.self),
-            magneticField: try agent.port(MagneticFieldSample.self), ptz: try agent.port(PTZPositionSample.self))
+        try orientation.connect(to: agent)
+        ptz?.port = try agent.port(PTZPositionSample.self)
+        gps?.sink = agent.positionSink
+        if let v = agent.video { video?.sink = { v.offer(monotonicTime: $0, accessUnit: $1, keyFrame: $2) } }
         // The barometer and the microphone send straight to their ports; the IMU's samples pass the filter here.
         if let p = try agent.port(BarometerSample.self) { barometer?.sink = p.sink }
         // The air's temperature and humidity from the hygrometer when there is one, else the barometer's.
@@ -383,12 +339,6 @@ public final class Hardware {
             if let h = hygrometer { h.humiditySink = p.sink } else { barometer?.humiditySink = p.sink }
         }
         if let p = try agent.port(AudioLevelSample.self) { audio?.sink = p.sink }
-        agent.onPosition = { [unowned self] lat, lon, alt, unixTime in
-            if self.trueNorth.update(latitude: lat, longitude: lon, heightMeters: alt, unixTime: unixTime) {
-                Log.info("declination \((self.trueNorth.declination * 100).rounded() / 100)° at the GPS fix (WMM2025)")
-            }
-        }
-        recordPTZ()  // where the unit points at start
         for s in sources { try s.start() }
         if plan.north == .true, imu != nil {
             Log.notice("orientation: true north once a GPS fix gives the declination; magnetic until then")
@@ -396,9 +346,7 @@ public final class Hardware {
     }
 
     public func stop() {
-        if let t = ptzTimer { loop.cancel(t); ptzTimer = nil }
         for s in sources { s.stop() }
-        agent?.onPosition = nil
     }
 
     /// The simulated bus (tests reach the chips through it to inject faults).
@@ -408,33 +356,8 @@ public final class Hardware {
     public var barometerInput: BarometerInput? { barometer }
     public var hygrometerInput: HygrometerInput? { hygrometer }
     public var audioInput: AudioInput? { audio }
-
-    // MARK: IMU → outputs
-
-    private func imuSample(_ s: IMUSample) {
-        let dt = lastIMUTime.map { s.t - $0 } ?? 1 / plan.imuRate
-        lastIMUTime = s.t
-        let o: AndroidOrientation
-        if let q = s.quaternion {
-            // The BNO055 fused on the chip.
-            o = AndroidOrientation(Quaternion(w: q.w, x: q.x, y: q.y, z: q.z))
-        } else {
-            filter.update(
-                gyro: Vector3(s.gyro.x, s.gyro.y, s.gyro.z), accel: Vector3(s.accel.x, s.accel.y, s.accel.z),
-                mag: s.magIsNew ? s.mag.map { Vector3($0.x, $0.y, $0.z) } : nil, dt: dt)
-            o = filter.android
-        }
-        let oriented =
-            plan.north == .true && trueNorth.status != .noFixYet
-            ? AndroidOrientation(TrueNorth.rotate(o.quaternion, declinationDegrees: trueNorth.declination)) : o
-        ports.quaternion?.send(QuaternionSample(x: oriented.x, y: oriented.y, z: oriented.z, w: oriented.w), at: s.t)
-        ports.euler?.send(EulerSample(heading: oriented.heading, pitch: oriented.pitch, roll: oriented.roll), at: s.t)
-        ports.acceleration?.send(AccelerationSample(x: s.accel.x, y: s.accel.y, z: s.accel.z), at: s.t)
-        ports.angularRate?.send(AngularRateSample(x: s.gyro.x, y: s.gyro.y, z: s.gyro.z), at: s.t)
-        if let m = s.mag, s.magIsNew {
-            ports.magneticField?.send(MagneticFieldSample(x: m.x, y: m.y, z: m.z), at: s.t)
-        }
-    }
+    /// What the GPS input is doing (status displays): "serial /dev/ttyACM0: receiving at 9600 baud".
+    public var gpsState: String? { gps?.stateText }
 
     // MARK: Buses
 

@@ -43,3 +43,9 @@ extension VideoInput: ObservationSource {
     public var feeds: [OutputKind] { [.video] }
     public var isFaulted: Bool { false }
 }
+
+extension GPSInput: ObservationSource {
+    public var feeds: [OutputKind] { [.gps] }
+    /// A receiver that goes quiet retries on its own and says so in `stateText`.
+    public var isFaulted: Bool { false }
+}

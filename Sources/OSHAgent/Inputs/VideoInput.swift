@@ -58,7 +58,8 @@ public final class VideoInput {
 
     private let loop: EventLoop
     private let device: V4L2Device
-    private let sink: Sink
+    /// Where each access unit goes: the runtime's video path, set before `start`.
+    public var sink: Sink?
     private var running = false
     private var timer: EventLoop.Timer?
     private var pattern: TestPatternGenerator?
@@ -73,7 +74,7 @@ public final class VideoInput {
 
     /// Validates the settings (all problems in one message). `device` is the V4L2 seam
     /// (`SystemV4L2()` in the agent, `SimulatedV4L2` in tests).
-    public init(loop: EventLoop, settings: VideoSettings, device: V4L2Device = SystemV4L2(), sink: @escaping Sink) throws {
+    public init(loop: EventLoop, settings: VideoSettings, device: V4L2Device = SystemV4L2(), sink: Sink? = nil) throws {
         let problems = settings.problems()
         guard problems.isEmpty else { throw VideoInputError(message: "camera0_H264: " + problems.joined(separator: "; ")) }
         self.loop = loop
@@ -265,6 +266,6 @@ public final class VideoInput {
         counters.accessUnits += 1
         counters.bytes += au.bytes.count
         if au.isKeyFrame && !AnnexB.summarize(au.bytes).isSelfContainedKeyFrame { counters.keyFramesWithoutHeaders += 1 }
-        sink(au.monotonicTime, au.bytes, au.isKeyFrame)
+        sink?(au.monotonicTime, au.bytes, au.isKeyFrame)
     }
 }

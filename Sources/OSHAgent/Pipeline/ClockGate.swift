@@ -2,8 +2,8 @@ import OSHCore
 import OSHPlatform
 
 /// The clock gate: observations are sampled on CLOCK_MONOTONIC and held until a wall clock
-/// can be trusted (the system's, synchronised, or a GPS receiver's time standing in for it,
-/// SPEC §6); `check` gives the offset that turns monotonic times into wall-clock ones, nil to hold.
+/// can be trusted (the system's, synchronised, or a GPS receiver's time standing in for it);
+/// `check` gives the offset that turns monotonic times into wall-clock ones, nil to hold.
 public final class ClockGate {
     /// How to get past a held clock: the log's words and `check`'s.
     public static let fix =

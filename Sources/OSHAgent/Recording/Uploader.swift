@@ -1,4 +1,4 @@
-// `uploadTimeRange` (issue 18): the node asks for one window of the on-board recording and the
+// `uploadTimeRange`: the node asks for one window of the on-board recording and the
 // agent posts it to the outputs' datastreams beside the live data — scalars as O&M batches,
 // video as swe+binary access units from the key frame at or before the start — at most
 // `share` of the link's time, pausing while the node is unreachable. One upload at a time (a

@@ -94,7 +94,7 @@ public struct RegistrationState: Sendable, Equatable {
     }
 }
 
-/// Idempotent registration (SPEC §3): verify the node, find or create the system by UID,
+/// Idempotent registration: verify the node, find or create the system by UID,
 /// the sampling feature, then each datastream by outputName. Cached ids are re-verified.
 public final class Registrar {
     public let client: NodeClient

@@ -64,14 +64,6 @@ public enum Daemon {
             enabled.append(spec.outputName)
             config.rates[spec.outputName] = o.rate
             config.recordRates[spec.outputName] = recordRate(settings, spec.kind)
-            if spec.kind == .gps, o.source == .hardware {
-                let g = settings.gps
-                if let a = g.gpsd {
-                    config.gps = .gpsd(host: a.host, port: a.port)
-                } else {
-                    config.gps = .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud)
-                }
-            }
         }
         if enabled.isEmpty { throw DaemonError.message("\(configPath): no output is enabled; enable at least [outputs.device_health]") }
         config.outputs = enabled
@@ -98,7 +90,7 @@ public enum Daemon {
 
     /// The active `[server.*]` section as libcurl's client takes it: the one place the parsed TLS
     /// choice becomes a policy and the secrets become credentials (`run`, `check`, the read side).
-    static func configuredServer(_ settings: AgentSettings, secretsPath: String?) throws -> HTTPServer {
+    static func configuredServer(_ settings: AgentSettings, secretsPath: String?) throws -> NodeEndpoint {
         let server = settings.activeServer
         let tls: TLSPolicy
         switch server.tls {
@@ -121,7 +113,7 @@ public enum Daemon {
                 "\(secretsFile ?? "the secrets file") has a password for [server.\(server.name)], but the configuration "
                     + "sets no user: add user = \"NAME\" to [server.\(server.name)]")
         }
-        return HTTPServer(
+        return NodeEndpoint(
             apiRoot: server.url, credentials: server.credentials(from: secrets), tls: tls,
             connectTimeout: server.connectTimeout, requestTimeout: server.requestTimeout)
     }
@@ -169,6 +161,11 @@ public enum Daemon {
         p.cameraFPS = output(.video)?.rate ?? 10
         p.recordCamera(liveFPS: p.cameraFPS, recordFPS: recorded(.video))
         p.ptz = settings.devices.ptz.chip == "none" ? nil : .board
+        if let o = output(.gps), o.enabled, o.source == .hardware {
+            let g = settings.gps
+            p.gps = g.gpsd.map { .gpsd(host: $0.host, port: $0.port) } ?? .serial(path: g.device, baud: g.baud == 0 ? nil : g.baud)
+        }
+        p.notBefore = settings.notBefore
         return p
     }
 
@@ -288,122 +285,24 @@ public enum Daemon {
             return 2
         }
         do {
-            let loop = try EventLoop()
-            let notify = SDNotify()
-            // The LED follows whichever runtime is current (SIGHUP replaces it). It is opened once the
-            // first agent runs: opening the devices blocks the loop (a second or two on a slow
-            // board), and a pattern started before would show a stretched first blink.
-            var current: Running?
-            var led: StatusLED?
-            // Process totals across reloads; the path is read at start (changing it takes a restart).
-            let counters = ProcessCounters.resolve(loaded.settings.countersFile).map(ProcessCounters.init)
-            /// Opens the devices and starts an agent on them; on failure releases what it took.
-            func startRunning(_ l: Loaded) throws -> Running {
-                Log.threshold = logLevel(l.settings.logLevel)
-                let (agent, hardware) = try startAgent(l, loop: loop)
-                agent.onStatus = { notify.status($0) }
-                agent.onRegistered = { [unowned agent] in notify.status(agent.streamingStatus) }
-                agent.onIdentify = { seconds in
-                    guard let led else { return nil }
-                    led.identify(seconds: seconds)
-                    return "blinking the status LED for \(Int(seconds)) s"
-                }
-                do {
-                    try agent.start()
-                    try hardware.start(feeding: agent)
-                } catch {
-                    hardware.stop()
-                    agent.stopNow()
-                    throw error
-                }
-                let outputs = agent.specs.map(\.outputName) + (agent.videoSpec.map { [$0.outputName] } ?? [])
-                Log.notice(
-                    "osh-edge \(Agent.version) running: \(l.config.identity.uid) → \(l.config.server.apiRoot), "
-                        + "outputs \(outputs.joined(separator: ", "))")
-                let r = Running(agent: agent, hardware: hardware)
-                current = r
-                counters?.live = { [unowned agent] in agent.counterRows }
-                counters?.state = { [unowned agent] in agent.stateTokens }
-                return r
-            }
-            notify.status("starting: registering with \(loaded.config.server.apiRoot)")
-            // The watchdog is fed from the loop itself: if the loop stops turning, systemd restarts
-            // us; when nothing can run, the loop stops and the process exits non-zero.
-            if let period = SDNotify.watchdogInterval() {
-                let every = UInt64(period / 2 * 1e9)
-                try loop.addAlignedTimer(every: every) { _ in notify.watchdog() }
-            }
-            var exitCode: Int32?
-            let supervisor = AgentSupervisor<Loaded, Running>(
-                config: loaded, running: try startRunning(loaded), source: configPath,
-                start: startRunning,
-                stop: { r, seconds, done in
-                    r.hardware.stop()
-                    r.agent.beginStop(deadline: loop.deadline(after: seconds)) {
-                        // After the drain: the spilled and dropped-at-stop observations are counted.
-                        counters?.carryLive()
-                        done()
-                    }
-                },
-                exit: { code in
-                    if code != 0 { notify.status("exiting: no configuration starts; see the journal") }
-                    exitCode = code
-                    loop.stop()
-                })
-            led = StatusLED.open(loaded.settings.devices.led, loop: loop) {
-                guard let r = current else { return .starting }
-                return LEDState.derive(
-                    registered: r.agent.registered, nodeReachable: r.agent.publisher.connectivity == .online,
-                    clockSynchronized: r.agent.clockState.isSynchronized, sensorFault: r.hardware.sensorFault)
-            }
-            if let counters {
-                // On the 1 s grid the clock check and the samplers already wake for.
-                try loop.addAlignedTimer(every: 1_000_000_000, runsLast: true) { _ in counters.write() }
-                counters.write()
-            }
-            if let led {
-                // A short blip per request the node took (streaming pattern).
-                var lastRequests = 0
-                try loop.addAlignedTimer(every: 250_000_000, runsLast: true) { _ in
-                    guard let a = current?.agent else { return }
-                    let n = a.specs.indices.reduce(0) { $0 + a.publisher.counters($1).requests }
-                    if n != lastRequests { lastRequests = n; led.activity() }
-                }
-            }
-            try loop.onSignals([SIGTERM, SIGINT, SIGHUP]) { sig in
-                if sig == SIGHUP {
-                    supervisor.reload {
-                        let fresh = try load(configPath: configPath, secretsPath: secretsPath)
-                        let fatal = checkDevices(fresh.settings)
-                        if !fatal.isEmpty { throw DaemonError.message(fatal.joined(separator: "; ")) }
-                        try preflight(fresh, loop: loop)
-                        let changed = changes(from: supervisor.config.settings, to: fresh.settings)
-                        Log.notice(
-                            "reloading \(configPath): "
-                                + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: "; ")))
-                        return fresh
-                    }
-                } else {
-                    if supervisor.phase != .stopping { notify.stopping() }
-                    supervisor.terminate()
-                }
-            }
-            // Ready once the loop turns with the devices open: a node that is down, unreachable or
-            // refusing is a state (STATUS, the LED, the counters), not a start that never ends —
-            // systemd would otherwise kill a board without its node at the start timeout, again and again.
-            let ready = LoopDeadline(loop: loop) {
-                guard let a = current?.agent else { return }
-                notify.ready(status: a.registered ? a.streamingStatus : "running: registering with \(a.config.server.apiRoot)")
-            }
-            try ready.arm(after: 0.001)
-            while exitCode == nil { try loop.run() }
-            led?.stop()
-            if exitCode == 0 { Log.notice("stopped") }
-            return exitCode ?? 1
+            let session = try DaemonSession(loaded: loaded, configPath: configPath, secretsPath: secretsPath)
+            return try session.run(loaded)
         } catch {
             Log.error("\(error)")
             return 1
         }
+    }
+
+    /// SIGHUP's configuration: read, its devices checked, and built as far as it can be without
+    /// them, all before the running agent is touched. Throws what is wrong with it.
+    static func reload(configPath: String, secretsPath: String?, loop: EventLoop, running: AgentSettings) throws -> Loaded {
+        let fresh = try load(configPath: configPath, secretsPath: secretsPath)
+        let fatal = checkDevices(fresh.settings)
+        if !fatal.isEmpty { throw DaemonError.message(fatal.joined(separator: "; ")) }
+        try preflight(fresh, loop: loop)
+        let changed = changes(from: running, to: fresh.settings)
+        Log.notice("reloading \(configPath): " + (changed.isEmpty ? "nothing changed" : "changed " + changed.joined(separator: "; ")))
+        return fresh
     }
 
     /// What a reload changes, for its log line: each output whose settings differ (enabled, rate,
@@ -450,104 +349,4 @@ public enum Daemon {
 public enum DaemonError: Error, CustomStringConvertible {
     case message(String)
     public var description: String { if case .message(let m) = self { return m }; return "" }
-}
-
-/// One agent at a time for `osh-edge run`: replaced on SIGHUP, stopped on SIGTERM, both from a
-/// signal handler, so nothing here waits — stopping is an asynchronous drain and the next step
-/// runs in its completion. A reload's configuration is loaded and checked (as far as it can be
-/// without the devices) before the running agent is touched; if the new agent still fails to
-/// start, the previous configuration starts again; if that fails too, `exit(1)` — systemd
-/// restarts the service — rather than a process feeding the watchdog with nothing running.
-final class AgentSupervisor<Config, Running> {
-    enum Phase: Equatable {
-        case running, replacing, stopping
-        case exited(Int32)
-    }
-
-    /// Seconds the running agent gets to flush: before a reload, and at SIGTERM.
-    static var reloadFlushSeconds: Double { 2 }
-    static var stopFlushSeconds: Double { 5 }
-
-    private(set) var phase = Phase.running
-    /// The configuration of the running agent (or of the last one that ran).
-    private(set) var config: Config
-    private(set) var running: Running?
-    /// Names the configuration in the log (the file's path).
-    private let source: String
-    private let start: (Config) throws -> Running
-    private let stop: (Running, Double, @escaping () -> Void) -> Void
-    private let exit: (Int32) -> Void
-
-    /// `stop(running, seconds, completion)` stops the devices and drains the agent for at most
-    /// `seconds`, then calls `completion`; `exit(code)` is called once, when nothing runs.
-    init(
-        config: Config, running: Running, source: String, start: @escaping (Config) throws -> Running,
-        stop: @escaping (Running, Double, @escaping () -> Void) -> Void, exit: @escaping (Int32) -> Void
-    ) {
-        self.config = config
-        self.running = running
-        self.source = source
-        self.start = start
-        self.stop = stop
-        self.exit = exit
-    }
-
-    /// SIGHUP: `load` reads and checks the new configuration; if it throws, nothing changes.
-    func reload(_ load: () throws -> Config) {
-        guard phase == .running, let old = running else {
-            Log.warning("SIGHUP ignored: the agent is \(phase == .replacing ? "already being replaced" : "stopping")")
-            return
-        }
-        let fresh: Config
-        do { fresh = try load() } catch {
-            Log.error("configuration not reloaded, keeping the running one: \(error)")
-            return
-        }
-        phase = .replacing
-        stop(old, Self.reloadFlushSeconds) { [self] in
-            running = nil
-            // SIGTERM during the drain: stop there.
-            guard phase == .replacing else { return finish(0) }
-            do {
-                running = try start(fresh)
-                config = fresh
-                phase = .running
-                Log.notice("configuration reloaded from \(source)")
-            } catch {
-                Log.error("the configuration reloaded from \(source) did not start: \(error); starting the previous one again")
-                do {
-                    running = try start(config)
-                    phase = .running
-                    Log.notice("running with the previous configuration; fix \(source) and send SIGHUP again")
-                } catch {
-                    Log.error(
-                        "the previous configuration did not start again either: \(error); "
-                            + "exiting so that systemd restarts osh-edge")
-                    finish(1)
-                }
-            }
-        }
-    }
-
-    /// SIGTERM/SIGINT: drains the running agent (or lets a reload's drain end there), then exits 0.
-    func terminate() {
-        switch phase {
-        case .running:
-            phase = .stopping
-            guard let r = running else { return finish(0) }
-            stop(r, Self.stopFlushSeconds) { [self] in
-                running = nil
-                finish(0)
-            }
-        case .replacing:
-            phase = .stopping
-        case .stopping, .exited:
-            break
-        }
-    }
-
-    private func finish(_ code: Int32) {
-        phase = .exited(code)
-        exit(code)
-    }
 }

@@ -12,7 +12,7 @@ public enum Check {
     /// `outputs`: the datastreams the board's configuration publishes, each checked; nil (no
     /// configuration read) lists what the node holds for the board without judging it.
     public static func run(
-        server: HTTPServer, identity: SystemIdentity, outputs: [OutputSpec]?,
+        server: NodeEndpoint, identity: SystemIdentity, outputs: [OutputSpec]?,
         timeout: Double = 20
     ) throws -> [Line] {
         let loop = try EventLoop()
@@ -155,7 +155,7 @@ public enum Check {
         }
     }
 
-    static func explain(_ e: TransportError, server: HTTPServer) -> String {
+    static func explain(_ e: TransportError, server: NodeEndpoint) -> String {
         switch e.kind {
         case .dns: return "the node's host name does not resolve (\(e.message)): check the URL \(server.apiRoot) and the board's DNS"
         case .connect:

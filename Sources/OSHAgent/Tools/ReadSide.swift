@@ -33,14 +33,14 @@ public enum ReadSideError: Error, CustomStringConvertible, Equatable {
 /// One synchronous conversation with a node for the CLI: each call sends one request and runs
 /// a private event loop until the answer (the read side has nothing else to do meanwhile).
 public final class NodeReader {
-    public let server: HTTPServer
+    public let server: NodeEndpoint
     public let builder: CSRequestBuilder
     let loop: EventLoop
     let http: HTTPClient
 
     /// The request timeout is raised to 40 s: a command POST to a stream with no receiver is held
     /// ~29.5 s by OSH before its 202.
-    public init(server: HTTPServer) throws {
+    public init(server: NodeEndpoint) throws {
         var s = server
         if s.requestTimeout > 0, s.requestTimeout < 40 { s.requestTimeout = 40 }
         // OSH holds a command POST silent for up to 29.5 s when no receiver answers: not a stall.
@@ -114,7 +114,7 @@ public enum ReadSide {
     // MARK: Which node
 
     /// The node of the agent's configuration (`[server]` + secrets), for commands given no `--node`.
-    public static func configuredServer(configPath: String, secretsPath: String?) throws -> HTTPServer {
+    public static func configuredServer(configPath: String, secretsPath: String?) throws -> NodeEndpoint {
         guard let bytes = try StateFiles.read(configPath) else {
             throw ReadSideError.config(
                 "no --node given and no configuration at \(configPath): "

@@ -1,4 +1,4 @@
-// The agent's own control stream, `device_control` (SPEC §4): a DataChoice the node drives the board
+// The agent's own control stream, `device_control`: a DataChoice the node drives the board
 // with. Items, each a DataRecord so every command reads `{"<item>": {<fields in order>}}`:
 //   setRate(outputName text, rate Hz)  enableOutput(outputName text, enabled boolean)
 //   identify(duration s)               reregister(reason text; may be "")

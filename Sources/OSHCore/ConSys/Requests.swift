@@ -1,7 +1,7 @@
 // Connected Systems API requests as values, without I/O: method, path relative
 // to the API root (query included), headers in order, body. The transport in
-// OSHPlatform sends them; tests check them byte for byte. The rules (SPEC §3,
-// osh-node.md facts 1–3, 10):
+// OSHPlatform sends them; tests check them byte for byte. The rules, each one
+// something a real OSH node does (docs/OSH-NODE.md):
 // - every request carries `Accept: application/json` (an Accept without "json"
 //   turns errors into HTML or a redirect to the admin console);
 // - a body always comes with a bare Content-Type (the node compares the string

@@ -1,9 +1,9 @@
-// The agent's settings, read from `/etc/osh-edge/osh-edge.conf` (SPEC §7): typed, with
+// The agent's settings, read from `/etc/osh-edge/osh-edge.conf`: typed, with
 // defaults, validated before anything starts. Unknown sections and keys and bad values are
 // refused; every problem in the file is reported at once, each naming file, line, key and
 // what is allowed. `deploy/osh-edge.conf.example` documents every key.
 
-/// How the agent trusts a node's TLS certificate (SPEC §3).
+/// How the agent trusts a node's TLS certificate.
 public enum ServerTLS: Sendable, Equatable {
     /// Checked against the system's CA store (the default).
     case verify
@@ -105,7 +105,7 @@ public struct OutputSettings: Sendable, Equatable {
         return OutputSettings(enabled: d.enabledByDefault, rate: d.defaultRate)
     }
 
-    /// Allowed live rates, as the output declares them (SPEC §2: the camera 1 to 25 fps).
+    /// Allowed live rates, as the output declares them (the camera 1 to 25 fps).
     static func rateRange(for output: String) -> (ClosedRange<Double>, lowerExclusive: Bool, unit: String) {
         let r = OutputDeclarations.declaration(settingsKey: output)?.liveRates ?? .upTo(100)
         return (r.range, r.lowerExclusive, r.unit)
@@ -136,7 +136,7 @@ public struct AgentSettings: Sendable, Equatable {
     public var spool = SpoolSettings()
     /// `[record]`, `[record.NAME]`: the board's own recording for the node to pull (off by default).
     public var record = RecordSettings()
-    /// Hold observations until the clock is synchronised (SPEC §6).
+    /// Hold observations until the clock is synchronised.
     public var requireClockSync: Bool
     /// Never stamp a time before this (epoch seconds).
     public var notBefore: Double

@@ -57,6 +57,8 @@ public struct BarometerConfig: Sendable, Equatable {
     public var chip = "auto"
     /// nil = every address the chip may have.
     public var address: UInt8?
+    /// How much the chip averages (noise against response time).
+    public var oversampling = BarometerOversampling.standard
     public init() {}
 }
 
@@ -140,7 +142,7 @@ extension Substring {
 extension SettingsReader {
     static let deviceKeys: [String: [String]] = [
         "i2c": ["bus"],
-        "barometer": ["chip", "address"],
+        "barometer": ["chip", "address", "oversampling"],
         "hygrometer": ["chip", "address"],
         "imu": ["chip", "address", "magnetometer", "magnetometer_address", "accel_range", "gyro_range", "mounting", "fifo"],
         "audio": ["device", "window"],
@@ -196,6 +198,33 @@ extension SettingsReader {
         return nil
     }
 
+    /// `[gps]`: the receiver's device and baud, or a gpsd to read instead.
+    mutating func readGPS(_ s: ConfigSection, into gps: inout GPSSettings) {
+        if let (dev, line) = string(s, "device") {
+            if let problem = Self.pathProblem(dev) { fail(line, "device in [gps] \(problem)") } else { gps.device = dev }
+        }
+        if let b = integer(s, "baud", 0...921_600) {
+            if b == 0 || GPSSettings.bauds.contains(b) {
+                gps.baud = b
+            } else {
+                fail(
+                    s.entries.first { $0.key == "baud" }?.line,
+                    "baud in [gps] must be 0 (automatic) or one of " + GPSSettings.bauds.map(String.init).joined(separator: ", "))
+            }
+        }
+        if let (g, line) = string(s, "gpsd") {
+            if g.isEmpty {
+                gps.gpsd = nil
+            } else if let a = GPSDAddress(g) {
+                gps.gpsd = a
+            } else {
+                fail(
+                    line,
+                    "gpsd in [gps] must be HOST:PORT with a numeric address, e.g. \"127.0.0.1:2947\", or \"\" to read the device")
+            }
+        }
+    }
+
     mutating func readDevices(_ s: ConfigSection, kind: String, into d: inout DeviceConfig) {
         switch kind {
         case "i2c":
@@ -203,6 +232,7 @@ extension SettingsReader {
         case "barometer":
             if let c = chipName(s, "chip", chips.barometerNames) { d.barometer.chip = c }
             if let a = address(s, "address") { d.barometer.address = a }
+            if let o = choice(s, "oversampling", BarometerOversampling.allCases.map { ($0.rawValue, $0) }) { d.barometer.oversampling = o }
         case "hygrometer":
             if let c = chipName(s, "chip", chips.hygrometerNames) { d.hygrometer.chip = c }
             if let a = address(s, "address") { d.hygrometer.address = a }

@@ -1,5 +1,5 @@
 /// `[record]` and `[record.NAME]`: the board's own recording, at rates independent of the live
-/// ones, kept in the state directory for the node to pull with `uploadTimeRange` (issue 18).
+/// ones, kept in the state directory for the node to pull with `uploadTimeRange`.
 public struct RecordSettings: Sendable, Equatable {
     public var enabled = false
     /// `[record] max_mb`, 16 to 1_048_576 MiB: the oldest segment goes when it is reached.

@@ -1,5 +1,5 @@
 // The secrets file (`/etc/osh-edge/secrets`): passwords and tokens, kept out of the main
-// configuration and out of every message and log line (SPEC §7).
+// configuration and out of every message and log line.
 
 /// A credential from the secrets file. Its description never shows the value.
 public enum Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {

@@ -8,7 +8,7 @@
 // have no Android counterpart and follow the iOS schemas; `device_health` is ours,
 // in the same conventions.
 
-/// Which north the Euler heading is referenced to (SPEC §2 exception, default `.true`).
+/// Which north the Euler heading is referenced to (default `.true`).
 public enum NorthReference: String, Sendable, CaseIterable {
     /// Magnetic heading + WMM declination; the heading definition says TrueHeading.
     case `true`
@@ -49,8 +49,8 @@ public struct OutputSpec: Sendable, Equatable {
     public var sweJSONTime: SweJSONTimeField
     /// The sensor behind the output, listed in the system's `components`.
     public var source: SystemComponentInfo
-    /// Hz until the config or a `setRate` command says otherwise (SPEC §2's defaults; `all` takes
-    /// them from the output's declaration).
+    /// Hz until the config or a `setRate` command says otherwise (`all` takes them from the
+    /// output's declaration).
     public var defaultRate: Double
 
     public init(

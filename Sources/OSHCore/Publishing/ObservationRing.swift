@@ -1,4 +1,4 @@
-// The observation ring (SPEC §1): one block of fixed-size slots allocated at start.
+// The observation ring: one block of fixed-size slots allocated at start.
 // A slot holds a datastream index, a CLOCK_MONOTONIC timestamp and up to
 // `maxValues` doubles in the output's leaf order. Slots are taken in arrival
 // order; the publisher sends each datastream's oldest slots first, so each

@@ -119,7 +119,7 @@ public final class OutputGate {
     public private(set) var lastValues: [Double]
     private var thinners: [RateThinner]
     private let publisher: Publisher
-    /// The on-board recording (issue 18), when `[record] enabled`.
+    /// The on-board recording, when `[record] enabled`.
     public var recorder: Recorder?
 
     public init(rates: [Double], publisher: Publisher) {

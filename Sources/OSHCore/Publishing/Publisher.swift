@@ -1,5 +1,9 @@
+// Size (~580 lines): the outcome types, the counters and one state machine whose rules (batching,
+// backoff, the spool, the clock hold) read the same per-datastream state; split, each part would
+// reach into the others' private state.
+//
 // The publisher: drains the ring to the node, one batch in flight per datastream,
-// and applies SPEC §3's failure rules. Pure policy — the transport is a protocol the
+// and applies the failure rules (`DeliveryVerdict`, docs/RELIABILITY.md). Pure policy — the transport is a protocol the
 // agent implements over libcurl, and time comes in through `tick(now:)` — so every
 // rule is testable without a network.
 
@@ -22,7 +26,7 @@ public struct TransportOutcome: Sendable, Equatable {
     }
 }
 
-/// What to do with a batch after its request completed (SPEC §3).
+/// What to do with a batch after its request completed.
 public enum DeliveryVerdict: Sendable, Equatable {
     /// 2xx: delivered.
     case delivered
@@ -59,7 +63,7 @@ public protocol PublisherTransport: AnyObject {
     func probe(completion: @escaping (TransportOutcome) -> Void)
 }
 
-/// Per-datastream counters (SPEC §3, shown by `osh-edge-dev demo` and device_health, written to the
+/// Per-datastream counters(shown by `osh-edge-dev demo` and device_health, written to the
 /// counters file). Every observation produced ends up sent, dropped for one counted reason, in the
 /// spool, or `pending` in RAM; `unknownOutcome` counts what may have reached the node unacknowledged.
 public struct StreamCounters: Sendable, Equatable {
@@ -172,7 +176,7 @@ public final class Publisher {
         }
     }
     /// Wall-clock offset: epoch seconds = monotonic seconds + offset. Nil while the clock is not
-    /// trustworthy — observations are then held, never stamped with a wrong time (SPEC §6), and
+    /// trustworthy — observations are then held, never stamped with a wrong time, and
     /// what the ring cannot hold goes to the spool with its monotonic time.
     public var clockOffset: Double? {
         didSet { spool?.heldTimeOffset = clockOffset }

@@ -1,4 +1,4 @@
-// The store-and-forward spool's on-disk form (SPEC §3, issue 7): pure encoding and parsing,
+// The store-and-forward spool's on-disk form: pure encoding and parsing,
 // so every damage case is testable without files. The file side is OSHPlatform's FileSpool.
 //
 // A segment file is a plain sequence of records, little-endian:

@@ -1,4 +1,4 @@
-// The video path (SPEC §1, §3): frames never enter the scalar ring. One frame is in
+// The video path: frames never enter the scalar ring. One frame is in
 // flight at a time; a frame offered while one is pending is dropped and counted —
 // on a slow link a late frame is worth less than the next one, so nothing queues.
 // The node link is shared with the scalar publisher (`NodeLink`): one backoff per node, so
@@ -9,7 +9,7 @@
 public protocol NodeLink: AnyObject {
     /// False while backing off or probing: nothing should be posted.
     var isOnline: Bool { get }
-    /// A request failed the way SPEC §3 backs off for (no response, 5xx, 401, 408, 429).
+    /// A request failed the way the scalar publisher backs off for (no response, 5xx, 401, 408, 429).
     func requestFailed()
 }
 

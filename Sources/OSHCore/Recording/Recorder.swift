@@ -1,4 +1,4 @@
-// The recording tap (issue 18): beside the live path, every output may also be kept on the card
+// The recording tap: beside the live path, every output may also be kept on the card
 // at its own rate — faster than it streams — for the node to pull a window of later
 // (`uploadTimeRange`). Pure policy like the gate: which samples are kept, with which epoch time,
 // and whether the live stream took the same one (that one is at the node already, so an upload
@@ -37,7 +37,7 @@ public struct RateThinner: Sendable {
 public struct RecordTapCounters: Sendable, Equatable {
     public var offered = 0
     public var recorded = 0
-    /// No trusted wall clock yet: nothing is recorded with a time that may be wrong (SPEC §6).
+    /// No trusted wall clock yet: nothing is recorded with a time that may be wrong.
     public var droppedNoClock = 0
     /// The store could not write it (disk full, I/O error; the store says which).
     public var droppedWriteFailed = 0

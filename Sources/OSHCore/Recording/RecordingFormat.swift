@@ -1,4 +1,4 @@
-// The on-board recording's on-disk form (issue 18): pure encoding and parsing, so every damage
+// The on-board recording's on-disk form: pure encoding and parsing, so every damage
 // case is testable without files. The file side is OSHPlatform's RecordingStore.
 //
 // A segment file is a plain sequence of records, little-endian:

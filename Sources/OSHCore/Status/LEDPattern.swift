@@ -11,7 +11,7 @@ public enum LEDState: String, Sendable, Equatable, CaseIterable {
     case streaming
     /// The node cannot be reached or refuses us; retrying: fast blink (0.1 s on, 0.1 s off).
     case nodeUnreachable
-    /// The clock is not synchronised, so observations are held (SPEC §6): a 100 ms flash every 2 s.
+    /// The clock is not synchronised, so observations are held: a 100 ms flash every 2 s.
     case clockHeld
     /// A sensor fails (others may still stream): double blink every 2 s.
     case sensorFault

@@ -81,7 +81,7 @@ public struct VideoSettings: Sendable, Equatable {
     public var device: String
     public var width: Int
     public var height: Int
-    /// Frames per second, 1–25 (SPEC §2).
+    /// Frames per second, 1–25.
     public var fps: Double
     /// Frames between IDRs; 1 = every frame is an IDR (a viewer can join at any frame).
     public var keyFrameInterval: Int

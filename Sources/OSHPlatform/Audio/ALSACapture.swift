@@ -5,7 +5,7 @@ import OSHCore
 import Glibc
 #endif
 
-/// An ALSA capture device served on the one event loop (SPEC §1): opened non-blocking, its
+/// An ALSA capture device served on the one event loop: opened non-blocking, its
 /// poll descriptors registered with the loop, read into one buffer allocated when the device
 /// is opened. Nothing is copied or allocated per period.
 ///

@@ -9,17 +9,6 @@ import OSHCore
 // buffer allocated once. Conversion is the pure code in OSHCore/Barometers (the readings' type
 // and the session's rules in BarometerSeries.swift).
 
-/// How much the chip averages: more oversampling and a stronger IIR filter mean less noise in
-/// `relativeAltitude` (≈ 0.2 m → a few cm) for a longer conversion and a slower response.
-public enum BarometerOversampling: String, Sendable, CaseIterable {
-    /// Bosch "ultra low power": P×1 T×1, no IIR. LPS22HB: low-current mode, no low-pass.
-    case lowPower = "low-power"
-    /// P×4 T×1, IIR 4 (BMP3: coefficient 3). LPS22HB: low-pass ODR/9. The default.
-    case standard
-    /// Bosch "ultra high resolution / indoor navigation": P×16 T×2, IIR 16 (BMP3: 15). LPS22HB: low-pass ODR/20.
-    case highResolution = "high-resolution"
-}
-
 /// What the agent asks of a barometer.
 public struct BarometerConfiguration: Sendable, Equatable {
     /// Samples per second the agent will read; the chip is set to produce at least this many.

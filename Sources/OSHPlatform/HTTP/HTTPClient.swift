@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// HTTP to one OpenSensorHub node on libcurl's multi-socket API, driven by the `EventLoop`
-/// (SPEC §1): libcurl tells us which sockets to watch (CURLMOPT_SOCKETFUNCTION) and when it
+///: libcurl tells us which sockets to watch (CURLMOPT_SOCKETFUNCTION) and when it
 /// next needs the clock (CURLMOPT_TIMERFUNCTION); the loop tells libcurl what became ready
 /// (`curl_multi_socket_action`); finished transfers are collected with `curl_multi_info_read`.
 ///
@@ -24,7 +24,7 @@ import Glibc
 /// handle (`prepare`), so per request only its body is set; libcurl still allocates its own
 /// per-transfer state.
 public final class HTTPClient {
-    public let server: HTTPServer
+    public let server: NodeEndpoint
     /// Response bytes kept per request; the rest is read and dropped (`HTTPResult.bodyTruncated`).
     public let maxResponseBody: Int
 
@@ -80,7 +80,7 @@ public final class HTTPClient {
     private static let probePin = "sha256//AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="
 
     public init(
-        loop: EventLoop, server: HTTPServer, maxResponseBody: Int = 1 << 20,
+        loop: EventLoop, server: NodeEndpoint, maxResponseBody: Int = 1 << 20,
         maxHostConnections: Int = 2, handlePool: Int = 8, userAgent: String = "osh-edge"
     ) throws {
         guard Self.curlReady else { throw HTTPClientError.curl("curl_global_init failed (out of memory or a broken TLS library)") }

@@ -316,7 +316,7 @@ extension HTTPClient {
             bytes[end] != UInt8(ascii: "#")
         {
             let b = bytes[end]
-            // Credentials belong in HTTPServer.credentials, not in the URL (they would end up in logs).
+            // Credentials belong in NodeEndpoint.credentials, not in the URL (they would end up in logs).
             if b == UInt8(ascii: "@") || b <= 0x20 || b == 0x7F { return nil }
             end += 1
         }

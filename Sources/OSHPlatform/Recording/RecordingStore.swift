@@ -58,7 +58,7 @@ public struct RecordingCounters: Sendable, Equatable {
     public init() {}
 }
 
-/// The continuous on-board recording (issue 18): per output, time-named append-only segment files
+/// The continuous on-board recording: per output, time-named append-only segment files
 /// `<directory>/<output>/<UTC start>.rec` of CRC'd records (RecordingRecord), bounded in bytes (the
 /// oldest segment of any output goes first) and in age. Never drained: RecordingWindow and
 /// RecordingCatalog read it, from any process. Opening recovers: the newest segment of each output

@@ -43,7 +43,7 @@ public struct SpoolStats: Sendable, Equatable {
     public var segmentsDropped = 0
 }
 
-/// The store-and-forward spool on files (issue 7 item 5): bounded, append-only segment files
+/// The store-and-forward spool on files: bounded, append-only segment files
 /// `NNNN….seg` in one directory, one CRC'd record per observation (SpoolRecord), and a
 /// two-slot cursor file holding what the node has acknowledged. Opening it recovers: segments
 /// before the cursor are deleted, a torn tail of the newest is cut off.

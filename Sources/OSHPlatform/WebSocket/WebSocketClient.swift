@@ -1,4 +1,7 @@
-// A WebSocket client on the EventLoop for the node's command channel (osh-node.md §F/§G).
+// Size (~520 lines): one connection's life — connect, handshake, frames, ping, reconnect —
+// over one libcurl handle whose state every step reads.
+//
+// A WebSocket client on the EventLoop for the node's command channel.
 //
 // libcurl 7.88.1 (Debian 12) is built without its experimental WebSocket API (`curl -V` lists no
 // ws/wss), so libcurl only sets up the connection (CURLOPT_CONNECT_ONLY: TCP, TLS with the
@@ -96,7 +99,7 @@ public final class WebSocketClient {
         }
     }
 
-    public let server: HTTPServer
+    public let server: NodeEndpoint
     public let request: CSRequest
     public let options: Options
     public private(set) var state: State = .idle
@@ -148,7 +151,7 @@ public final class WebSocketClient {
 
     /// `request` is the CSRequest of the channel (e.g. `CSRequestBuilder.commandChannel`); its
     /// headers (Accept, Authorization) go on the upgrade.
-    public init(loop: EventLoop, server: HTTPServer, request: CSRequest, options: Options = Options()) throws {
+    public init(loop: EventLoop, server: NodeEndpoint, request: CSRequest, options: Options = Options()) throws {
         guard Self.curlReady else { throw HTTPClientError.curl("curl_global_init failed") }
         let full = request.url(apiRoot: server.apiRoot)
         guard let (origin, authority, path) = Self.split(full) else { throw HTTPClientError.invalidAPIRoot(server.apiRoot) }

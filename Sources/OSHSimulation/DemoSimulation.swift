@@ -1,4 +1,3 @@
-import OSHAgent
 import OSHCore
 import OSHPlatform
 import OSHSimulation

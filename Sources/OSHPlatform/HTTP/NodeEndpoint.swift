@@ -1,6 +1,6 @@
 import OSHCore
 
-/// How the client decides to trust a node's TLS certificate (SPEC §3: verified by default; per
+/// How the client decides to trust a node's TLS certificate (verified by default; per
 /// server, a self-signed certificate may be trusted or the key pinned).
 public enum TLSPolicy: Sendable, Equatable {
     /// Chain and host name checked against the system's CA store.
@@ -31,7 +31,7 @@ public struct LowSpeedLimit: Sendable, Equatable {
 }
 
 /// One OpenSensorHub node as the HTTP client sees it.
-public struct HTTPServer: Sendable, Equatable {
+public struct NodeEndpoint: Sendable, Equatable {
     /// The CS API root, e.g. `http://127.0.0.1:8181/sensorhub/api` (http or https).
     public var apiRoot: String
     /// Sent as `Authorization` on every request that does not carry its own.
