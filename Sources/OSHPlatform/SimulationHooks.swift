@@ -1,5 +1,4 @@
 import OSHCore
-import OSHPlatform
 
 /// What a linked simulation supplies for `source = "simulated"`: the demo's chips on a
 /// simulated I²C bus and values for outputs no device feeds. The binary the .deb ships links no

@@ -1,6 +1,5 @@
 import OSHCore
 import OSHPlatform
-import OSHSimulation
 
 /// OSHSimulation behind the agent's `source = "simulated"` seam: the demo's chips on a simulated
 /// I²C bus (read by the real drivers) and `SimulatedSensors` values for outputs no device feeds.
