@@ -38,6 +38,8 @@ let package = Package(
                        providers: [.apt(["libv4l-dev"])]),
         .systemLibrary(name: "CX264", path: "Sources/CX264", pkgConfig: "x264",
                        providers: [.apt(["libx264-dev"])]),
+        .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
+                       providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 
@@ -47,7 +49,7 @@ let package = Package(
 
         // MARK: Platform — everything that touches the OS or a C library, thin.
         .target(name: "OSHPlatform",
-                dependencies: ["OSHCore", "CShim", "CCurl", "CGPIOD", "CI2C", "CALSA", "CV4L2", "CX264"],
+                dependencies: ["OSHCore", "CShim", "CCurl", "CGPIOD", "CI2C", "CALSA", "CV4L2", "CX264", "CMosquitto"],
                 swiftSettings: swift6),
 
         // MARK: Simulators and replays: datasheet-modelled chips on a simulated I²C bus, a mock V4L2,
@@ -56,7 +58,7 @@ let package = Package(
                 swiftSettings: swift6),
 
         // MARK: The development node (libmicrohttpd), strict like OSH.
-        .target(name: "OSHDevNode", dependencies: ["OSHCore", "OSHPlatform", "CMicroHTTPD"],
+        .target(name: "OSHDevNode", dependencies: ["OSHCore", "OSHPlatform", "CMicroHTTPD", "CMosquitto"],
                 swiftSettings: swift6),
 
         // MARK: Agent — the one composition root.

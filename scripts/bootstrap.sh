@@ -13,6 +13,8 @@ packages=(
   libv4l-dev             # camera capture (CV4L2)
   libx264-dev            # software H.264 (CX264)
   libmicrohttpd-dev      # the development node (CMicroHTTPD)
+  libmosquitto-dev       # observations over MQTT (CMosquitto)
+  mosquitto              # the broker the MQTT tests run against on 127.0.0.1
   valgrind               # scripts/bench-allocs.sh
   openssl                # self-signed certificates for the TLS tests
   curl                   # the development node's HTTPS tests

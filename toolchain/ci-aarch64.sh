@@ -199,7 +199,7 @@ if run_step "build-deb.sh arm64" "$OUT/build-deb.log" "$REPO/deploy/build-deb.sh
   bad=()
   # Trixie's names: libgpiod3, the t64 renames, glibc 2.38.
   for want in 'Package: osh-edge' 'Architecture: arm64' 'Depends: libc6 (>= 2.38)' 'libgpiod3' \
-    'libcurl4t64' 'libasound2t64' 'adduser' 'Maintainer: '"$OSH_DEB_MAINTAINER" \
+    'libcurl4t64' 'libasound2t64' 'libmosquitto1' 'adduser' 'Maintainer: '"$OSH_DEB_MAINTAINER" \
     ' postinst' ' prerm' ' postrm' ' conffiles' ' md5sums'; do
     grep -qF -- "$want" "$OUT/deb-info.log" || bad+=("info lacks '$want'")
   done

@@ -4,7 +4,7 @@
 # `osh-edge-dev` (the demo, the development node, the simulators; never in the .deb).
 # Static Swift stdlib (Pi OS has no Swift runtime), stripped at link time (the builder
 # has no llvm-strip). The binary still links the C libraries dynamically: libcurl4,
-# libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164
+# libgpiod3 (trixie) / libgpiod2 (bookworm), libi2c0, libasound2, libv4l-0, libx264-164, libmosquitto1
 # (osh-edge-dev also libmicrohttpd12); libstdc++ comes from its archive (SHIP_FLAGS below).
 # toolchain/check-hygiene.sh then checks that osh-edge links neither libmicrohttpd nor any simulator.
 #

@@ -23,7 +23,7 @@ SUITE=trixie
 # -dev packages for the project's system-library targets.
 PACKAGES=(swiftlang libswiftlang libc6-dev libstdc++-14-dev pkg-config
   libcurl4-openssl-dev libgpiod-dev libi2c-dev libasound2-dev libv4l-dev
-  libx264-dev libmicrohttpd-dev)
+  libx264-dev libmicrohttpd-dev libmosquitto-dev)
 STAMP_BASE="$ROOT/.osh-debootstrap-done"
 STAMP_READY="$ROOT/.osh-swift60-ready"   # holds the package list that was installed
 PARTIAL="$ROOT/.osh-swift60-partial"     # marks a directory this script may wipe

@@ -18,8 +18,8 @@ public final class DevNode: @unchecked Sendable {
     public let config: DevNodeConfig
 
     /// Guards `store` (and `mode`, which lives in it). Request handlers take it.
-    private let lock = Lock()
-    private let store: NodeStore
+    let lock = Lock()
+    let store: NodeStore
     /// Serialises start/stop/pause/resume. Never taken by request handlers, so stopping the daemon
     /// (which joins the connection threads) while holding it cannot deadlock.
     private let lifecycle = Lock()

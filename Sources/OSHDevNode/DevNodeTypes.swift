@@ -116,13 +116,15 @@ public enum DevNodeError: Error, Equatable, CustomStringConvertible {
     case journal(String)
     /// The ledger cannot be opened or written: the file, why, and what to do.
     case ledger(String)
+    /// The MQTT side cannot reach its broker: which, and why.
+    case mqtt(String)
 
     public var description: String {
         switch self {
         case .startFailed(let h, let p, let e): return "could not start the development node on \(h):\(p) (errno \(e))"
         case .tlsUnsupported: return "this libmicrohttpd was built without TLS support"
         case .notStarted: return "the development node was never started"
-        case .journal(let message), .ledger(let message): return message
+        case .journal(let message), .ledger(let message), .mqtt(let message): return message
         }
     }
 }

@@ -266,7 +266,7 @@ extension Agent {
     public static func runDevelopmentNode(
         port: UInt16, users: [(String, String)], journal: String? = nil,
         ledger: String? = nil, controlStdin: Bool = false,
-        oshInMemoryStore: Bool = false, refuseReceivers: Bool = false,
+        oshInMemoryStore: Bool = false, refuseReceivers: Bool = false, mqttBroker: MQTTBroker? = nil,
         output: @escaping (String) -> Void
     ) throws -> Never {
         var config = DevNodeConfig()
@@ -281,6 +281,18 @@ extension Agent {
             onStart: { n in
                 n.journalNotes.forEach(output)
                 output("development node listening at \(n.apiRoot)" + (users.isEmpty ? "" : " (Basic auth required)"))
+                guard let b = mqttBroker else { return }
+                // Kept for the process's life: the node never returns.
+                let ingest = DevNodeMQTTIngest(node: n, host: b.host, port: b.port)
+                do {
+                    try ingest.start()
+                    _ = Unmanaged.passRetained(ingest)
+                    output(
+                        "MQTT side: storing what \(b.url) receives on /api/datastreams/+/observations and "
+                            + "api/datastreams/+/observations:data/+")
+                } catch {
+                    output("MQTT side: \(error); the node runs without it")
+                }
             }, controlReply: controlStdin ? output : nil)
     }
 }

@@ -238,13 +238,20 @@ func node(_ a: inout Arguments) {
     let control = a.flag("--control-stdin")
     let inMemory = a.flag("--osh-in-memory-store")
     let refuse = a.flag("--refuse-receivers")
+    var broker: MQTTBroker?
+    if let b = a.value("--mqtt-broker") {
+        guard let parsed = MQTTBroker(url: b), !parsed.tls else {
+            fail("--mqtt-broker \(b): give the broker the node's MQTT side reads, as mqtt://127.0.0.1:1883")
+        }
+        broker = parsed
+    }
     a.finish()
     do {
         // Flushed (fflush(nil): every stream): the node never exits normally and its stdout is often a pipe.
         try Agent.runDevelopmentNode(
             port: port, users: users, journal: journal, ledger: ledger,
             controlStdin: control, oshInMemoryStore: inMemory,
-            refuseReceivers: refuse
+            refuseReceivers: refuse, mqttBroker: broker
         ) {
             print($0); fflush(nil)
         }

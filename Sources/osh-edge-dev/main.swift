@@ -38,6 +38,8 @@ let usage = """
              --osh-in-memory-store  answer every datastream PUT with 500, as osh-core's in-memory store does
              --refuse-receivers  close each command receiver with 1011 right after the upgrade, as osh-core
                            does with security on ("Permission denied: … No user specified")
+             --mqtt-broker mqtt://HOST:PORT  also store the observations that broker receives on OSH's MQTT
+                           topics (/api/datastreams/+/observations, or the Part 3 draft's …:data/+)
       run                  the agent as osh-edge runs it, with the simulation linked: outputs with
                            source = "simulated" run on the demo's simulated chips
                            --config FILE (default /etc/osh-edge/osh-edge.conf)  --secrets FILE

@@ -111,7 +111,8 @@ final class ConfigTests: XCTestCase {
     func testExampleDocumentsEveryKeyAndOutput() throws {
         let text = try example()
         for key in [
-            "url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "active",
+            "url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "transport", "broker",
+            "mqtt_topics", "mqtt_topic_root", "active",
             "uid", "uid_extension", "label", "hostname", "format", "ring_capacity", "flush_interval", "batch_max",
             "spool", "spool_max_mb", "spool_fsync",
             "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file",

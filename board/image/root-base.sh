@@ -16,8 +16,8 @@ OUT=${2:?outdir}
 debian_mirrors
 
 case $REL in
-  trixie) LIBS=libcurl4t64,libgpiod3,libi2c0,libasound2t64,libv4l-0t64,libx264-164,libstdc++6 ;;
-  bookworm) LIBS=libcurl4,libgpiod2,libi2c0,libasound2,libv4l-0,libx264-164,libstdc++6 ;;
+  trixie) LIBS=libcurl4t64,libgpiod3,libi2c0,libasound2t64,libv4l-0t64,libx264-164,libmosquitto1,libstdc++6 ;;
+  bookworm) LIBS=libcurl4,libgpiod2,libi2c0,libasound2,libv4l-0,libx264-164,libmosquitto1,libstdc++6 ;;
   *) vdie "release must be trixie or bookworm" ;;
 esac
 # Boot: raspi-firmware (GPU firmware, config.txt, cmdline.txt), the generic arm64 kernel (its

@@ -4,6 +4,8 @@ import OSHPlatform
 /// Everything `osh-edge run` and `osh-edge-dev demo` need to know.
 public struct AgentConfig: Sendable {
     public var server: NodeEndpoint
+    /// Observations over MQTT instead of HTTP POSTs (registration stays on `server`).
+    public var mqtt: MQTTTransportConfig?
     public var identity: SystemIdentity
     public var options: OutputOptions
     /// Output names to publish (scalar outputs; video comes with the camera issue). Nil = all scalar outputs.
@@ -44,5 +46,27 @@ public struct AgentConfig: Sendable {
         self.identity = identity
         self.options = options
         self.stateDirectory = stateDirectory
+    }
+}
+
+/// `transport = "mqtt"`: the broker, the session and the topic names.
+public struct MQTTTransportConfig: Sendable, Equatable {
+    public var options: MQTTOptions
+    public var topics: MQTTTopics
+
+    public init(options: MQTTOptions, topics: MQTTTopics) {
+        self.options = options
+        self.topics = topics
+    }
+
+    /// The broker as the configuration names it, its session keyed by the board's UID, with the
+    /// node's user and password (OSH's MQTT service checks them against its users).
+    public init(broker: MQTTBroker, topics: MQTTTopics, clientID: String, credentials: CSCredentials) {
+        var o = MQTTOptions(host: broker.host, port: broker.port, clientID: clientID)
+        if case .basic(let user, let password) = credentials, !user.isEmpty {
+            o.username = user
+            o.password = password
+        }
+        self.init(options: o, topics: topics)
     }
 }

@@ -31,6 +31,8 @@ public final class AgentRuntime {
 
     let http: HTTPClient
     let node: HTTPNodeClient
+    /// With `transport = "mqtt"`: the broker link observations and frames go through.
+    public let mqtt: MQTTClient?
     let gate: OutputGate
     let clock: ClockGate
     let registration: RegistrationService
@@ -58,11 +60,21 @@ public final class AgentRuntime {
         http = try HTTPClient(loop: loop, server: config.server)
         let builder = CSRequestBuilder(credentials: config.server.credentials)
         node = HTTPNodeClient(http: http, builder: builder)
+        let transport: PublisherTransport & VideoTransport
+        if let m = config.mqtt {
+            let client: MQTTClient
+            do { client = try MQTTClient(loop: loop, options: m.options) } catch { throw AgentStartError(description: "\(error)") }
+            mqtt = client
+            transport = MQTTNodeClient(client: client, topics: m.topics)
+        } else {
+            mqtt = nil
+            transport = node
+        }
         let widest = specs.map { $0.leaves.count }.max() ?? 1
         let ring = ObservationRing(capacity: config.ringCapacity, maxValues: widest, datastreams: specs.count)
         let encoders = try specs.map { try ObservationEncoder(spec: $0, format: config.publisher.format) }
         publisher = Publisher(
-            ring: ring, encoders: encoders, transport: node, settings: config.publisher,
+            ring: ring, encoders: encoders, transport: transport, settings: config.publisher,
             now: { Double(Clock.monotonicNanoseconds()) / 1e9 })
         gate = OutputGate(
             rates: specs.map { config.rates[$0.outputName] ?? $0.defaultRate },
@@ -70,7 +82,7 @@ public final class AgentRuntime {
         clock = ClockGate(trustHostClock: config.trustHostClock, notBefore: config.notBefore)
         if config.video, let v = catalogue.first(where: { $0.binaryEncoding != nil }) {
             let videoPublisher = VideoPublisher(
-                transport: node, link: publisher, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
+                transport: transport, link: publisher, expectedFrameBytes: config.options.videoWidth * config.options.videoHeight / 2)
             video = VideoPath(spec: v, publisher: videoPublisher, link: publisher, recordIndex: specs.count)
         } else {
             video = nil
@@ -122,7 +134,10 @@ public final class AgentRuntime {
         publisher.onConnectivity = { [unowned self] state in
             switch state {
             case .online:
-                if self.nodeOutage.recovered() { Log.notice("node reachable again; sending the backlog in order") }
+                if self.nodeOutage.recovered() {
+                    Log.notice(
+                        "\(self.mqtt.map { "MQTT broker \($0.options.address)" } ?? "node") reachable again; sending the backlog in order")
+                }
                 self.onStatus?(self.streamingStatus)
             case .backoff(_, let d):
                 // The status shows every step; the log the first (the next probes fail alike).
@@ -153,6 +168,12 @@ public final class AgentRuntime {
     public func start() throws {
         checkClock()
         registration.schedule(after: 0)
+        if let m = mqtt, let c = config.mqtt {
+            m.start()
+            Log.notice(
+                "observations go to the MQTT broker \(m.options.address) (topics \(c.topics.scheme.rawValue) under "
+                    + "\(c.topics.root), QoS 1, client id \(m.options.clientID)); registration stays on \(config.server.apiRoot)")
+        }
         let tick = UInt64(config.publisher.flushInterval * 1e9)
         // On the loop's grid, after the samplers due at the same instant: one wake-up reads and
         // sends. The first flush comes no sooner than one interval after the start.
@@ -371,6 +392,7 @@ public final class AgentRuntime {
             // directory for the next runtime while this one still exists.
             publisher.spool = nil
             fileSpool = nil
+            mqtt?.stop()
             // Synced and closed for the same reason; the next runtime reopens it.
             gate.recorder = nil
             video?.recorder = nil
@@ -382,4 +404,9 @@ public final class AgentRuntime {
         // Last: a completion may release this runtime.
         for c in done { c() }
     }
+}
+
+/// A runtime that cannot be built from its configuration (a part the configuration names).
+public struct AgentStartError: Error, CustomStringConvertible {
+    public let description: String
 }

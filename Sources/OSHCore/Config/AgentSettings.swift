@@ -26,6 +26,12 @@ public struct ServerSettings: Sendable, Equatable {
     public var connectTimeout: Double
     /// Seconds.
     public var requestTimeout: Double
+    /// How observations reach this node; registration and commands' control streams are HTTP.
+    public var transport = ObservationTransportKind.http
+    /// With `transport = "mqtt"`: the broker the observations go to.
+    public var broker: MQTTBroker?
+    /// With `transport = "mqtt"`: the broker's topic names.
+    public var mqttTopics = MQTTTopics(scheme: .osh)
 
     public init(
         name: String, url: String, user: String = "", tls: ServerTLS = .verify,

@@ -23,7 +23,10 @@ struct SettingsReader {
         + "[record], [record.NAME], [orientation], [gps], [i2c], [barometer], [hygrometer], [imu], [audio], [camera], [led], "
         + "[ptz], [log], [paths]"
     static let keys: [String: [String]] = [
-        "server": ["url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout"],
+        "server": [
+            "url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "transport", "broker",
+            "mqtt_topics", "mqtt_topic_root",
+        ],
         "node": ["active"],
         "system": ["uid", "uid_extension", "label", "hostname", "profile"],
         "publisher": ["format", "ring_capacity", "flush_interval", "batch_max", "spool", "spool_max_mb", "spool_fsync"],
@@ -361,6 +364,7 @@ struct SettingsReader {
         default:
             ok = false
         }
+        if !readMQTT(s, into: &server) { ok = false }
         return ok ? server : nil
     }
 

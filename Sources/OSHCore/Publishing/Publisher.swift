@@ -17,12 +17,16 @@ public struct TransportOutcome: Sendable, Equatable {
     public var body: [UInt8]
     /// The Location header of a 201 (the created resource).
     public var location: String?
+    /// What answered or did not, when it is not the node itself: "MQTT broker 10.0.0.5:1883"
+    /// (its status is then a PUBACK's reason code as the HTTP status the verdicts read).
+    public var peer: String?
 
-    public init(status: Int, transportError: String? = nil, body: [UInt8] = [], location: String? = nil) {
+    public init(status: Int, transportError: String? = nil, body: [UInt8] = [], location: String? = nil, peer: String? = nil) {
         self.status = status
         self.transportError = transportError
         self.body = body
         self.location = location
+        self.peer = peer
     }
 }
 
@@ -63,7 +67,7 @@ public protocol PublisherTransport: AnyObject {
     func probe(completion: @escaping (TransportOutcome) -> Void)
 }
 
-/// Per-datastream counters(shown by `osh-edge-dev demo` and device_health, written to the
+/// Per-datastream counters (shown by `osh-edge-dev demo` and device_health, written to the
 /// counters file). Every observation produced ends up sent, dropped for one counted reason, in the
 /// spool, or `pending` in RAM; `unknownOutcome` counts what may have reached the node unacknowledged.
 public struct StreamCounters: Sendable, Equatable {
@@ -168,6 +172,10 @@ public final class Publisher {
 
     /// The cause an outcome the publisher keeps for (`DeliveryVerdict.keep`) gives to the backoff.
     public static func backoffCause(_ o: TransportOutcome) -> String {
+        if let peer = o.peer {
+            guard o.status != 0 else { return "\(peer) unreachable" + (o.transportError.map { " (\($0))" } ?? "") }
+            return String(decoding: o.body, as: UTF8.self)
+        }
         switch o.status {
         case 0: return "node unreachable"
         case 401: return "the node refused the credentials (HTTP 401)"

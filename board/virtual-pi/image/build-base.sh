@@ -12,8 +12,8 @@ OUT=${2:?outdir}
 debian_mirrors
 
 case $REL in
-  trixie) LIBS=libcurl4t64,libgpiod3,libi2c0,libasound2t64,libv4l-0t64,libx264-164,libmicrohttpd12t64,libstdc++6 ;;
-  bookworm) LIBS=libcurl4,libgpiod2,libi2c0,libasound2,libv4l-0,libx264-164,libmicrohttpd12,libstdc++6 ;;
+  trixie) LIBS=libcurl4t64,libgpiod3,libi2c0,libasound2t64,libv4l-0t64,libx264-164,libmicrohttpd12t64,libmosquitto1,libstdc++6 ;;
+  bookworm) LIBS=libcurl4,libgpiod2,libi2c0,libasound2,libv4l-0,libx264-164,libmicrohttpd12,libmosquitto1,libstdc++6 ;;
   *) vdie "release must be trixie or bookworm" ;;
 esac
 # systemd and udev: the Pi's init; kmod: the stand-in modules; i2c-tools, gpiod, v4l-utils,

@@ -1,0 +1,344 @@
+import CMosquitto
+import OSHCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where and how the client connects to a broker.
+public struct MQTTOptions: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    /// The client identifier: the board's UID, so the broker keeps one session per board.
+    public var clientID: String
+    /// Seconds between PINGREQs when nothing else is sent.
+    public var keepAlive = 30
+    /// How long the broker keeps the session (QoS 1 state, subscriptions) after a disconnect.
+    public var sessionExpiry: UInt32 = 3600
+    public var username: String?
+    public var password: String?
+    /// Between failed connects (1, 2, 4 … 30 s).
+    public var backoff = Backoff(initial: 1, maximum: 30)
+    /// A PUBLISH whose PUBACK has not come this long after it was last sent on a live connection
+    /// is reported failed; libmosquitto may still deliver it later, so it counts as unknown.
+    public var ackTimeout: Double = 20
+
+    public init(host: String, port: Int, clientID: String) {
+        self.host = host
+        self.port = port
+        self.clientID = clientID
+    }
+
+    /// "host:port" for messages.
+    public var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// What came back for one PUBLISH at QoS 1: the broker's PUBACK reason code, or why none came.
+public enum MQTTPublishResult: Sendable, Equatable {
+    case acknowledged(reasonCode: Int)
+    /// Not sent or not acknowledged: not connected, the connection dropped, no PUBACK in time.
+    case failed(String)
+}
+
+/// An MQTT 5 client on the event loop, through libmosquitto's external-loop API: the loop watches
+/// the client's socket (write interest only while libmosquitto has bytes queued), `loop_misc`
+/// runs on the loop's 1 s grid (keep-alive), and every connect — name resolution, TCP, TLS — runs
+/// on a short-lived thread of its own (the C shim), so a broker that never answers stalls nothing.
+/// The session is kept (clean start off, a session expiry): the broker holds QoS 1 state across
+/// reconnects. Reconnects follow `options.backoff`.
+public final class MQTTClient {
+    public enum State: Equatable, Sendable {
+        case idle
+        case connecting
+        case connected
+        /// The last attempt failed (why), the next one in `retryIn` seconds.
+        case waiting(reason: String, retryIn: Double)
+        case stopped
+    }
+
+    public let options: MQTTOptions
+    public private(set) var state = State.idle
+    /// Each state change, for the owner's log and status.
+    public var onState: ((State) -> Void)?
+
+    private let loop: EventLoop
+    private let mosq: OpaquePointer
+    private var destroyed = false
+    private var connecting: UnsafeMutablePointer<osh_mqtt_connect>?
+    private var connectWatch: EventLoop.Registration?
+    private var socketWatch: EventLoop.Registration?
+    private var watchingWrite = false
+    private var misc: EventLoop.Timer?
+    private var retry: EventLoop.Timer?
+    private var policy: ReconnectPolicy
+    /// QoS 1 PUBLISHes waiting for their PUBACK, by message id, with the loop time they last went
+    /// out on a live connection (nil while the link is down). A PUBLISH in flight when the link
+    /// drops stays here: libmosquitto sends it again after the reconnect (same message id), so the
+    /// owner neither resends it nor sees it fail for an outage — only for a PUBACK that never comes.
+    private var pending: [Int32: Pending] = [:]
+    private struct Pending {
+        var sent: UInt64?
+        let completion: (MQTTPublishResult) -> Void
+    }
+
+    private static let libraryReady: Bool = mosquitto_lib_init() == MOSQ_ERR_SUCCESS.rawValue
+
+    public init(loop: EventLoop, options: MQTTOptions) throws(MQTTError) {
+        guard Self.libraryReady else { throw MQTTError("libmosquitto could not be initialised") }
+        guard let m = mosquitto_new(options.clientID, false, nil) else {
+            throw MQTTError("cannot make an MQTT client for \(options.clientID): \(String(cString: strerror(errno)))")
+        }
+        self.loop = loop
+        self.options = options
+        mosq = m
+        policy = ReconnectPolicy(backoff: options.backoff)
+        mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
+        if let user = options.username {
+            mosquitto_username_pw_set(m, user, options.password)
+        }
+        mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
+        mosquitto_connect_v5_callback_set(m) { _, obj, rc, _, _ in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().connack(Int(rc))
+        }
+        mosquitto_disconnect_v5_callback_set(m) { _, obj, rc, _ in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().disconnected(Int(rc))
+        }
+        mosquitto_publish_v5_callback_set(m) { _, obj, mid, reason, _ in
+            guard let obj else { return }
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().acknowledged(mid, Int(reason))
+        }
+    }
+
+    deinit {
+        stop()
+        if !destroyed { mosquitto_destroy(mosq) }
+    }
+
+    /// Connects, and keeps connecting after each loss until `stop`.
+    public func start() {
+        guard state == .idle else { return }
+        do {
+            misc = try loop.addAlignedTimer(every: 1_000_000_000) { [weak self] _ in self?.tick() }
+        } catch {
+            Log.warning("MQTT \(options.address): no keep-alive timer (\(error)); the broker may drop the link")
+        }
+        connect()
+    }
+
+    public func stop() {
+        guard state != .stopped else { return }
+        if let t = misc { loop.cancel(t) }
+        if let t = retry { loop.cancel(t) }
+        misc = nil
+        retry = nil
+        if let r = connectWatch { loop.remove(r) }
+        connectWatch = nil
+        let wasConnected = state == .connected
+        // First: the disconnect's callback must not read as a lost link to retry.
+        set(.stopped)
+        if let c = connecting {
+            // The thread may still be inside connect: it destroys the client when it returns.
+            osh_mqtt_connect_abandon(c)
+            connecting = nil
+            destroyed = true
+        } else if wasConnected {
+            mosquitto_disconnect_v5(mosq, Int32(MQTT_RC_NORMAL_DISCONNECTION.rawValue), nil)
+        }
+        unwatchSocket()
+        failPending("the MQTT client stopped")
+    }
+
+    /// One PUBLISH at QoS 1, not retained; `payload` is copied by libmosquitto before this returns.
+    public func publish(
+        topic: String, payload: UnsafeRawBufferPointer, contentType: String? = nil,
+        completion: @escaping (MQTTPublishResult) -> Void
+    ) {
+        guard state == .connected else {
+            return completion(.failed(notConnectedReason))
+        }
+        var mid: Int32 = 0
+        let rc = osh_mqtt_publish(
+            mosq, &mid, topic, payload.baseAddress, Int32(payload.count), 1, contentType, nil, 0)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            return completion(.failed("PUBLISH to \(topic) not sent: \(Self.errorText(rc))"))
+        }
+        pending[mid] = Pending(sent: loop.now, completion: completion)
+        updateWriteInterest()
+    }
+
+    /// Why nothing can be sent now, for the publisher's log line.
+    public var notConnectedReason: String {
+        switch state {
+        case .waiting(let reason, _): return reason
+        case .connecting: return "still connecting"
+        case .idle, .stopped: return "not started"
+        case .connected: return ""
+        }
+    }
+
+    // MARK: Connecting
+
+    private func connect() {
+        retry = nil
+        set(.connecting)
+        guard
+            let c = osh_mqtt_connect_start(
+                mosq, options.host, Int32(options.port), Int32(options.keepAlive), options.sessionExpiry)
+        else {
+            return failed("cannot start a connect thread: \(String(cString: strerror(errno)))")
+        }
+        connecting = c
+        do {
+            connectWatch = try loop.add(fd: osh_mqtt_connect_fd(c), events: .readable) { [weak self] _ in
+                self?.connectReturned()
+            }
+        } catch {
+            osh_mqtt_connect_abandon(c)
+            connecting = nil
+            destroyed = true
+            set(.stopped)
+            Log.error("MQTT \(options.address): cannot watch the connect: \(error)")
+        }
+    }
+
+    private func connectReturned() {
+        guard let c = connecting else { return }
+        if let r = connectWatch { loop.remove(r) }
+        connectWatch = nil
+        connecting = nil
+        var err: Int32 = 0
+        let rc = osh_mqtt_connect_finish(c, &err)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            let why =
+                rc == MOSQ_ERR_ERRNO.rawValue
+                ? String(cString: strerror(err)).lowercased() : Self.errorText(rc)
+            return failed(rc == MOSQ_ERR_EAI.rawValue ? "cannot resolve \(options.host)" : "cannot connect: \(why)")
+        }
+        // TCP (and TLS) are up and CONNECT is queued; CONNACK comes through the socket.
+        watchSocket()
+    }
+
+    private func connack(_ rc: Int) {
+        guard rc == 0 else {
+            let reason = String(cString: mosquitto_reason_string(Int32(rc)))
+            unwatchSocket()
+            mosquitto_disconnect(mosq)
+            return failed("the broker refused the connection: \(reason) (CONNACK reason code \(rc))")
+        }
+        _ = policy.succeeded()
+        // libmosquitto resends what was in flight: its PUBACK is awaited from now.
+        for mid in pending.keys { pending[mid]?.sent = loop.now }
+        set(.connected)
+    }
+
+    private func disconnected(_ rc: Int) {
+        guard state == .connected || state == .connecting else { return }
+        unwatchSocket()
+        let reason = rc == 0 ? "the broker closed the connection" : "connection lost: \(Self.errorText(Int32(rc)))"
+        failed(reason)
+    }
+
+    /// An attempt or the link failed: retry on the backoff. Not logged here: the publisher says
+    /// once that the broker is unreachable, with this reason, and once that it is back.
+    private func failed(_ reason: String) {
+        guard state != .stopped else { return }
+        for mid in pending.keys { pending[mid]?.sent = nil }
+        let v = policy.failed(key: reason)
+        set(.waiting(reason: reason, retryIn: v.step))
+        do {
+            retry = try loop.addTimer(firstAt: loop.deadline(after: v.delay)) { [weak self] _ in self?.connect() }
+        } catch {
+            Log.error("MQTT \(options.address): cannot time the reconnect: \(error)")
+        }
+    }
+
+    // MARK: The socket on the loop
+
+    private func watchSocket() {
+        let fd = mosquitto_socket(mosq)
+        guard fd >= 0 else { return failed("no socket after the connect") }
+        do {
+            watchingWrite = mosquitto_want_write(mosq)
+            socketWatch = try loop.add(fd: fd, events: watchingWrite ? [.readable, .writable] : .readable) {
+                [weak self] events in self?.socketReady(events)
+            }
+        } catch {
+            failed("cannot watch the socket: \(error)")
+        }
+    }
+
+    /// Before libmosquitto closes or replaces the socket: the loop forgets it first.
+    private func unwatchSocket() {
+        if let r = socketWatch { loop.remove(r) }
+        socketWatch = nil
+        watchingWrite = false
+    }
+
+    private func socketReady(_ events: EventLoop.Events) {
+        if !events.isDisjoint(with: [.readable, .error, .hangup]) {
+            let rc = mosquitto_loop_read(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return lost(rc) }
+        }
+        if events.contains(.writable) {
+            let rc = mosquitto_loop_write(mosq, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return lost(rc) }
+        }
+        updateWriteInterest()
+    }
+
+    private func lost(_ rc: Int32) {
+        guard state == .connected || state == .connecting else { return }
+        unwatchSocket()
+        failed("connection lost: \(Self.errorText(rc))")
+    }
+
+    private func updateWriteInterest() {
+        guard let r = socketWatch else { return }
+        let want = mosquitto_want_write(mosq)
+        guard want != watchingWrite else { return }
+        watchingWrite = want
+        try? loop.modify(r, events: want ? [.readable, .writable] : .readable)
+    }
+
+    /// Keep-alive and libmosquitto's retries, once a second; PUBLISHes past their time fail.
+    private func tick() {
+        if socketWatch != nil {
+            let rc = mosquitto_loop_misc(mosq)
+            if rc != MOSQ_ERR_SUCCESS.rawValue { return lost(rc) }
+            updateWriteInterest()
+        }
+        let limit = EventLoop.nanoseconds(options.ackTimeout)
+        let now = loop.now
+        let late = pending.filter { p in p.value.sent.map { now &- $0 > limit } ?? false }
+        for (mid, p) in late {
+            pending[mid] = nil
+            p.completion(.failed("no PUBACK from the MQTT broker \(options.address) in \(Int(options.ackTimeout)) s"))
+        }
+    }
+
+    private func acknowledged(_ mid: Int32, _ reason: Int) {
+        guard let p = pending.removeValue(forKey: mid) else { return }
+        p.completion(.acknowledged(reasonCode: reason))
+    }
+
+    private func failPending(_ why: String) {
+        let all = pending
+        pending.removeAll()
+        for (_, p) in all { p.completion(.failed(why)) }
+    }
+
+    private func set(_ s: State) {
+        guard s != state else { return }
+        state = s
+        onState?(s)
+    }
+
+    static func errorText(_ rc: Int32) -> String { String(cString: mosquitto_strerror(rc)) }
+}
+
+public struct MQTTError: Error, CustomStringConvertible, Equatable {
+    public let description: String
+    public init(_ d: String) { description = d }
+}

@@ -1,0 +1,206 @@
+import Foundation
+@testable import OSHAgent
+import OSHCore
+import OSHDevNode
+import OSHPlatform
+import OSHSimulation
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `transport = "mqtt"` end to end with real parts: the agent registers over HTTP with the
+/// development node, publishes its observations to Debian's mosquitto at QoS 1, and the node's MQTT
+/// side stores them from the broker as it stores POSTs.
+final class AgentMQTTTests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        DemoSimulation.install()
+    }
+
+    private var node: DevNode!
+    private var broker: MosquittoBroker!
+    private var ingest: DevNodeMQTTIngest!
+    private var stateDir = ""
+
+    override func setUpWithError() throws {
+        Log.muted = true
+        broker = try MosquittoBroker()
+        node = try startedNode()
+        ingest = DevNodeMQTTIngest(node: node, port: broker.port)
+        try ingest.start()
+        stateDir = scratchPath("osh-mqtt")
+    }
+
+    override func tearDown() {
+        ingest?.stop()
+        node?.stop()
+        broker = nil
+        try? FileManager.default.removeItem(atPath: stateDir)
+    }
+
+    private func config(
+        serial: String, outputs: [String]?, scheme: MQTTTopicScheme = .osh, format: ScalarFormat = .omJSON
+    ) throws -> AgentConfig {
+        var c = agentConfig(node, serial: serial, label: "MQTT Pi", stateDirectory: stateDir)
+        c.outputs = outputs
+        c.trustHostClock = true
+        c.publisher.format = format
+        c.publisher.backoffInitial = 0.2
+        c.publisher.backoffMax = 0.4
+        var m = MQTTTransportConfig(
+            broker: try XCTUnwrap(MQTTBroker(url: broker.url)), topics: MQTTTopics(scheme: scheme),
+            clientID: c.identity.uid, credentials: .none)
+        m.options.backoff = Backoff(initial: 0.2, maximum: 0.5)
+        c.mqtt = m
+        return c
+    }
+
+    private func stored(_ name: String) -> Int {
+        node.stats.datastreams.filter { $0.outputName == name }.reduce(0) { $0 + $1.observationCount }
+    }
+
+    /// Every scalar output and the camera through mosquitto, on OSH's topics (O&M JSON) …
+    func testEveryOutputReachesTheNodeThroughTheBrokerOnOSHTopics() throws {
+        try streamEverything(scheme: .osh, format: .omJSON, serial: "10000000aa000001")
+    }
+
+    /// … and on the Part 3 draft's (`:data/swe-json`); nothing over HTTP but registration.
+    func testEveryOutputReachesTheNodeThroughTheBrokerOnPart3Topics() throws {
+        try streamEverything(scheme: .part3, format: .sweJSON, serial: "10000000aa000002")
+    }
+
+    private func streamEverything(scheme: MQTTTopicScheme, format: ScalarFormat, serial: String) throws {
+        var c = try config(serial: serial, outputs: nil, scheme: scheme, format: format)
+        c.video = true
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: c, loop: loop)
+        try agent.start()
+        XCTAssertTrue(try loop.run(for: 10) { agent.registered && agent.mqtt?.state == .connected })
+        let frame: [UInt8] = [0, 0, 0, 1, 0x67, 1, 2, 3, 0, 0, 0, 1, 0x68, 4, 0, 0, 0, 1, 0x65] + Array(repeating: 0xCD, count: 3000)
+        let until = EventLoop.deadline(after: 3)
+        var nextFrame: UInt64 = 0
+        while Clock.monotonicNanoseconds() < until {
+            // 10 frames a second, as a camera would send them live.
+            if agent.videoPublisher?.inFlight == false, Clock.monotonicNanoseconds() >= nextFrame {
+                nextFrame = Clock.monotonicNanoseconds() + 100_000_000
+                frame.withUnsafeBytes { agent.offerVideo(monotonicTime: Double(Clock.monotonicNanoseconds()) / 1e9, accessUnit: $0) }
+            }
+            _ = try loop.runOnce(timeoutMs: 20)
+        }
+        try agent.stop(flushUntil: EventLoop.deadline(after: 3))
+        // The node's side stores on the broker client's thread: let it catch up.
+        let rows = agent.rows
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, rows.contains(where: { stored($0.outputName) < $0.counters.sent }) { usleep(50_000) }
+        for r in rows {
+            XCTAssertGreaterThan(r.counters.sent, 0, r.outputName)
+            XCTAssertEqual(stored(r.outputName), r.counters.sent, "\(r.outputName): stored = sent")
+            XCTAssertEqual(r.counters.produced, r.counters.sent + r.counters.dropped, r.outputName)
+        }
+        let v = try XCTUnwrap(agent.videoPublisher?.counters)
+        XCTAssertGreaterThan(v.sent, 2, "camera")
+        XCTAssertEqual(stored("camera0_H264"), v.sent, "camera")
+        XCTAssertEqual(ingest.counters.refused, 0, "\(String(describing: ingest.counters.lastRefusal))")
+        let posts = node.requests.filter { $0.method == "POST" && $0.path.hasSuffix("/observations") }
+        XCTAssertEqual(posts.count, 0, "observations went over HTTP")
+        let publishes = node.requests.filter { $0.method == "PUBLISH" }
+        XCTAssertGreaterThan(publishes.count, 0)
+        let prefix = scheme == .osh ? "/api/datastreams/" : "api/datastreams/"
+        XCTAssertTrue(publishes.allSatisfy { $0.path.hasPrefix(prefix) }, "\(publishes.prefix(3).map(\.path))")
+        if scheme == .part3 {
+            XCTAssertTrue(publishes.contains { $0.path.hasSuffix("/observations:data/swe-json") })
+            XCTAssertTrue(publishes.contains { $0.path.hasSuffix("/observations:data/swe-binary") })
+        }
+    }
+
+    /// The broker goes away for 3 s and comes back (its persistence keeps the session): what was
+    /// produced meanwhile waits in the ring and arrives; nothing is lost, and a duplicate only
+    /// where the broker may have taken a PUBLISH whose PUBACK was lost (counted as unknown).
+    func testABrokerOutageLosesNothing() throws {
+        let c = try config(serial: "10000000aa0000aa", outputs: ["barometer", "quat_orientation_data", "device_health"])
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: c, loop: loop)
+        try agent.start()
+        XCTAssertTrue(try loop.run(for: 10) { agent.registered && agent.mqtt?.state == .connected })
+        _ = try loop.run(for: 1.5) { false }
+        broker.stop()
+        _ = try loop.run(for: 3) { false }
+        if case .waiting = agent.mqtt?.state {
+        } else {
+            XCTFail("the client did not notice the outage: \(String(describing: agent.mqtt?.state))")
+        }
+        XCTAssertNotEqual(agent.publisher.connectivity, .online)
+        try broker.start()
+        XCTAssertTrue(try loop.run(for: 10) { agent.mqtt?.state == .connected && agent.publisher.connectivity == .online })
+        _ = try loop.run(for: 1.5) { false }
+        try agent.stop(flushUntil: EventLoop.deadline(after: 3))
+        let rows = agent.rows
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, rows.contains(where: { stored($0.outputName) < $0.counters.sent }) { usleep(50_000) }
+        for r in rows {
+            let n = r.counters
+            XCTAssertEqual(n.dropped, 0, "\(r.outputName): \(n)")
+            XCTAssertEqual(n.produced, n.sent, "\(r.outputName): \(n)")
+            XCTAssertGreaterThanOrEqual(stored(r.outputName), n.sent, r.outputName)
+            XCTAssertLessThanOrEqual(stored(r.outputName), n.sent + n.unknownOutcome * c.publisher.batchMax, r.outputName)
+        }
+    }
+
+    /// A broker address that accepts TCP and never answers CONNECT: the loop keeps turning (its
+    /// timers stay on time) and the outputs keep being produced into the ring.
+    func testABrokerThatNeverAnswersStallsNothing() throws {
+        // A listening socket nobody accepts from: the kernel completes the handshake, no CONNACK comes.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        XCTAssertTrue(
+            withUnsafeMutablePointer(to: &addr) { p in
+                p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && getsockname(fd, $0, &len) == 0 }
+            })
+        XCTAssertEqual(listen(fd, 4), 0)
+        var c = try config(serial: "10000000aa0000ab", outputs: ["barometer", "device_health"])
+        c.rates = ["barometer": 20]
+        c.mqtt?.options.port = Int(UInt16(bigEndian: addr.sin_port))
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: c, loop: loop)
+        try agent.start()
+        var ticks: [UInt64] = []
+        let t = try loop.addTimer(firstAt: loop.deadline(after: 0.05), interval: 50_000_000) { ticks.append($0) }
+        _ = try loop.run(for: 3) { false }
+        loop.cancel(t)
+        XCTAssertTrue(agent.registered, "registration (HTTP) does not wait on the broker")
+        XCTAssertNotEqual(agent.mqtt?.state, .connected)
+        // 20 Hz for 3 s: ~60 ticks; the worst gap stays well under the connect's hold.
+        XCTAssertGreaterThan(ticks.count, 50)
+        let gaps = zip(ticks.dropFirst(), ticks).map { Double($0 &- $1) / 1e6 }
+        XCTAssertLessThan(gaps.max() ?? 0, 250, "the loop stalled: worst gap \(gaps.max() ?? 0) ms")
+        let baro = try XCTUnwrap(agent.rows.first { $0.outputName == "barometer" })
+        XCTAssertGreaterThan(baro.counters.produced, 40)
+        XCTAssertEqual(baro.counters.sent, 0)
+        agent.stopNow()
+    }
+}
+
+/// The PUBACK reason codes as the publisher's verdicts read them.
+final class MQTTOutcomeTests: XCTestCase {
+    func testReasonCodesMapToTheHTTPVerdicts() {
+        func verdict(_ r: MQTTPublishResult) -> DeliveryVerdict { DeliveryVerdict.classify(MQTTNodeClient.outcome(r, topic: "t")) }
+        XCTAssertEqual(verdict(.acknowledged(reasonCode: 0)), .delivered)
+        XCTAssertEqual(verdict(.acknowledged(reasonCode: 16)), .delivered, "no matching subscribers: the broker took it")
+        XCTAssertEqual(verdict(.acknowledged(reasonCode: 0x99)), .rejected, "payload format invalid")
+        XCTAssertEqual(verdict(.acknowledged(reasonCode: 0x87)), .rejected, "not authorised for this topic")
+        XCTAssertEqual(verdict(.acknowledged(reasonCode: 0x90)), .datastreamLost, "topic name invalid: the datastream is gone")
+        XCTAssertEqual(verdict(.acknowledged(reasonCode: 0x97)), .keep, "quota exceeded")
+        XCTAssertEqual(verdict(.acknowledged(reasonCode: 0x83)), .keep, "implementation specific error")
+        XCTAssertEqual(verdict(.failed("no PUBACK")), .keep)
+        XCTAssertTrue(DeliveryVerdict.outcomeUnknown(MQTTNodeClient.outcome(.failed("no PUBACK"), topic: "t")))
+        XCTAssertEqual(
+            String(decoding: MQTTNodeClient.outcome(.acknowledged(reasonCode: 153), topic: "/api/x").body, as: UTF8.self),
+            "the MQTT broker answered PUBACK reason code 153 for /api/x")
+    }
+}
