@@ -40,6 +40,8 @@ let package = Package(
                        providers: [.apt(["libx264-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
                        providers: [.apt(["libmosquitto-dev"])]),
+        // The C half of the MQTT client: libmosquitto's blocking connect on a thread of its own.
+        .target(name: "CMQTTShim", dependencies: ["CMosquitto"], path: "Sources/CMQTTShim"),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 
@@ -49,7 +51,7 @@ let package = Package(
 
         // MARK: Platform — everything that touches the OS or a C library, thin.
         .target(name: "OSHPlatform",
-                dependencies: ["OSHCore", "CShim", "CCurl", "CGPIOD", "CI2C", "CALSA", "CV4L2", "CX264", "CMosquitto"],
+                dependencies: ["OSHCore", "CShim", "CCurl", "CGPIOD", "CI2C", "CALSA", "CV4L2", "CX264", "CMosquitto", "CMQTTShim"],
                 swiftSettings: swift6),
 
         // MARK: Simulators and replays: datasheet-modelled chips on a simulated I²C bus, a mock V4L2,

@@ -186,6 +186,53 @@ final class AgentMQTTTests: XCTestCase {
     }
 }
 
+/// mqtts:// with the HTTP side's TLS policy: the broker's self-signed certificate trusted by file
+/// (`tls = "trust-certificate"`) streams; another certificate is refused, with OpenSSL's reason.
+final class MQTTTLSTests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        DemoSimulation.install()
+    }
+
+    func testABrokerBehindTLSIsTrustedByItsCertificateFileOnly() throws {
+        Log.muted = true
+        let dir = scratchPath("osh-mqtt-tls")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let good = try selfSignedCertificate(in: dir + "/broker", subject: "/CN=127.0.0.1")
+        let other = try selfSignedCertificate(in: dir + "/other", subject: "/CN=127.0.0.1")
+        let broker = try MosquittoBroker(persistence: false, tls: (good.certPath, dir + "/broker/key.pem"))
+        let node = try startedNode()
+        defer { node.stop() }
+        // The agent's side of the link: the broker's PUBACKs over TLS (nothing reads it here).
+        func run(trusting pem: String) throws -> (AgentRuntime, MQTTClient.State) {
+            var c = agentConfig(
+                node, serial: "10000000aa0000c\(pem == good.certPath ? 1 : 2)", label: "TLS Pi", stateDirectory: dir + "/state")
+            c.outputs = ["barometer", "device_health"]
+            c.rates = ["barometer": 10]
+            c.trustHostClock = true
+            var m = MQTTTransportConfig(
+                broker: try XCTUnwrap(MQTTBroker(url: broker.tlsURL)), topics: MQTTTopics(scheme: .osh), clientID: c.identity.uid,
+                credentials: .none, tls: .trustCertificate(pemPath: pem))
+            m.options.backoff = Backoff(initial: 0.2, maximum: 0.5)
+            c.mqtt = m
+            let loop = try EventLoop()
+            let agent = try AgentRuntime(config: c, loop: loop)
+            try agent.start()
+            _ = try loop.run(for: 4) { agent.rows.first?.counters.sent ?? 0 > 5 }
+            let state = agent.mqtt?.state ?? .idle
+            agent.stopNow()
+            return (agent, state)
+        }
+        let (trusted, s1) = try run(trusting: good.certPath)
+        XCTAssertEqual(s1, .connected)
+        XCTAssertGreaterThan(trusted.rows.first?.counters.sent ?? 0, 5, "barometer acknowledged over TLS")
+        let (refused, s2) = try run(trusting: other.certPath)
+        guard case .waiting(let reason, _) = s2 else { return XCTFail("connected with an untrusted certificate: \(s2)") }
+        XCTAssertTrue(reason.contains("certificate verify failed"), reason)
+        XCTAssertEqual(refused.rows.first?.counters.sent, 0)
+    }
+}
+
 /// The PUBACK reason codes as the publisher's verdicts read them.
 final class MQTTOutcomeTests: XCTestCase {
     func testReasonCodesMapToTheHTTPVerdicts() {

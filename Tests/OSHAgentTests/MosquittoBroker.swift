@@ -14,7 +14,8 @@ final class MosquittoBroker {
     let directory: String
     private var process: Process?
 
-    init(persistence: Bool = true) throws {
+    /// `tls`: the PEM certificate and key files of a TLS listener (mqtts://).
+    init(persistence: Bool = true, tls: (cert: String, key: String)? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw XCTSkip("mosquitto is not installed (apt install mosquitto; .ci/run installs it)")
         }
@@ -25,6 +26,7 @@ final class MosquittoBroker {
         // Started as root, mosquitto drops to the `mosquitto` user, which cannot write this
         // directory (its persistence, its log): it stays the user the tests run as.
         if let pw = getpwuid(geteuid()) { conf += "user \(String(cString: pw.pointee.pw_name))\n" }
+        if let tls { conf += "certfile \(tls.cert)\nkeyfile \(tls.key)\n" }
         if persistence { conf += "persistence true\npersistence_location \(directory)/\nautosave_interval 1\n" }
         conf += "log_dest file \(directory)/mosquitto.log\n"
         try conf.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
@@ -37,6 +39,7 @@ final class MosquittoBroker {
     }
 
     var url: String { "mqtt://127.0.0.1:\(port)" }
+    var tlsURL: String { "mqtts://127.0.0.1:\(port)" }
 
     func start() throws {
         let p = Process()

@@ -61,8 +61,11 @@ public struct MQTTTransportConfig: Sendable, Equatable {
 
     /// The broker as the configuration names it, its session keyed by the board's UID, with the
     /// node's user and password (OSH's MQTT service checks them against its users).
-    public init(broker: MQTTBroker, topics: MQTTTopics, clientID: String, credentials: CSCredentials) {
+    public init(broker: MQTTBroker, topics: MQTTTopics, clientID: String, credentials: CSCredentials, tls: TLSPolicy = .verify) {
         var o = MQTTOptions(host: broker.host, port: broker.port, clientID: clientID)
+        if broker.tls {
+            if case .trustCertificate(let pem) = tls { o.tls = .caFile(pem) } else { o.tls = .systemCAs }
+        }
         if case .basic(let user, let password) = credentials, !user.isEmpty {
             o.username = user
             o.password = password

@@ -54,18 +54,14 @@ public enum Daemon {
         var config = AgentConfig(server: server, identity: identity, options: options, stateDirectory: settings.stateDirectory)
         let active = settings.activeServer
         if active.transport == .mqtt, let broker = active.broker {
-            if broker.tls {
-                throw DaemonError.message(
-                    "[server.\(active.name)] broker = \"\(broker.url)\": TLS to the broker (mqtts://) is not supported by "
-                        + "this version yet; use mqtt:// on a network you trust, or transport = \"http\" (HTTPS)")
-            }
             if active.mqttTopics.scheme == .osh, settings.publisher.format != .omJSON {
                 throw DaemonError.message(
                     "[server.\(active.name)] mqtt_topics = \"osh\": OSH's MQTT service reads O&M JSON observations only; "
                         + "set [publisher] format = \"om+json\", or mqtt_topics = \"part3\" (its topics name the format)")
             }
             config.mqtt = MQTTTransportConfig(
-                broker: broker, topics: active.mqttTopics, clientID: identity.uid, credentials: server.credentials)
+                broker: broker, topics: active.mqttTopics, clientID: identity.uid, credentials: server.credentials,
+                tls: server.tls)
         }
         config.publisher = settings.publisher
         config.ringCapacity = settings.ringCapacity

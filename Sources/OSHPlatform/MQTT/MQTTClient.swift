@@ -1,4 +1,6 @@
+import CMQTTShim
 import CMosquitto
+import CShim
 import OSHCore
 
 #if canImport(Glibc)
@@ -22,6 +24,8 @@ public struct MQTTOptions: Sendable, Equatable {
     /// A PUBLISH whose PUBACK has not come this long after it was last sent on a live connection
     /// is reported failed; libmosquitto may still deliver it later, so it counts as unknown.
     public var ackTimeout: Double = 20
+    /// TLS to the broker (`mqtts://`): nil for plain TCP.
+    public var tls: MQTTTLS?
 
     public init(host: String, port: Int, clientID: String) {
         self.host = host
@@ -31,6 +35,15 @@ public struct MQTTOptions: Sendable, Equatable {
 
     /// "host:port" for messages.
     public var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// How the client trusts the broker's certificate; the broker's host name (or IP address) must be
+/// in it either way.
+public enum MQTTTLS: Sendable, Equatable {
+    /// The system's CA store (Debian's ca-certificates).
+    case systemCAs
+    /// This PEM file only: a self-signed certificate or a private CA.
+    case caFile(String)
 }
 
 /// What came back for one PUBLISH at QoS 1: the broker's PUBACK reason code, or why none came.
@@ -95,6 +108,19 @@ public final class MQTTClient {
         mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
         if let user = options.username {
             mosquitto_username_pw_set(m, user, options.password)
+        }
+        osh_mqtt_capture_errors(m)
+        switch options.tls {
+        case nil:
+            break
+        case .systemCAs?:
+            mosquitto_int_option(m, MOSQ_OPT_TLS_USE_OS_CERTS, 1)
+        case .caFile(let path)?:
+            let rc = mosquitto_tls_set(m, path, nil, nil, nil, nil)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(m)
+                throw MQTTError("the broker's certificate file \(path) cannot be used: \(Self.errorText(rc))")
+            }
         }
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
         mosquitto_connect_v5_callback_set(m) { _, obj, rc, _, _ in
@@ -209,11 +235,14 @@ public final class MQTTClient {
         connectWatch = nil
         connecting = nil
         var err: Int32 = 0
-        let rc = osh_mqtt_connect_finish(c, &err)
+        var line = [CChar](repeating: 0, count: 256)
+        let rc = osh_mqtt_connect_finish(c, &err, &line, line.count)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+            let detail = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let why =
                 rc == MOSQ_ERR_ERRNO.rawValue
-                ? String(cString: strerror(err)).lowercased() : Self.errorText(rc)
+                ? String(cString: strerror(err)).lowercased()
+                : Self.errorText(rc) + (detail.isEmpty ? "" : " (\(detail))")
             return failed(rc == MOSQ_ERR_EAI.rawValue ? "cannot resolve \(options.host)" : "cannot connect: \(why)")
         }
         // TCP (and TLS) are up and CONNECT is queued; CONNACK comes through the socket.
@@ -225,7 +254,9 @@ public final class MQTTClient {
             let reason = String(cString: mosquitto_reason_string(Int32(rc)))
             unwatchSocket()
             mosquitto_disconnect(mosq)
-            return failed("the broker refused the connection: \(reason) (CONNACK reason code \(rc))")
+            // 134 bad user name or password, 135 not authorised: what the board sends is wrong.
+            let hint = rc == 134 || rc == 135 ? "; check the user name and password it is given" : ""
+            return failed("the broker refused the connection: \(reason) (CONNACK reason code \(rc))\(hint)")
         }
         _ = policy.succeeded()
         // libmosquitto resends what was in flight: its PUBACK is awaited from now.
@@ -259,6 +290,9 @@ public final class MQTTClient {
     private func watchSocket() {
         let fd = mosquitto_socket(mosq)
         guard fd >= 0 else { return failed("no socket after the connect") }
+        // libmosquitto's blocking connect leaves the socket blocking: a read of half a packet
+        // would then wait on the loop. Non-blocking, its reads and writes stop at EAGAIN.
+        guard osh_set_nonblocking(fd) == 0 else { return failed("cannot make the socket non-blocking") }
         do {
             watchingWrite = mosquitto_want_write(mosq)
             socketWatch = try loop.add(fd: fd, events: watchingWrite ? [.readable, .writable] : .readable) {
@@ -291,7 +325,11 @@ public final class MQTTClient {
     private func lost(_ rc: Int32) {
         guard state == .connected || state == .connecting else { return }
         unwatchSocket()
-        failed("connection lost: \(Self.errorText(rc))")
+        // The TLS handshake finishes on the loop: OpenSSL's reason is in libmosquitto's log.
+        var line = [CChar](repeating: 0, count: 256)
+        let n = osh_mqtt_take_error(&line, line.count)
+        let detail = n > 0 ? " (" + String(decoding: line.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) + ")" : ""
+        failed((state == .connecting ? "cannot connect: " : "connection lost: ") + Self.errorText(rc) + detail)
     }
 
     private func updateWriteInterest() {
