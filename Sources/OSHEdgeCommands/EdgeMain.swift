@@ -167,7 +167,9 @@ func check(_ a: inout Arguments) {
         }
         // Without a configuration the board's outputs are unknown: what the node holds is listed, not judged.
         let outputs = loaded.map(Check.configuredOutputs)
-        var lines = try Check.run(server: server, identity: identity, outputs: outputs)
+        // The broker too when the configuration sends observations over MQTT (not with --node alone).
+        let mqtt = url == nil ? loaded?.config.mqtt : nil
+        var lines = try Check.run(server: server, identity: identity, outputs: outputs, mqtt: mqtt)
         if let loaded {
             let service = ServiceStatus.countersPath(loaded.settings).flatMap { try? ServiceStatus.read($0) }
             lines.append(Check.clockLine(loaded.settings, service: service, now: Clock.realtimeSeconds()))

@@ -132,8 +132,10 @@ final class AgentMQTTTests: XCTestCase {
             XCTFail("the client did not notice the outage: \(String(describing: agent.mqtt?.state))")
         }
         XCTAssertNotEqual(agent.publisher.connectivity, .online)
+        XCTAssertTrue(agent.stateTokens.contains("broker=unreachable"), agent.stateTokens)
         try broker.start()
         XCTAssertTrue(try loop.run(for: 10) { agent.mqtt?.state == .connected && agent.publisher.connectivity == .online })
+        XCTAssertTrue(agent.stateTokens.contains("broker=connected"), agent.stateTokens)
         _ = try loop.run(for: 1.5) { false }
         try agent.stop(flushUntil: EventLoop.deadline(after: 3))
         let rows = agent.rows
@@ -146,6 +148,28 @@ final class AgentMQTTTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(stored(r.outputName), n.sent, r.outputName)
             XCTAssertLessThanOrEqual(stored(r.outputName), n.sent + n.unknownOutcome * c.publisher.batchMax, r.outputName)
         }
+    }
+
+    /// `osh-edge check` with transport = "mqtt": the broker takes the board's CONNECT and a PUBLISH
+    /// on its first datastream's topic (the node's side refuses the empty payload and stores
+    /// nothing); a stopped broker is one FAIL line with the reason.
+    func testCheckCoversTheBroker() throws {
+        let c = try config(serial: "10000000aa0000ac", outputs: ["barometer"])
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: c, loop: loop)
+        try agent.start()
+        XCTAssertTrue(try loop.run(for: 10) { agent.registered })
+        agent.stopNow()
+        let storedBefore = stored("barometer")
+        let lines = try Check.run(server: c.server, identity: c.identity, outputs: nil, mqtt: c.mqtt)
+        XCTAssertTrue(lines.allSatisfy(\.ok), "\(lines)")
+        XCTAssertTrue(lines.contains { $0.text.contains("takes this board's connection (client id \(c.identity.uid))") }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.text.contains("takes observations on /api/datastreams/") }, "\(lines)")
+        usleep(300_000)
+        XCTAssertEqual(stored("barometer"), storedBefore, "the empty test payload stored nothing")
+        broker.stop()
+        let down = try Check.run(server: c.server, identity: c.identity, outputs: nil, mqtt: c.mqtt)
+        XCTAssertEqual(down.filter { !$0.ok }.map(\.text), ["the MQTT broker 127.0.0.1:\(broker.port): cannot connect: connection refused"])
     }
 
     /// A broker address that accepts TCP and never answers CONNECT: the loop keeps turning (its

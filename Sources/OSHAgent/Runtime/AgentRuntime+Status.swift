@@ -18,6 +18,13 @@ extension AgentRuntime {
         var t = "registered=\(registered ? 1 : 0) link=\(link) clock=" + (clock.heldSeconds == nil ? "synchronised" : "held")
         if let h = clock.heldSeconds { t += " held_seconds=\(h)" }
         if let r = recording { t += " recording=\(r.writeState.rawValue)" }
+        if let m = mqtt {
+            switch m.state {
+            case .connected: t += " broker=connected"
+            case .connecting, .idle: t += " broker=connecting"
+            case .waiting, .stopped: t += " broker=unreachable"
+            }
+        }
         return t
     }
 

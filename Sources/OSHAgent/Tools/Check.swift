@@ -11,8 +11,12 @@ public enum Check {
 
     /// `outputs`: the datastreams the board's configuration publishes, each checked; nil (no
     /// configuration read) lists what the node holds for the board without judging it.
+    /// `mqtt`: with `transport = "mqtt"`, the broker is checked after the node: does it take this
+    /// board's CONNECT (its credentials), and what does it answer to a PUBLISH with an empty
+    /// payload on the first datastream's observation topic (the node's service refuses such a
+    /// payload and stores nothing; a plain broker passes it to its subscribers, which refuse it).
     public static func run(
-        server: NodeEndpoint, identity: SystemIdentity, outputs: [OutputSpec]?,
+        server: NodeEndpoint, identity: SystemIdentity, outputs: [OutputSpec]?, mqtt: MQTTTransportConfig? = nil,
         timeout: Double = 20
     ) throws -> [Line] {
         let loop = try EventLoop()
@@ -20,6 +24,8 @@ public enum Check {
         let builder = CSRequestBuilder(credentials: server.credentials)
         var lines: [Line] = []
         var pending = 0
+        // The first of the board's datastreams on the node: the topic the broker check publishes to.
+        var firstDatastream: String?
 
         func exchange(_ r: CSRequest, _ k: @escaping (HTTPResult) -> Void) {
             pending += 1
@@ -91,16 +97,66 @@ public enum Check {
                                     + NodeError.parse(res.body).summary))
                         return
                     }
+                    let items = Registrar.items(res.body)
+                    firstDatastream = items.compactMap { $0["id"]?.string }.first
                     lines.append(
                         datastreamLine(
-                            onNode: Registrar.items(res.body).compactMap { $0["outputName"]?.string },
-                            configured: outputs?.map(\.outputName)))
+                            onNode: items.compactMap { $0["outputName"]?.string }, configured: outputs?.map(\.outputName)))
                 }
             }
         }
         let end = EventLoop.deadline(after: timeout)
         while pending > 0, Clock.monotonicNanoseconds() < end { try loop.runOnce(timeoutMs: 50) }
         if pending > 0 { lines.append(Line(ok: false, text: "no answer within \(Int(timeout)) s")) }
+        if let mqtt { lines += try broker(mqtt, datastreamID: firstDatastream, loop: loop, until: end) }
+        return lines
+    }
+
+    /// The broker's side: CONNECT, then one PUBLISH with an empty payload when a datastream is known.
+    static func broker(_ m: MQTTTransportConfig, datastreamID: String?, loop: EventLoop, until end: UInt64) throws -> [Line] {
+        var o = m.options
+        o.backoff = Backoff(initial: 60, maximum: 60)  // one attempt
+        let client = try MQTTClient(loop: loop, options: o)
+        defer { client.stop() }
+        client.start()
+        let name = "the MQTT broker \(o.address)"
+        func settled() -> Bool {
+            if case .waiting = client.state { return true }
+            return client.state == .connected
+        }
+        while !settled(), Clock.monotonicNanoseconds() < end { try loop.runOnce(timeoutMs: 50) }
+        switch client.state {
+        case .connected: break
+        case .waiting(let reason, _): return [Line(ok: false, text: "\(name): \(reason)")]
+        default: return [Line(ok: false, text: "\(name): no CONNACK in time")]
+        }
+        var lines = [Line(ok: true, text: "\(name) takes this board's connection (client id \(o.clientID))")]
+        guard let id = datastreamID else { return lines }
+        let topic = m.topics.observations(datastreamID: id, mediaType: MediaType.omJSON)
+        var result: MQTTPublishResult?
+        client.publish(topic: topic, payload: UnsafeRawBufferPointer(start: nil, count: 0)) { result = $0 }
+        while result == nil, Clock.monotonicNanoseconds() < end { try loop.runOnce(timeoutMs: 50) }
+        switch result {
+        case .acknowledged(let rc)? where rc < 0x80:
+            lines.append(
+                Line(
+                    ok: true,
+                    text: "\(name) takes observations on \(topic) (PUBACK \(rc); it does not read payloads: whatever stores "
+                        + "them for the node must subscribe to that topic)"))
+        case .acknowledged(0x99)?:
+            lines.append(Line(ok: true, text: "\(name) takes the topic \(topic) and refused the empty test payload, as OSH's service does"))
+        case .acknowledged(0x87)?:
+            lines.append(Line(ok: false, text: "\(name) does not let this user publish on \(topic) (PUBACK 0x87): the broker's ACL"))
+        case .acknowledged(0x90)?:
+            lines.append(
+                Line(ok: false, text: "\(name) does not know the topic \(topic) (PUBACK 0x90): check mqtt_topics and mqtt_topic_root"))
+        case .acknowledged(let rc)?:
+            lines.append(Line(ok: false, text: "\(name) answered PUBACK reason code \(rc) on \(topic)"))
+        case .failed(let why)?:
+            lines.append(Line(ok: false, text: "\(name): \(why)"))
+        case nil:
+            lines.append(Line(ok: false, text: "\(name): no PUBACK for \(topic) in time"))
+        }
         return lines
     }
 

@@ -108,6 +108,13 @@ public struct ServiceStatus: Sendable, Equatable {
             ? "not registered yet (\(link == "online" ? "registering" : "node \(link)"))"
             : link == "online" ? "registered, node reachable" : "registered, node \(link)"
         lines.append("node: " + node)
+        // With transport = "mqtt" the observations' link is the broker (the node is for registration).
+        switch header["broker"] {
+        case "connected"?: lines.append("MQTT broker: connected")
+        case "connecting"?: lines.append("MQTT broker: connecting")
+        case "unreachable"?: lines.append("MQTT broker: unreachable, retrying (the log says why)")
+        default: break
+        }
         if header["clock"] == "held" {
             lines.append(
                 "clock: not synchronised for \(header["held_seconds"] ?? "?") s: observations are held "
