@@ -60,7 +60,7 @@ let package = Package(
                 swiftSettings: swift6),
 
         // MARK: The development node (libmicrohttpd), strict like OSH.
-        .target(name: "OSHDevNode", dependencies: ["OSHCore", "OSHPlatform", "CMicroHTTPD", "CMosquitto"],
+        .target(name: "OSHDevNode", dependencies: ["OSHCore", "OSHPlatform", "CMicroHTTPD", "CMosquitto", "CMQTTShim"],
                 swiftSettings: swift6),
 
         // MARK: Agent — the one composition root.

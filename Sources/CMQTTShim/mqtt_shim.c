@@ -135,3 +135,13 @@ size_t osh_mqtt_take_error(char *error, size_t len) {
     last_error[0] = 0;
     return strlen(error);
 }
+
+size_t osh_mqtt_correlation(const mosquitto_property *props, void *out, size_t len) {
+    void *value = NULL;
+    uint16_t n = 0;
+    if (!mosquitto_property_read_binary(props, MQTT_PROP_CORRELATION_DATA, &value, &n, false) || !value) return 0;
+    size_t k = n < len ? n : len;
+    memcpy(out, value, k);
+    free(value);
+    return k;
+}

@@ -455,6 +455,14 @@ extension DevNode {
         let issued = wallClock()
         let cmd = StoredCommand(id: id, controlStreamID: csID, issueTime: issued, sender: user(of: req), parameters: params)
         let pushed = commandHub.awaitReceiver(csID).map { r in r.send(.binary, Self.commandJSON(cmd, currentStatus: nil)) } ?? false
+        if !pushed, let side = mqttSide,
+            let status = side.deliver(
+                command: Self.commandJSON(cmd, currentStatus: nil), controlStreamID: csID, waiting: config.commandAckSeconds)
+        {
+            // An MQTT 5 receiver answered with the command's correlation data: the POST gets its status.
+            commandHub.store(cmd, cap: config.maxStoredCommands)
+            return answer(connection, req, route: route, HTTPResponse(status: 200, body: status))
+        }
         guard pushed else {
             // Nobody subscribed: OSH stores nothing and the POST gives up after ~29.5 s with 202
             // (CommandHandler.addEntry: REQUEST_ACCEPTED_TIMEOUT), its message in Jetty's HTML error page.

@@ -30,6 +30,13 @@ public final class DevNode: @unchecked Sendable {
     private var everStarted = false
     /// Command receivers (WebSockets) and stored commands (CommandsChannel.swift).
     let commandHub = CommandHub()
+    /// The MQTT side, while one runs (commands for streams with no WebSocket receiver go there).
+    var mqttSide: DevNodeMQTTIngest? {
+        get { mqttLock.withLock { mqttSideRef } }
+        set { mqttLock.withLock { mqttSideRef = newValue } }
+    }
+    private let mqttLock = Lock()
+    private weak var mqttSideRef: DevNodeMQTTIngest?
 
     public init(config: DevNodeConfig = DevNodeConfig()) {
         self.config = config

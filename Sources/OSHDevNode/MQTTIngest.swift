@@ -5,8 +5,15 @@
 // broker and answers a bad payload with a PUBACK reason code; through a broker such as mosquitto
 // the publisher's PUBACK comes from the broker, so refusals here are counted and logged, not
 // returned to the board (the agent's mapping of reason codes is tested on its own).
+// Commands: a command POSTed for a control stream with no WebSocket receiver is published on its
+// commands topic (both schemes) with 8 bytes of correlation data, and a status published on the
+// stream's status topic is stored as a status POST is; one that echoes the correlation answers
+// the command's POST, as OSH's service does for an MQTT 5 receiver. Through a broker the node
+// cannot see who subscribed: a command nobody answers within the window gets 202.
+import CMQTTShim
 import CMosquitto
 import OSHCore
+import OSHPlatform
 
 #if canImport(Glibc)
 import Glibc
@@ -32,6 +39,9 @@ public final class DevNodeMQTTIngest: @unchecked Sendable {
     private var mosq: OpaquePointer?
     private let lock = Lock()
     private var counts = Counters()
+    private var nextCorrelation: UInt64 = 1
+    /// Correlated statuses waited for by command POSTs: correlation → the status body, once here.
+    private var awaited: [UInt64: [UInt8]?] = [:]
 
     public var counters: Counters { lock.withLock { counts } }
 
@@ -58,15 +68,6 @@ public final class DevNodeMQTTIngest: @unchecked Sendable {
         mosq = m
         mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V5)
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
-        mosquitto_message_v5_callback_set(m) { _, obj, msg, _ in
-            guard let obj, let msg else { return }
-            let me = Unmanaged<DevNodeMQTTIngest>.fromOpaque(obj).takeUnretainedValue()
-            let topic = String(cString: msg.pointee.topic)
-            let payload =
-                msg.pointee.payloadlen > 0 && msg.pointee.payload != nil
-                ? Array(UnsafeRawBufferPointer(start: msg.pointee.payload, count: Int(msg.pointee.payloadlen))) : []
-            me.received(topic: topic, payload: payload)
-        }
         mosquitto_connect_v5_callback_set(m) { mosq, obj, rc, _, _ in
             guard rc == 0, let obj, let mosq else { return }
             // Subscribed at every (re)connect; the session is kept besides (clean start off, an
@@ -76,6 +77,17 @@ public final class DevNodeMQTTIngest: @unchecked Sendable {
         }
         var props: OpaquePointer? = nil
         mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), 3600)
+        mosquitto_message_v5_callback_set(m) { _, obj, msg, props in
+            guard let obj, let msg else { return }
+            let me = Unmanaged<DevNodeMQTTIngest>.fromOpaque(obj).takeUnretainedValue()
+            let topic = String(cString: msg.pointee.topic)
+            let payload =
+                msg.pointee.payloadlen > 0 && msg.pointee.payload != nil
+                ? Array(UnsafeRawBufferPointer(start: msg.pointee.payload, count: Int(msg.pointee.payloadlen))) : []
+            var c = [UInt8](repeating: 0, count: 16)
+            let n = osh_mqtt_correlation(props, &c, c.count)
+            me.received(topic: topic, payload: payload, correlation: Array(c.prefix(n)))
+        }
         let rc = mosquitto_connect_bind_v5(m, host, Int32(port), 30, nil, props)
         mosquitto_property_free_all(&props)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
@@ -85,21 +97,69 @@ public final class DevNodeMQTTIngest: @unchecked Sendable {
         guard mosquitto_loop_start(m) == MOSQ_ERR_SUCCESS.rawValue else {
             throw DevNodeError.mqtt("cannot start the MQTT network thread")
         }
+        node.mqttSide = self
     }
 
     public func stop() {
         guard let m = mosq else { return }
+        if node.mqttSide === self { node.mqttSide = nil }
         mosq = nil
         mosquitto_disconnect(m)
         mosquitto_loop_stop(m, true)
         mosquitto_destroy(m)
     }
 
-    /// The subscriptions: one per scheme.
+    /// The subscriptions: observations and command statuses, per scheme.
     var filters: [String] {
-        topics.map { t in
-            t.scheme == .osh ? "\(t.root)/datastreams/+/observations" : "\(t.root)/datastreams/+/observations:data/+"
+        topics.flatMap { t in
+            t.scheme == .osh
+                ? ["\(t.root)/datastreams/+/observations", t.status(controlStreamID: "+")]
+                : ["\(t.root)/datastreams/+/observations:data/+", t.status(controlStreamID: "+")]
         }
+    }
+
+    /// Publishes a command on its control stream's commands topic (every scheme) with fresh
+    /// correlation data, then waits up to `seconds` for the status that echoes it.
+    func deliver(command: [UInt8], controlStreamID: String, waiting seconds: Double) -> [UInt8]? {
+        guard let m = mosq else { return nil }
+        let id: UInt64 = lock.withLock {
+            defer { nextCorrelation += 1 }
+            awaited[nextCorrelation] = .some(nil)
+            return nextCorrelation
+        }
+        var correlation = [UInt8](repeating: 0, count: 8)
+        for k in 0..<8 { correlation[k] = UInt8(truncatingIfNeeded: id >> (56 - 8 * UInt64(k))) }
+        for t in topics {
+            command.withUnsafeBytes { b in
+                correlation.withUnsafeBytes { c in
+                    _ = osh_mqtt_publish(
+                        m, nil, t.commands(controlStreamID: controlStreamID), b.baseAddress, Int32(b.count), 1,
+                        MediaType.json, c.baseAddress, UInt16(c.count))
+                }
+            }
+        }
+        let end = Double(Clock.monotonicNanoseconds()) / 1e9 + seconds
+        while Double(Clock.monotonicNanoseconds()) / 1e9 < end {
+            if let body = lock.withLock({ awaited[id] ?? nil }) {
+                lock.withLock { awaited[id] = nil }
+                return body
+            }
+            usleep(10_000)
+        }
+        lock.withLock { awaited[id] = nil }
+        return nil
+    }
+
+    /// The control stream of a status topic, nil when the topic is not one.
+    func statusStream(_ topic: String) -> String? {
+        for t in topics {
+            let prefix = t.root + "/controlstreams/"
+            let suffix = t.scheme == .osh ? "/status" : "/status:data"
+            guard topic.hasPrefix(prefix), topic.hasSuffix(suffix) else { continue }
+            let cs = topic.dropFirst(prefix.count).dropLast(suffix.count)
+            if !cs.isEmpty, !cs.contains("/") { return String(cs) }
+        }
+        return nil
     }
 
     /// The datastream id and the payload's media type (nil: by the datastream's encoding, as
@@ -125,7 +185,14 @@ public final class DevNodeMQTTIngest: @unchecked Sendable {
         return nil
     }
 
-    private func received(topic: String, payload: [UInt8]) {
+    private func received(topic: String, payload: [UInt8], correlation: [UInt8]) {
+        if let cs = statusStream(topic) {
+            let status = node.ingestStatus(controlStreamID: cs, body: payload, via: topic)
+            guard correlation.count == 8 || correlation.count == 4 else { return }
+            let id = correlation.reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            lock.withLock { if awaited[id] != nil, (200..<300).contains(status) { awaited[id] = .some(payload) } }
+            return
+        }
         guard let (id, mediaType) = parse(topic) else { return }
         let (status, stored, message) = node.ingest(datastreamID: id, mediaType: mediaType, body: payload, via: topic)
         lock.withLock {
@@ -140,6 +207,23 @@ public final class DevNodeMQTTIngest: @unchecked Sendable {
 }
 
 extension DevNode {
+    /// A status PUBLISHed on a control stream's status topic, stored as its POST would be; the status.
+    func ingestStatus(controlStreamID: String, body: [UInt8], via topic: String) -> Int {
+        lock.withLock {
+            let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
+            let req = HTTPRequest(
+                method: "POST", uri: api + "/controlstreams/" + controlStreamID + "/status", contentType: MediaType.json,
+                accept: MediaType.json, authorization: nil, body: body)
+            let (response, _) = handleLocked(req, root: Self.apiRoot(config: config, port: store.port))
+            store.logRequest(
+                DevNodeRequestRecord(
+                    method: "PUBLISH", path: topic, route: "MQTT PUBLISH …/status", contentType: MediaType.json,
+                    status: response.status, time: wallClock()),
+                cap: config.maxLoggedRequests)
+            return response.status
+        }
+    }
+
     /// One MQTT PUBLISH on an observation topic, stored as the POST of its payload would be (the
     /// broker authenticated the publisher). Returns the status the POST would have had, how many
     /// observations were stored and the node's message.

@@ -275,3 +275,73 @@ final class MQTTOutcomeTests: XCTestCase {
             "the MQTT broker answered PUBACK reason code 153 for /api/x")
     }
 }
+
+/// `commands = "mqtt"`: the node's commands come as PUBLISHes on the control stream's commands
+/// topic (the development node's MQTT side sends them through mosquitto with 8 bytes of
+/// correlation data), run through the same handlers as over the WebSocket, and the status goes
+/// back on the status topic with the correlation echoed, so the command's POST gets it at once.
+final class MQTTCommandTests: XCTestCase {
+    override class func setUp() {
+        super.setUp()
+        DemoSimulation.install()
+    }
+
+    func testCommandsComeThroughTheBrokerAndTheirStatusGoesBack() throws {
+        Log.muted = true
+        let broker = try MosquittoBroker(persistence: false)
+        var nc = DevNodeConfig()
+        nc.commandAckSeconds = 3
+        nc.noReceiverWaitSeconds = 0.5
+        let node = try startedNode(nc)
+        defer { node.stop() }
+        let ingest = DevNodeMQTTIngest(node: node, port: broker.port)
+        try ingest.start()
+        defer { ingest.stop() }
+        let dir = scratchPath("osh-mqtt-commands")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = agentConfig(node, serial: "10000000aa0000cc", label: "MQTT command Pi", stateDirectory: dir)
+        c.outputs = ["barometer", "device_health"]
+        c.trustHostClock = true
+        c.commands = true
+        var m = MQTTTransportConfig(
+            broker: try XCTUnwrap(MQTTBroker(url: broker.url)), topics: MQTTTopics(scheme: .osh), clientID: c.identity.uid,
+            credentials: .none)
+        m.commands = true
+        c.mqtt = m
+        let loop = try EventLoop()
+        let agent = try AgentRuntime(config: c, loop: loop)
+        try agent.start()
+        XCTAssertTrue(try loop.run(for: 10) { agent.registered && agent.mqtt?.state == .connected })
+        XCTAssertTrue(try loop.run(for: 5) { agent.mqtt?.subscriptions.count == 1 }, "subscribed to device_control's commands")
+        XCTAssertNil(agent.commandReceiver, "no WebSocket receiver")
+        let topic = try XCTUnwrap(agent.mqtt?.subscriptions.first)
+        XCTAssertTrue(topic.hasPrefix("/api/controlstreams/") && topic.hasSuffix("/commands"), topic)
+        let csID = String(topic.dropFirst("/api/controlstreams/".count).dropLast("/commands".count))
+        _ = try loop.run(for: 0.5) { false }  // the SUBACK
+
+        let http = try HTTPClient(loop: loop, server: NodeEndpoint(apiRoot: node.apiRoot))
+        let builder = CSRequestBuilder(credentials: .none)
+        func post(_ parameters: String) throws -> (HTTPResult, Double) {
+            var result: HTTPResult?
+            let t0 = Clock.monotonicNanoseconds()
+            http.send(
+                builder.request(
+                    .post, "/controlstreams/" + csID + "/commands", contentType: MediaType.json,
+                    body: Array(("{\"parameters\":" + parameters + "}").utf8))
+            ) { result = $0 }
+            XCTAssertTrue(try loop.run(for: 10) { result != nil })
+            return (try XCTUnwrap(result), Double(Clock.monotonicNanoseconds() - t0) / 1e9)
+        }
+        let (done, took) = try post(#"{"setRate":{"outputName":"barometer","rate":20}}"#)
+        XCTAssertEqual(done.status, 200)
+        let body = try JSONValue.parse(done.body)
+        XCTAssertEqual(body["statusCode"]?.string, "COMPLETED", String(decoding: done.body, as: UTF8.self))
+        XCTAssertLessThan(took, 2.5, "answered by the correlated status, not the node's window")
+        XCTAssertEqual(agent.rate(try XCTUnwrap(agent.index(of: "barometer"))), 20)
+        let (refused, _) = try post(#"{"setRate":{"outputName":"sonar","rate":5}}"#)
+        XCTAssertEqual(try JSONValue.parse(refused.body)["statusCode"]?.string, "REJECTED")
+        XCTAssertEqual(node.commands(controlStreamID: csID).count, 2)
+        XCTAssertTrue(node.requests.contains { $0.method == "PUBLISH" && $0.path.hasSuffix("/status") })
+        agent.stopNow()
+    }
+}

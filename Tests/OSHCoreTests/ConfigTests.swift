@@ -112,7 +112,7 @@ final class ConfigTests: XCTestCase {
         let text = try example()
         for key in [
             "url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "transport", "broker",
-            "mqtt_topics", "mqtt_topic_root", "active",
+            "mqtt_topics", "mqtt_topic_root", "commands", "active",
             "uid", "uid_extension", "label", "hostname", "format", "ring_capacity", "flush_interval", "batch_max",
             "spool", "spool_max_mb", "spool_fsync",
             "require_sync", "not_before", "enabled", "rate", "source", "north", "level", "state_directory", "counters_file",

@@ -59,6 +59,19 @@ final class MQTTConfigTests: XCTestCase {
             "/sensorhub/api")
     }
 
+    func testCommandsTakeTheBrokerOnlyWithTheMQTTTransport() throws {
+        XCTAssertEqual(try parse("transport = \"mqtt\"\nbroker = \"mqtt://n\"\ncommands = \"mqtt\"\n").activeServer.commands, .mqtt)
+        XCTAssertEqual(try parse("").activeServer.commands, .websocket)
+        XCTAssertEqual(
+            errors("commands = \"mqtt\"\n"),
+            ["commands = \"mqtt\" in [server.main] needs transport = \"mqtt\" and its broker; or commands = \"websocket\""])
+        XCTAssertEqual(
+            MQTTTopics(scheme: .osh).commands(controlStreamID: "cs1"), "/api/controlstreams/cs1/commands")
+        XCTAssertEqual(MQTTTopics(scheme: .osh).status(controlStreamID: "cs1"), "/api/controlstreams/cs1/status")
+        XCTAssertEqual(MQTTTopics(scheme: .part3).commands(controlStreamID: "cs1"), "api/controlstreams/cs1/commands:data")
+        XCTAssertEqual(MQTTTopics(scheme: .part3).status(controlStreamID: "cs1"), "api/controlstreams/cs1/status:data")
+    }
+
     func testMistakesSayWhatToWrite() {
         XCTAssertEqual(
             errors("transport = \"mqtt\"\n"),

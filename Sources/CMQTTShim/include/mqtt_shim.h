@@ -55,4 +55,8 @@ int osh_mqtt_publish(
 /// the connect, on the loop), then forgotten; its length, 0 when there is none.
 size_t osh_mqtt_take_error(char *error, size_t len);
 
+/// A PUBLISH's correlation data (MQTT 5), copied into `out` (at most `len` bytes); its length, 0
+/// when it has none.
+size_t osh_mqtt_correlation(const mosquitto_property *props, void *out, size_t len);
+
 #endif

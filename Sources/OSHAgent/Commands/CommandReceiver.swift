@@ -133,8 +133,15 @@ public final class CommandReceiver {
     ) throws -> CommandReceiver {
         try CommandReceiver(
             loop: loop, http: http, builder: builder, controlStreamID: controlStreamID,
-            schema: DeviceControl.schema(outputNames: outputNames), options: options
-        ) { cmd in
+            schema: DeviceControl.schema(outputNames: outputNames), options: options,
+            handler: deviceControlHandler(handler))
+    }
+
+    /// `device_control`'s handler: the choice decoded into a DeviceControlCommand for `handler`.
+    static func deviceControlHandler(
+        _ handler: @escaping (DeviceControlCommand, ReceivedCommand) -> CommandOutcome
+    ) -> (ReceivedCommand) -> CommandOutcome {
+        { cmd in
             do throws(CommandDecodeError) {
                 return handler(try DeviceControl.command(cmd.value), cmd)
             } catch {
@@ -182,10 +189,7 @@ public final class CommandReceiver {
     /// an `identify` blink ends. Posted now; if the node's window for the command has not passed yet,
     /// it replaces the pending re-post so this is what the node ends up holding.
     public func report(commandID: String, _ outcome: CommandOutcome) {
-        let now = Clock.realtimeSeconds()
-        let status = CommandStatus(
-            commandID: commandID, statusCode: outcome.status, reportTime: now,
-            executionTime: outcome.status == .completed ? (now, now) : nil, message: outcome.message)
+        let status = Self.status(commandID, outcome)
         post(status)
         for i in reposts.indices where reposts[i].status.commandID == commandID { reposts[i].status = status }
     }
@@ -195,13 +199,28 @@ public final class CommandReceiver {
     private func onMessage(_ bytes: UnsafeRawBufferPointer) {
         received += 1
         let arrived = Clock.monotonicNanoseconds()
+        guard let (_, status) = Self.run(bytes, schema: schema, controlStreamID: controlStreamID, handler: handler) else { return }
+        if status.statusCode == .rejected { rejectedCount += 1 }
+        if options.postImmediately { post(status) }
+        let due = arrived &+ UInt64(max(0, options.ackWindow + options.repostMargin) * 1e9)
+        reposts.append((due, status))
+        armRepost()
+    }
+
+    /// One pushed command `{"id", "controlstream@id", "issueTime", "sender", "parameters"}` (the
+    /// WebSocket's frame or the MQTT PUBLISH's payload), decoded against `schema` and run by
+    /// `handler`: its id and the status to report; nil (logged) when it carries no command id.
+    static func run(
+        _ bytes: UnsafeRawBufferPointer, schema: DataComponent, controlStreamID: String,
+        handler: (ReceivedCommand) -> CommandOutcome
+    ) -> (ReceivedCommand?, CommandStatus)? {
         Log.debug("command channel \(controlStreamID): received \(String(decoding: bytes.prefix(500), as: UTF8.self))")
         guard let json = try? JSONValue.parse(bytes), let id = json["id"]?.string, !id.isEmpty else {
             Log.warning("command channel: a message without a command id was ignored")
-            return
+            return nil
         }
         let outcome: CommandOutcome
-        var reachedHandler = false
+        var reached: ReceivedCommand?
         if let params = json["parameters"] {
             do throws(CommandDecodeError) {
                 let value = try CommandDecoder.decode(params, schema: schema)
@@ -209,7 +228,7 @@ public final class CommandReceiver {
                     id: id, controlStreamID: json["controlstream@id"]?.string ?? controlStreamID,
                     issueTime: json["issueTime"]?.string.flatMap(ISOTime.parse),
                     sender: json["sender"]?.string, value: value)
-                reachedHandler = true
+                reached = cmd
                 outcome = handler(cmd)
             } catch {
                 outcome = .rejected(error.message)
@@ -217,21 +236,20 @@ public final class CommandReceiver {
         } else {
             outcome = .rejected("the command has no parameters")
         }
-        if outcome.status == .rejected { rejectedCount += 1 }
-        if !reachedHandler {
+        if reached == nil {
             // The handlers log their outcomes; a command refused before reaching one is logged here.
             let name = json["parameters"]?.objectKeys?.first ?? "without parameters"
             Log.warning("command \(name): REJECTED — \(outcome.message ?? "no reason given") (command \(id))")
         }
+        return (reached, status(id, outcome))
+    }
+
+    /// The status report of `outcome` for command `id`, stamped now.
+    static func status(_ id: String, _ outcome: CommandOutcome) -> CommandStatus {
         let now = Clock.realtimeSeconds()
-        let status = CommandStatus(
+        return CommandStatus(
             commandID: id, statusCode: outcome.status, reportTime: now,
-            executionTime: outcome.status == .completed ? (now, now) : nil,
-            message: outcome.message)
-        if options.postImmediately { post(status) }
-        let due = arrived &+ UInt64(max(0, options.ackWindow + options.repostMargin) * 1e9)
-        reposts.append((due, status))
-        armRepost()
+            executionTime: outcome.status == .completed ? (now, now) : nil, message: outcome.message)
     }
 
     private func armRepost() {

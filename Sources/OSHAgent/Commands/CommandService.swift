@@ -24,6 +24,9 @@ extension AgentRuntime {
 final class CommandService {
     /// The receivers on the node's command channels, by inputName, once their control streams exist.
     private(set) var receivers: [String: CommandReceiver] = [:]
+    /// With `commands = "mqtt"`: the broker link and its topics; the receivers are subscriptions.
+    var mqtt: (client: MQTTClient, topics: MQTTTopics)?
+    private(set) var mqttReceivers: [String: MQTTCommandReceiver] = [:]
     /// `identify`: blink the status LED for the given seconds; returns a message, or nil when the
     /// board has no LED (the command then fails saying so).
     var onIdentify: ((Double) -> String?)?
@@ -61,13 +64,35 @@ final class CommandService {
         uploader?.stop()
         for r in receivers.values { r.stop() }
         receivers.removeAll()
+        for r in mqttReceivers.values { r.stop() }
+        mqttReceivers.removeAll()
     }
+
+    /// Whichever receiver takes `inputName`'s commands.
+    private func reporter(_ inputName: String) -> CommandStatusReporter? { receivers[inputName] ?? mqttReceivers[inputName] }
 
     /// Registers every control stream and opens its receiver.
     func start(systemID: String) {
         let loop = loop
         let options = options
         let names = controls.outputNames
+        if let (client, topics) = mqtt {
+            openMQTTControl(
+                client, topics, systemID: systemID, inputName: DeviceControl.inputName,
+                body: DeviceControl.body(systemLabel: systemLabel, outputNames: names),
+                schema: DeviceControl.schema(outputNames: names),
+                handler: CommandReceiver.deviceControlHandler { [unowned self] c, received in self.execute(c, commandID: received.id) })
+            for control in extraControls {
+                openMQTTControl(
+                    client, topics, systemID: systemID, inputName: control.inputName, body: control.body, schema: control.schema
+                ) { [unowned self] c in
+                    let outcome = control.handler(c)
+                    self.note(control.inputName, outcome)
+                    return outcome
+                }
+            }
+            return
+        }
         openControl(
             systemID: systemID, inputName: DeviceControl.inputName,
             body: DeviceControl.body(systemLabel: systemLabel, outputNames: names)
@@ -141,6 +166,32 @@ final class CommandService {
         }
     }
 
+    /// One control stream (created or found over HTTP as for the WebSocket), its commands taken by a
+    /// subscription to its commands topic.
+    private func openMQTTControl(
+        _ client: MQTTClient, _ topics: MQTTTopics, systemID: String, inputName: String, body: [UInt8], schema: DataComponent,
+        handler: @escaping (ReceivedCommand) -> CommandOutcome
+    ) {
+        CommandReceiver.registerControlStream(http: http, builder: builder, systemID: systemID, body: body) { [unowned self] r in
+            switch r {
+            case .failure(let e):
+                Log.error("commands: \(inputName): \(e); the node cannot drive it until the next registration")
+            case .success(let id):
+                if let old = self.mqttReceivers[inputName] {
+                    if old.controlStreamID == id { return }
+                    old.stop()
+                }
+                let receiver = MQTTCommandReceiver(client: client, topics: topics, controlStreamID: id, schema: schema, handler: handler)
+                receiver.start()
+                self.mqttReceivers[inputName] = receiver
+                Log.notice(
+                    "commands: subscribed to \(topics.commands(controlStreamID: id)) on the MQTT broker \(client.options.address) "
+                        + "(\(inputName))")
+                if inputName == DeviceControl.inputName { self.reportInterruptedUpload() }
+            }
+        }
+    }
+
     /// A later outcome of a command answered EXECUTING (an upload's progress and end): what the
     /// demo's status line shows; the uploader logs it itself.
     func laterOutcome(_ what: String, _ outcome: CommandOutcome) {
@@ -154,7 +205,7 @@ final class CommandService {
 
     /// The device_control channel is open: an upload the previous process left unfinished is reported now.
     private func reportInterruptedUpload() {
-        guard let u = interruptedUpload, let receiver = receivers[DeviceControl.inputName] else { return }
+        guard let u = interruptedUpload, let receiver = reporter(DeviceControl.inputName) else { return }
         interruptedUpload = nil
         receiver.report(commandID: u.commandID, .failed(u.message))
         Log.notice("upload \(u.commandID): reported FAILED — \(u.message)")
@@ -162,7 +213,7 @@ final class CommandService {
 
     /// An upload's progress and end, after the EXECUTING its command was answered with.
     func uploadProgress(commandID: String, _ outcome: CommandOutcome) {
-        receivers[DeviceControl.inputName]?.report(commandID: commandID, outcome)
+        reporter(DeviceControl.inputName)?.report(commandID: commandID, outcome)
         laterOutcome("uploadTimeRange", outcome)
     }
 

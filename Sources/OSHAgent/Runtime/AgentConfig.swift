@@ -53,6 +53,8 @@ public struct AgentConfig: Sendable {
 public struct MQTTTransportConfig: Sendable, Equatable {
     public var options: MQTTOptions
     public var topics: MQTTTopics
+    /// `commands = "mqtt"`: the node's commands come by subscription, not over the WebSocket.
+    public var commands = false
 
     public init(options: MQTTOptions, topics: MQTTTopics) {
         self.options = options

@@ -97,6 +97,7 @@ public final class AgentRuntime {
         commands = CommandService(
             loop: loop, http: http, builder: builder, controls: controls, registration: registration,
             options: config.commandOptions, systemLabel: config.identity.label)
+        if let m = mqtt, let c = config.mqtt, c.commands { commands.mqtt = (m, c.topics) }
         let gate = gate
         if let i = specs.firstIndex(where: { $0.kind == .gps }) {
             gpsPort = try OutputPort<PositionSample>(gate: gate, datastream: i, spec: specs[i])

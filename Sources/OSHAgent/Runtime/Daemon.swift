@@ -62,6 +62,7 @@ public enum Daemon {
             config.mqtt = MQTTTransportConfig(
                 broker: broker, topics: active.mqttTopics, clientID: identity.uid, credentials: server.credentials,
                 tls: server.tls)
+            config.mqtt?.commands = active.commands == .mqtt
         }
         config.publisher = settings.publisher
         config.ringCapacity = settings.ringCapacity

@@ -5,6 +5,15 @@ public enum ObservationTransportKind: String, Sendable, CaseIterable {
     case mqtt
 }
 
+/// `[server.NAME] commands`: the channel the node's commands come on.
+public enum CommandChannelKind: String, Sendable, CaseIterable {
+    /// The node's WebSocket (`GET …/controlstreams/{id}/commands` upgraded), as OSH's Android app.
+    case websocket
+    /// An MQTT 5 subscription to the commands topic, the status published back with the command's
+    /// correlation data (needs `transport = "mqtt"`).
+    case mqtt
+}
+
 /// `[server.NAME] mqtt_topics`: which topic names the broker expects.
 public enum MQTTTopicScheme: String, Sendable, CaseIterable {
     /// OSH's MQTT service as it is in osh-addons' master: the topic is the CS API resource path
@@ -94,6 +103,16 @@ public struct MQTTTopics: Sendable, Equatable {
         case .osh: return path
         case .part3: return path + ":data/" + Self.formatToken(mediaType)
         }
+    }
+
+    /// Where the node sends a control stream's commands (the receiver subscribes to it).
+    public func commands(controlStreamID: String) -> String {
+        "\(root)/controlstreams/\(controlStreamID)/commands" + (scheme == .part3 ? ":data" : "")
+    }
+
+    /// Where the receiver reports a command's status (the command's correlation data echoed).
+    public func status(controlStreamID: String) -> String {
+        "\(root)/controlstreams/\(controlStreamID)/status" + (scheme == .part3 ? ":data" : "")
     }
 
     /// Part 3's format level: the media type with `-` for `+` (MQTT, NATS and Kafka names alike).

@@ -32,6 +32,8 @@ public struct ServerSettings: Sendable, Equatable {
     public var broker: MQTTBroker?
     /// With `transport = "mqtt"`: the broker's topic names.
     public var mqttTopics = MQTTTopics(scheme: .osh)
+    /// Where the node's commands come from.
+    public var commands = CommandChannelKind.websocket
 
     public init(
         name: String, url: String, user: String = "", tls: ServerTLS = .verify,

@@ -26,6 +26,16 @@ extension SettingsReader {
             }
         }
         server.mqttTopics = MQTTTopics(scheme: scheme, root: root)
+        if let c = choice(s, "commands", CommandChannelKind.allCases.map { ($0.rawValue, $0) }) {
+            if c == .mqtt, server.transport != .mqtt {
+                fail(
+                    s.entry("commands")?.line ?? s.line,
+                    "commands = \"mqtt\" in \(s.title) needs transport = \"mqtt\" and its broker; or commands = \"websocket\"")
+                ok = false
+            } else {
+                server.commands = c
+            }
+        }
         let mqttKeys = ["broker", "mqtt_topics", "mqtt_topic_root"]
         if server.transport == .mqtt {
             if server.broker == nil, !present(s, "broker") {

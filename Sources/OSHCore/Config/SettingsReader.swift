@@ -25,7 +25,7 @@ struct SettingsReader {
     static let keys: [String: [String]] = [
         "server": [
             "url", "user", "tls", "certificate", "pin_sha256", "connect_timeout", "request_timeout", "transport", "broker",
-            "mqtt_topics", "mqtt_topic_root",
+            "mqtt_topics", "mqtt_topic_root", "commands",
         ],
         "node": ["active"],
         "system": ["uid", "uid_extension", "label", "hostname", "profile"],

@@ -73,6 +73,11 @@ public final class MQTTClient {
     public private(set) var state = State.idle
     /// Each state change, for the owner's log and status.
     public var onState: ((State) -> Void)?
+    /// Topics subscribed at QoS 1 (again at every CONNACK: a broker that lost the session), each
+    /// with what gets its PUBLISHes: the payload (valid during the call) and the MQTT 5
+    /// correlation data (empty when there is none). Exact topics only, no wildcards.
+    private var handlers: [String: (UnsafeRawBufferPointer, [UInt8]) -> Void] = [:]
+    public var subscriptions: [String] { Array(handlers.keys) }
 
     private let loop: EventLoop
     private let mosq: OpaquePointer
@@ -131,6 +136,14 @@ public final class MQTTClient {
             guard let obj else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().disconnected(Int(rc))
         }
+        mosquitto_message_v5_callback_set(m) { _, obj, msg, props in
+            guard let obj, let msg else { return }
+            var correlation = [UInt8](repeating: 0, count: 64)
+            let n = osh_mqtt_correlation(props, &correlation, correlation.count)
+            let topic = String(cString: msg.pointee.topic)
+            let payload = UnsafeRawBufferPointer(start: msg.pointee.payload, count: max(0, Int(msg.pointee.payloadlen)))
+            Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().handlers[topic]?(payload, Array(correlation.prefix(n)))
+        }
         mosquitto_publish_v5_callback_set(m) { _, obj, mid, reason, _ in
             guard let obj else { return }
             Unmanaged<MQTTClient>.fromOpaque(obj).takeUnretainedValue().acknowledged(mid, Int(reason))
@@ -176,17 +189,39 @@ public final class MQTTClient {
         failPending("the MQTT client stopped")
     }
 
+    /// Subscribes `topic` at QoS 1 now if connected, and at every (re)connect; `handler` gets its
+    /// PUBLISHes (replacing an earlier one for the same topic).
+    public func subscribe(_ filter: String, handler: @escaping (UnsafeRawBufferPointer, [UInt8]) -> Void) {
+        let known = handlers[filter] != nil
+        handlers[filter] = handler
+        if !known, state == .connected {
+            mosquitto_subscribe_v5(mosq, nil, filter, 1, 0, nil)
+            updateWriteInterest()
+        }
+    }
+
+    public func unsubscribe(_ filter: String) {
+        guard handlers.removeValue(forKey: filter) != nil else { return }
+        if state == .connected {
+            mosquitto_unsubscribe(mosq, nil, filter)
+            updateWriteInterest()
+        }
+    }
+
     /// One PUBLISH at QoS 1, not retained; `payload` is copied by libmosquitto before this returns.
+    /// `correlation`: MQTT 5 correlation data (a command status echoes its command's).
     public func publish(
-        topic: String, payload: UnsafeRawBufferPointer, contentType: String? = nil,
+        topic: String, payload: UnsafeRawBufferPointer, contentType: String? = nil, correlation: [UInt8] = [],
         completion: @escaping (MQTTPublishResult) -> Void
     ) {
         guard state == .connected else {
             return completion(.failed(notConnectedReason))
         }
         var mid: Int32 = 0
-        let rc = osh_mqtt_publish(
-            mosq, &mid, topic, payload.baseAddress, Int32(payload.count), 1, contentType, nil, 0)
+        let rc = correlation.withUnsafeBytes { c in
+            osh_mqtt_publish(
+                mosq, &mid, topic, payload.baseAddress, Int32(payload.count), 1, contentType, c.baseAddress, UInt16(c.count))
+        }
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
             return completion(.failed("PUBLISH to \(topic) not sent: \(Self.errorText(rc))"))
         }
@@ -261,6 +296,7 @@ public final class MQTTClient {
         _ = policy.succeeded()
         // libmosquitto resends what was in flight: its PUBACK is awaited from now.
         for mid in pending.keys { pending[mid]?.sent = loop.now }
+        for filter in subscriptions { mosquitto_subscribe_v5(mosq, nil, filter, 1, 0, nil) }
         set(.connected)
     }
 
