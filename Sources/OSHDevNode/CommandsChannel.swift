@@ -1,7 +1,7 @@
 // Size (~540 lines): the receiver socket, the hub and the upgrade path are one protocol (osh-core's
 // command channel) whose timings the tests pin together.
 //
-// The development node's command side, as osh-core has it (osh-node.md §F, §G):
+// The development node's command side, as osh-core has it (docs/OSH-NODE.md):
 // - `GET /controlstreams/{id}/commands` with a WebSocket Upgrade makes the caller the stream's one
 //   command receiver; a second one gets its socket closed with 1011 "A command receiver is already
 //   connected"; any text/binary frame from a receiver closes it with 1007.

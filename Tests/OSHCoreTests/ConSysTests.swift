@@ -2,7 +2,7 @@ import Foundation
 import OSHCore
 import XCTest
 
-/// Bodies, requests and response parsing for the CS API (osh-android-schemas.md §2; osh-node.md).
+/// Bodies, requests and response parsing for the CS API, as the Android driver sends them and an OSH node takes them.
 final class ConSysTests: XCTestCase {
     // MARK: Helpers
 
@@ -47,7 +47,7 @@ final class ConSysTests: XCTestCase {
     // MARK: System body (§2.1)
 
     func testSystemBodyHasAndroidKeysInOrder() throws {
-        // The Android example of osh-android-schemas.md §2.1, compact.
+        // The Android driver's system body, compact.
         let android =
             #"{"type":"PhysicalSystem","id":"ANDROID_SENSORS_unknown","uniqueId":"urn:osh:android:7ae57419dd427e4c:droid2","definition":"http://www.w3.org/ns/sosa/Sensor","label":"Android Sensors [Android2-0253]","validTime":["2026-03-18T16:02:58.497Z","now"],"localReferenceFrames":[{"id":"LOCAL_FRAME","origin":"Center of the device screen","axes":[{"name":"x","description":"The X axis is in the plane of the screen and points to the right"},{"name":"y","description":"The Y axis is in the plane of the screen and points up"},{"name":"z","description":"The Z axis points towards the outside of the front face of the screen"}]}],"components":[{"type":"PhysicalComponent","name":"sensor0","id":"SENSOR_ROTATION_VECTOR","label":"Rotation Vector"},{"type":"PhysicalComponent","name":"sensor1","id":"SENSOR_ROTATION_VECTOR","label":"Rotation Vector"},{"type":"PhysicalComponent","name":"sensor2","id":"LOC_GPS","label":"gps"},{"type":"PhysicalComponent","name":"sensor3","id":"CAM_0","label":"Android Camera #0"}]}"#
         let t = try XCTUnwrap(ISOTime.parse("2026-03-18T16:02:58.497Z"))
@@ -412,7 +412,7 @@ final class ConSysTests: XCTestCase {
         }
     }
 
-    // MARK: Commands (osh-node.md §C, §G)
+    // MARK: Commands
 
     func testCommandStatusBody() throws {
         let t = try XCTUnwrap(ISOTime.parse("2026-09-04T10:00:01.250Z"))

@@ -1,8 +1,8 @@
 // The status report of `POST /controlstreams/{csId}/status` (application/json),
-// osh-node.md §C/§G. The node's path is the control stream's `status` collection
+// as an OSH node takes it (docs/OSH-NODE.md). The node's path is the control stream's `status` collection
 // with `command@id` in the body (the standard's /commands/{id}/status gives 405).
-// Key order is the order osh-core's CommandStatusBindingJson writes a report
-// (osh-node.md §A row 5): command@id, reportTime, statusCode, [percentCompletion],
+// Key order is the order osh-core's CommandStatusBindingJson writes a report:
+// command@id, reportTime, statusCode, [percentCompletion],
 // [executionTime], [message]. `executionTime` is OSH's `"t1/t2"` string form;
 // the standard's two-element array is answered with 400.
 

@@ -1,5 +1,5 @@
 // The control-stream body of `POST /systems/{id}/controlstreams` (application/json),
-// as osh-core's CommandStreamBindingJson reads it (osh-node.md §C):
+// as osh-core's CommandStreamBindingJson reads it:
 //   {"name", "description"?, "inputName", "schema": {"commandFormat", "parametersSchema"}}
 // The control stream is keyed by (system, inputName), so re-posting is idempotent.
 // `parametersSchema` is a SWE component written with `type` first everywhere; the

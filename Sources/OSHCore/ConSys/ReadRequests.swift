@@ -8,7 +8,7 @@ public enum ObservationQuery: Sendable, Equatable {
     /// so a bare `limit` returns the oldest records of the archive).
     case newest(Int)
     /// `resultTime=latest`: the observation(s) carrying the newest result time. osh-core's H2 store
-    /// implements "latest" for resultTime only (osh-node.md fact 12), so phenomenonTime=latest is not used.
+    /// implements "latest" for resultTime only (osh-core's ObsHandler), so phenomenonTime=latest is not used.
     case latestResultTime
 }
 
@@ -34,7 +34,7 @@ extension CSRequestBuilder {
     public func controlStreamSchema(id: String) -> CSRequest { request(.get, Self.path("controlstreams", id, "schema")) }
 
     /// `POST /controlstreams/{id}/commands` with a CommandBody. OSH answers 200 with the first status
-    /// report, or 202 after ~29.5 s when no receiver is connected (osh-node.md §G).
+    /// report, or 202 after ~29.5 s when no receiver is connected (docs/OSH-NODE.md).
     public func postCommand(controlStreamID: String, body: [UInt8]) -> CSRequest {
         request(.post, Self.path("controlstreams", controlStreamID, "commands"), contentType: MediaType.json, body: body)
     }

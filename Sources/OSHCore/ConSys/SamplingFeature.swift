@@ -1,5 +1,5 @@
 // The board's sampling feature (feature of interest), registered as Android
-// registers its own (osh-android-schemas.md §2.3): GeoJSON, no geometry, no
+// registers its own: GeoJSON, no geometry, no
 // featureType, `uid` and `name` in `properties`. The node's id for it goes into
 // every O&M observation as `foi@id`. GeoJSON bodies are parsed with buffered keys,
 // so only `type` first is a convention here, not a requirement.

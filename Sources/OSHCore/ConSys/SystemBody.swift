@@ -1,6 +1,6 @@
 // The SensorML `PhysicalSystem` body of `POST /systems` / `PUT /systems/{id}`
 // (Content-Type application/sml+json), member for member what the Android driver
-// sends (osh-android-schemas.md §2.1): type, id, uniqueId, definition, label,
+// sends: type, id, uniqueId, definition, label,
 // [description], validTime, localReferenceFrames, components. `type` is first in
 // every SensorML object, as osh-core's SMLJsonBindings requires. Outputs are not
 // listed: SML outputs in a POST would make the node create datastreams on its own.

@@ -1,6 +1,6 @@
 // The board's system UID: `urn:osh:rpi:<board id>[:<extension>]`, the Pi
 // counterpart of Android's `urn:osh:android:<ANDROID_ID>[:<uid_extension>]`
-// (osh-android-schemas.md §0.4). The whole UID may be overridden by config.
+// (osh-android's driver). The whole UID may be overridden by config.
 
 public enum SystemUIDError: Error, Equatable, CustomStringConvertible {
     /// Nothing to build a UID from (no board id and no override).

@@ -1,7 +1,7 @@
 // The output catalogue: every datastream osh-edge can publish, built as the OSH
 // Android driver builds it (record and field definitions, labels, axis IDs, UOM
-// codes, constraints, `cs` ENU frame, names, key order) — see
-// shared/research/osh-android-schemas.md §1 and §5 — plus what SWE Common 3
+// codes, constraints, `cs` ENU frame, names, key order; the golden files in
+// Tests/OSHCoreTests/Fixtures/android are its bodies) — plus what SWE Common 3
 // requires and Android omits: a `label` on every Vector and on the camera's pixel
 // Counts, a `definition` and `label` on the magnetometer's coordinates. Android's
 // members stay, in Android's order; ours only add. `barometer` and `audio_level`
@@ -19,7 +19,7 @@ public enum NorthReference: String, Sendable, CaseIterable {
 /// How the time field appears in a swe+json `recordSchema`.
 public enum SweJSONTimeField: Sendable {
     /// PhenomenonTime: what the node stores for an Android om+json registration, so both
-    /// formats give a node-identical datastream (osh-android-schemas.md fact 3).
+    /// formats give a node-identical datastream.
     case phenomenon
     /// SamplingTime: the record's own field, as the iOS app registers barometer/audio_level.
     case sampling

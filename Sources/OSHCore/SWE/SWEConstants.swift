@@ -1,5 +1,4 @@
-// URIs osh-core uses (SWEConstants, GeoPosHelper, VectorHelper); see
-// shared/research/osh-android-schemas.md §0.2 for the source of each.
+// URIs osh-core uses, each as its SWEConstants, GeoPosHelper or VectorHelper spells it.
 public enum SWE {
     public static let propertyPrefix = "http://sensorml.com/ont/swe/property/"
     public static let qudtPrefix = "http://qudt.org/vocab/quantitykind/"

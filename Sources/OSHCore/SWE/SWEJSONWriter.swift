@@ -1,6 +1,6 @@
 // Writes SWE Common components as osh-core's SWEJsonBindings does, member for
 // member: `type`, `name`, then definition, id, identifier, label, description,
-// updatable, optional, then the kind's own members (osh-android-schemas.md §0.1).
+// updatable, optional, then the kind's own members (as osh-core's SWE JSON bindings write them).
 
 /// A BinaryEncoding member: a scalar `Component` or a `Block` (compressed payload such as H.264).
 public enum BinaryMember: Sendable, Equatable {

@@ -76,7 +76,7 @@ public enum WebSocketHandshake {
     }
 
     /// The client's upgrade request. `path` is the request target (path and query); `extraHeaders`
-    /// carry Accept and Authorization (Basic credentials ride on the upgrade, osh-node.md §E).
+    /// carry Accept and Authorization (Basic credentials ride on the upgrade, as osh-core checks them).
     public static func request(path: String, host: String, key: String, extraHeaders: [HTTPHeader] = []) -> [UInt8] {
         var s = "GET " + path + " HTTP/1.1\r\n"
         s += "Host: " + host + "\r\n"
