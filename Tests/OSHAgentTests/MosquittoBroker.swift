@@ -28,14 +28,15 @@ final class MosquittoBroker {
         if let pw = getpwuid(geteuid()) { conf += "user \(String(cString: pw.pointee.pw_name))\n" }
         if let tls { conf += "certfile \(tls.cert)\nkeyfile \(tls.key)\n" }
         if persistence { conf += "persistence true\npersistence_location \(directory)/\nautosave_interval 1\n" }
-        conf += "log_dest file \(directory)/mosquitto.log\n"
+        conf += "log_dest file \(directory)/mosquitto.log\nlog_type all\n"
         try conf.write(toFile: directory + "/mosquitto.conf", atomically: true, encoding: .utf8)
         try start()
     }
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        // OSH_KEEP_BROKER=1 keeps the configuration, the log and the persistence file for a look.
+        if getenv("OSH_KEEP_BROKER") == nil { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     var url: String { "mqtt://127.0.0.1:\(port)" }
