@@ -142,3 +142,13 @@ public final class AudioInput {
         sink?(readAt - Double(l.framesAfter) / rate, AudioLevelSample(rmsdB: l.rmsdB, peakdB: l.peakdB))
     }
 }
+
+extension AudioInput: ObservationSource {
+    public var feeds: [OutputKind] { [.audioLevel] }
+    /// A lost microphone retries on its own and says so in `stateText`; it is not a bus sensor fault.
+    public var isFaulted: Bool { false }
+
+    public func connect(_ outputs: OutputConnections) throws {
+        sink = try outputs.port(AudioLevelSample.self)?.sink
+    }
+}

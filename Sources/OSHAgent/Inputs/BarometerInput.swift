@@ -132,3 +132,17 @@ public final class BarometerInput {
         }
     }
 }
+
+extension BarometerInput: ObservationSource {
+    /// The pressure, and the air's temperature (and humidity, if the chip measures it).
+    public var feeds: [OutputKind] {
+        [.barometer, .temperature] + (driver.identity.measures.contains(.humidity) ? [.humidity] : [])
+    }
+    public var isFaulted: Bool { poller.state.isRetrying }
+
+    public func connect(_ outputs: OutputConnections) throws {
+        if let p = try outputs.port(BarometerSample.self) { sink = p.sink }
+        temperatureSink = try outputs.port(TemperatureSample.self)?.sink
+        if feeds.contains(.humidity) { humiditySink = try outputs.port(HumiditySample.self)?.sink }
+    }
+}

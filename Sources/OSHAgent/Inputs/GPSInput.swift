@@ -170,3 +170,13 @@ final class NMEAReplay {
         return out
     }
 }
+
+extension GPSInput: ObservationSource {
+    public var feeds: [OutputKind] { [.gps] }
+    /// A receiver that goes quiet retries on its own and says so in `stateText`.
+    public var isFaulted: Bool { false }
+
+    public func connect(_ outputs: OutputConnections) throws {
+        sink = outputs.position
+    }
+}

@@ -325,20 +325,11 @@ public final class Hardware {
     /// Points the sources at `agent`'s ports and paths (checking each sample type against its
     /// record) and starts the devices. Nothing here keeps the runtime itself.
     public func start(feeding agent: AgentRuntime) throws {
-        try orientation.connect(to: agent)
-        ptz?.port = try agent.port(PTZPositionSample.self)
-        gps?.sink = agent.positionSink
-        if let v = agent.video { video?.sink = { v.offer(monotonicTime: $0, accessUnit: $1, keyFrame: $2) } }
-        // The barometer and the microphone send straight to their ports; the IMU's samples pass the filter here.
-        if let p = try agent.port(BarometerSample.self) { barometer?.sink = p.sink }
-        // The air's temperature and humidity from the hygrometer when there is one, else the barometer's.
-        if let p = try agent.port(TemperatureSample.self) {
-            if let h = hygrometer { h.temperatureSink = p.sink } else { barometer?.temperatureSink = p.sink }
-        }
-        if let p = try agent.port(HumiditySample.self) {
-            if let h = hygrometer { h.humiditySink = p.sink } else { barometer?.humiditySink = p.sink }
-        }
-        if let p = try agent.port(AudioLevelSample.self) { audio?.sink = p.sink }
+        // Each input takes its own outputs, in the table's order (a hygrometer before the
+        // barometer); the IMU's go through the orientation stage.
+        let outputs = OutputConnections(agent)
+        try orientation.connect(outputs)
+        for s in sources { try s.connect(outputs) }
         for s in sources { try s.start() }
         if plan.north == .true, imu != nil {
             Log.notice("orientation: true north once a GPS fix gives the declination; magnetic until then")

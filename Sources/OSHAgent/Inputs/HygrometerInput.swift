@@ -84,4 +84,9 @@ public final class HygrometerInput {
 extension HygrometerInput: ObservationSource {
     public var feeds: [OutputKind] { [.temperature, .humidity] }
     public var isFaulted: Bool { poller.state.isRetrying }
+
+    public func connect(_ outputs: OutputConnections) throws {
+        temperatureSink = try outputs.port(TemperatureSample.self)?.sink
+        humiditySink = try outputs.port(HumiditySample.self)?.sink
+    }
 }

@@ -248,3 +248,10 @@ public final class IMUInput {
 
 /// Every known IMU and magnetometer answering on `bus` (address + ID register), for `osh-edge probe`.
 public func probeIMUs(bus: I2CBus) -> [IMUProbeHit] { IMUDrivers.probe(bus: bus) }
+
+extension IMUInput: ObservationSource {
+    public var feeds: [OutputKind] { hasMagnetometer ? OutputKind.inertial : OutputKind.inertial.filter { $0 != .magnetometer } }
+    public var isFaulted: Bool { poller.state.isRetrying }
+    /// Its samples go through the orientation stage, which `Hardware` connects.
+    public func connect(_ outputs: OutputConnections) throws {}
+}

@@ -87,6 +87,10 @@ public final class PTZInput {
 extension PTZInput: ObservationSource {
     public var feeds: [OutputKind] { [.ptzPosition] }
     public var isFaulted: Bool { false }
+
+    public func connect(_ outputs: OutputConnections) throws {
+        port = try outputs.port(PTZPositionSample.self)
+    }
     /// Where the unit points at start.
     public func start() throws { report() }
     public func stop() {

@@ -269,3 +269,13 @@ public final class VideoInput {
         sink?(au.monotonicTime, au.bytes, au.isKeyFrame)
     }
 }
+
+extension VideoInput: ObservationSource {
+    public var feeds: [OutputKind] { [.video] }
+    public var isFaulted: Bool { false }
+
+    public func connect(_ outputs: OutputConnections) throws {
+        guard let v = outputs.video else { return }
+        sink = { v.offer(monotonicTime: $0, accessUnit: $1, keyFrame: $2) }
+    }
+}

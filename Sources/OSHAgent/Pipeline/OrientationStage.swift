@@ -38,13 +38,13 @@ final class OrientationStage {
         north = plan.north
     }
 
-    /// Finds the inertial outputs' ports (checking each sample type against its record).
-    func connect(to agent: AgentRuntime) throws {
-        trueNorth = agent.trueNorth
+    /// Takes the inertial outputs' ports (checking each sample type against its record).
+    func connect(_ outputs: OutputConnections) throws {
+        trueNorth = outputs.trueNorth
         ports = Ports(
-            quaternion: try agent.port(QuaternionSample.self), euler: try agent.port(EulerSample.self),
-            acceleration: try agent.port(AccelerationSample.self), angularRate: try agent.port(AngularRateSample.self),
-            magneticField: try agent.port(MagneticFieldSample.self))
+            quaternion: try outputs.port(QuaternionSample.self), euler: try outputs.port(EulerSample.self),
+            acceleration: try outputs.port(AccelerationSample.self), angularRate: try outputs.port(AngularRateSample.self),
+            magneticField: try outputs.port(MagneticFieldSample.self))
     }
 
     func sample(_ s: IMUSample) {
