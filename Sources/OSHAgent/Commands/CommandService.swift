@@ -125,43 +125,51 @@ final class CommandService {
         systemID: String, inputName: String, body: [UInt8],
         makeReceiver: @escaping (String) throws -> CommandReceiver
     ) {
-        CommandReceiver.registerControlStream(http: http, builder: builder, systemID: systemID, body: body) { [unowned self] r in
+        createControlStream(systemID: systemID, inputName: inputName, body: body) { [unowned self] id in
+            if let old = self.receivers[inputName] {
+                if old.controlStreamID == id { return }
+                old.stop()
+            }
+            do {
+                let receiver = try makeReceiver(id)
+                // The one place a channel's trouble is logged (the WebSocket client logs nothing):
+                // the first failure with when it reconnects, a different failure once, the return once.
+                var outage = RetryLog()
+                receiver.onChannelDown = { [unowned self] error, retry in
+                    guard let error else { return }
+                    if case .notFound = error {
+                        Log.warning("commands: \(inputName): \(error)")
+                        self.receivers[inputName]?.stop()
+                        self.receivers[inputName] = nil
+                        self.registration.schedule(after: 0)
+                    } else if let retry {
+                        outage.failed(
+                            .warning, "commands: \(inputName): \(error)", key: error.repeatKey,
+                            firstSuffix: "; reconnecting in \(retry == retry.rounded() ? "\(Int(retry))" : "\(retry)") s")
+                    }
+                }
+                receiver.onChannelUp = {
+                    if outage.recovered() { Log.notice("commands: \(inputName): the command channel is back") }
+                }
+                receiver.start()
+                self.receivers[inputName] = receiver
+                Log.notice("commands: listening on control stream \(id) (\(inputName))")
+                if inputName == DeviceControl.inputName { self.reportInterruptedUpload() }
+            } catch {
+                Log.error("commands: cannot open the \(inputName) channel: \(error)")
+            }
+        }
+    }
+
+    /// Creates (or finds, by inputName) a control stream on the node over HTTP, then `created(id)`;
+    /// a refusal is logged, and the stream waits for the next registration.
+    private func createControlStream(systemID: String, inputName: String, body: [UInt8], created: @escaping (String) -> Void) {
+        CommandReceiver.registerControlStream(http: http, builder: builder, systemID: systemID, body: body) { r in
             switch r {
             case .failure(let e):
                 Log.error("commands: \(inputName): \(e); the node cannot drive it until the next registration")
             case .success(let id):
-                if let old = self.receivers[inputName] {
-                    if old.controlStreamID == id { return }
-                    old.stop()
-                }
-                do {
-                    let receiver = try makeReceiver(id)
-                    // The one place a channel's trouble is logged (the WebSocket client logs nothing):
-                    // the first failure with when it reconnects, a different failure once, the return once.
-                    var outage = RetryLog()
-                    receiver.onChannelDown = { [unowned self] error, retry in
-                        guard let error else { return }
-                        if case .notFound = error {
-                            Log.warning("commands: \(inputName): \(error)")
-                            self.receivers[inputName]?.stop()
-                            self.receivers[inputName] = nil
-                            self.registration.schedule(after: 0)
-                        } else if let retry {
-                            outage.failed(
-                                .warning, "commands: \(inputName): \(error)", key: error.repeatKey,
-                                firstSuffix: "; reconnecting in \(retry == retry.rounded() ? "\(Int(retry))" : "\(retry)") s")
-                        }
-                    }
-                    receiver.onChannelUp = {
-                        if outage.recovered() { Log.notice("commands: \(inputName): the command channel is back") }
-                    }
-                    receiver.start()
-                    self.receivers[inputName] = receiver
-                    Log.notice("commands: listening on control stream \(id) (\(inputName))")
-                    if inputName == DeviceControl.inputName { self.reportInterruptedUpload() }
-                } catch {
-                    Log.error("commands: cannot open the \(inputName) channel: \(error)")
-                }
+                created(id)
             }
         }
     }
@@ -172,23 +180,18 @@ final class CommandService {
         _ client: MQTTClient, _ topics: MQTTTopics, systemID: String, inputName: String, body: [UInt8], schema: DataComponent,
         handler: @escaping (ReceivedCommand) -> CommandOutcome
     ) {
-        CommandReceiver.registerControlStream(http: http, builder: builder, systemID: systemID, body: body) { [unowned self] r in
-            switch r {
-            case .failure(let e):
-                Log.error("commands: \(inputName): \(e); the node cannot drive it until the next registration")
-            case .success(let id):
-                if let old = self.mqttReceivers[inputName] {
-                    if old.controlStreamID == id { return }
-                    old.stop()
-                }
-                let receiver = MQTTCommandReceiver(client: client, topics: topics, controlStreamID: id, schema: schema, handler: handler)
-                receiver.start()
-                self.mqttReceivers[inputName] = receiver
-                Log.notice(
-                    "commands: subscribed to \(topics.commands(controlStreamID: id)) on the MQTT broker \(client.options.address) "
-                        + "(\(inputName))")
-                if inputName == DeviceControl.inputName { self.reportInterruptedUpload() }
+        createControlStream(systemID: systemID, inputName: inputName, body: body) { [unowned self] id in
+            if let old = self.mqttReceivers[inputName] {
+                if old.controlStreamID == id { return }
+                old.stop()
             }
+            let receiver = MQTTCommandReceiver(client: client, topics: topics, controlStreamID: id, schema: schema, handler: handler)
+            receiver.start()
+            self.mqttReceivers[inputName] = receiver
+            Log.notice(
+                "commands: subscribed to \(topics.commands(controlStreamID: id)) on the MQTT broker \(client.options.address) "
+                    + "(\(inputName))")
+            if inputName == DeviceControl.inputName { self.reportInterruptedUpload() }
         }
     }
 
