@@ -72,9 +72,8 @@ extension DevNode {
     public func deleteDatastream(outputName: String) -> String? {
         withStore { store in
             guard let id = store.datastreams.last(where: { $0.outputName == outputName })?.id else { return nil }
-            let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
             let req = HTTPRequest(
-                method: "DELETE", uri: api + "/datastreams/" + id, contentType: nil,
+                method: "DELETE", uri: config.apiPrefix + "/datastreams/" + id, contentType: nil,
                 accept: MediaType.json, authorization: nil, body: [])
             let (response, _) = handleLocked(req, root: Self.apiRoot(config: config, port: store.port))
             return response.status == 204 ? id : nil

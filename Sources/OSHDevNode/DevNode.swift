@@ -130,8 +130,7 @@ public final class DevNode: @unchecked Sendable {
     }
 
     static func apiRoot(config: DevNodeConfig, port: UInt16) -> String {
-        let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
-        return (config.tls != nil ? "https://" : "http://") + config.host + ":" + String(port) + api
+        (config.tls != nil ? "https://" : "http://") + config.host + ":" + String(port) + config.apiPrefix
     }
 
     /// Must be called with `lifecycle` held.

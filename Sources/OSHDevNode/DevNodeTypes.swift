@@ -10,6 +10,8 @@ public struct DevNodeConfig: Sendable {
     public var port: UInt16
     /// Where the API lives, as on an OSH node (`/sensorhub/api`).
     public var apiPath: String
+    /// `apiPath` without a trailing `/`: what request paths start with.
+    var apiPrefix: String { apiPath.hasSuffix("/") ? String(apiPath.dropLast()) : apiPath }
     /// Basic-auth users as (name, password). Empty: no authentication at all.
     public var users: [(String, String)]
     /// PEM certificate chain and private key; set, the node speaks HTTPS only (GnuTLS through libmicrohttpd).

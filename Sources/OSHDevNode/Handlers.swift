@@ -111,7 +111,7 @@ final class RequestHandler {
     func param(_ name: String) -> String? { query.first { $0.0 == name }?.1 }
 
     func dispatch() throws -> HTTPResponse {
-        let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
+        let api = config.apiPrefix
         let path = req.path
         guard path.hasPrefix(api), path.count == api.count || path.dropFirst(api.count).first == "/" else {
             route = method + " (outside the API)"

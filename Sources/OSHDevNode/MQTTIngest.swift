@@ -210,17 +210,10 @@ extension DevNode {
     /// A status PUBLISHed on a control stream's status topic, stored as its POST would be; the status.
     func ingestStatus(controlStreamID: String, body: [UInt8], via topic: String) -> Int {
         lock.withLock {
-            let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
-            let req = HTTPRequest(
-                method: "POST", uri: api + "/controlstreams/" + controlStreamID + "/status", contentType: MediaType.json,
-                accept: MediaType.json, authorization: nil, body: body)
-            let (response, _) = handleLocked(req, root: Self.apiRoot(config: config, port: store.port))
-            store.logRequest(
-                DevNodeRequestRecord(
-                    method: "PUBLISH", path: topic, route: "MQTT PUBLISH …/status", contentType: MediaType.json,
-                    status: response.status, time: wallClock()),
-                cap: config.maxLoggedRequests)
-            return response.status
+            postPublished(
+                "/controlstreams/" + controlStreamID + "/status", contentType: MediaType.json, body: body, topic: topic,
+                route: "MQTT PUBLISH …/status"
+            ).status
         }
     }
 
@@ -229,24 +222,28 @@ extension DevNode {
     /// observations were stored and the node's message.
     func ingest(datastreamID: String, mediaType: String?, body: [UInt8], via topic: String) -> (Int, Int, String) {
         lock.withLock {
-            let ct =
-                mediaType
-                ?? (store.datastreamIndex(datastreamID).map { store.datastreams[$0].binaryOnly } == true
-                    ? MediaType.sweBinary : MediaType.omJSON)
-            let api = config.apiPath.hasSuffix("/") ? String(config.apiPath.dropLast()) : config.apiPath
-            let req = HTTPRequest(
-                method: "POST", uri: api + "/datastreams/" + datastreamID + "/observations", contentType: ct,
-                accept: MediaType.json, authorization: nil, body: body)
             let index = store.datastreamIndex(datastreamID)
+            let ct = mediaType ?? (index.map { store.datastreams[$0].binaryOnly } == true ? MediaType.sweBinary : MediaType.omJSON)
             let before = index.map { store.datastreams[$0].observationCount } ?? 0
-            let (response, _) = handleLocked(req, root: Self.apiRoot(config: config, port: store.port))
+            let response = postPublished(
+                "/datastreams/" + datastreamID + "/observations", contentType: ct, body: body, topic: topic,
+                route: "MQTT PUBLISH …/observations")
             let after = index.map { store.datastreams[$0].observationCount } ?? 0
-            store.logRequest(
-                DevNodeRequestRecord(
-                    method: "PUBLISH", path: topic, route: "MQTT PUBLISH …/observations", contentType: ct,
-                    status: response.status, time: wallClock()),
-                cap: config.maxLoggedRequests)
             return (response.status, after - before, NodeError.parse(response.body).message ?? "")
         }
+    }
+
+    /// A PUBLISH's payload as the POST of it to `path` (under the API root), logged as the PUBLISH
+    /// it was. The node's lock must be held.
+    private func postPublished(_ path: String, contentType: String, body: [UInt8], topic: String, route: String) -> HTTPResponse {
+        let req = HTTPRequest(
+            method: "POST", uri: config.apiPrefix + path, contentType: contentType, accept: MediaType.json, authorization: nil,
+            body: body)
+        let (response, _) = handleLocked(req, root: Self.apiRoot(config: config, port: store.port))
+        store.logRequest(
+            DevNodeRequestRecord(
+                method: "PUBLISH", path: topic, route: route, contentType: contentType, status: response.status, time: wallClock()),
+            cap: config.maxLoggedRequests)
+        return response
     }
 }

@@ -189,7 +189,7 @@ final class CommandService {
             receiver.start()
             self.mqttReceivers[inputName] = receiver
             Log.notice(
-                "commands: subscribed to \(topics.commands(controlStreamID: id)) on the MQTT broker \(client.options.address) "
+                "commands: subscribed to \(topics.commands(controlStreamID: id)) on the \(client.options.brokerName) "
                     + "(\(inputName))")
             if inputName == DeviceControl.inputName { self.reportInterruptedUpload() }
         }

@@ -126,11 +126,7 @@ public final class Hardware {
             oversampling: d.barometer.oversampling)
         do {
             let b = try BarometerInput(loop: loop, bus: bus, settings: settings)
-            if b.absentAtStart != nil {
-                notes.append(
-                    "barometer \(b.driver.identity.name): not answering yet; its outputs are registered and "
-                        + "start when it answers (looked for on the backoff)")
-            }
+            if b.absentAtStart != nil { noteLate("barometer \(b.driver.identity.name)") }
             barometer = b
             barometerChip = b.driver.identity.name
             sources.append(b)
@@ -169,9 +165,7 @@ public final class Hardware {
             magnetometerChip = i.magnetometerName
             sources.append(i)
             if i.absentAtStart != nil {
-                notes.append(
-                    "IMU \(i.chipName): not answering yet; its outputs are registered and start when it answers "
-                        + "(looked for on the backoff)")
+                noteLate("IMU \(i.chipName)")
             } else if !i.hasMagnetometer {
                 notes.append("IMU \(i.chipName): no magnetometer; orientation runs without one (heading drifts)")
             }
@@ -246,11 +240,7 @@ public final class Hardware {
             address: source == .simulated ? nil : d.hygrometer.address, rateHz: plan.hygrometerRate)
         do {
             let h = try HygrometerInput(loop: loop, bus: bus, settings: settings)
-            if h.absentAtStart != nil {
-                notes.append(
-                    "hygrometer \(h.driver.identity.name): not answering yet; temperature and humidity are registered "
-                        + "and start when it answers (looked for on the backoff)")
-            }
+            if h.absentAtStart != nil { noteLate("hygrometer \(h.driver.identity.name)", outputs: "temperature and humidity are") }
             hygrometer = h
             hygrometerChip = h.driver.identity.name
             sources.append(h)
@@ -378,6 +368,11 @@ public final class Hardware {
 
     private func bus(for source: HardwarePlan.Source) -> I2CBus? {
         source == .simulated ? simulated() : boardBus
+    }
+
+    /// A chip the configuration names that did not answer at start: its input looks for it.
+    private func noteLate(_ device: String, outputs: String = "its outputs are") {
+        notes.append("\(device): not answering yet; \(outputs) registered and start when it answers (looked for on the backoff)")
     }
 
     private func note<T>(_ f: @autoclosure () throws -> T, _ what: String) {

@@ -41,7 +41,8 @@ public final class AgentRuntime {
     private var timers: [EventLoop.Timer] = []
     /// device_health and simulated outputs, once started.
     private var sampler: TimedSampler?
-    private let gpsPort: OutputPort<PositionSample>?
+    /// Set once in `init`, through `port(_:)` like every input's.
+    private var gpsPort: OutputPort<PositionSample>?
     /// The publisher's outage: logged when it starts and when it ends, not at every probe.
     private var nodeOutage = RetryLog()
     /// The declination at the latest GPS fix: the IMU's orientation turns to true north with it.
@@ -98,12 +99,7 @@ public final class AgentRuntime {
             loop: loop, http: http, builder: builder, controls: controls, registration: registration,
             options: config.commandOptions, systemLabel: config.identity.label)
         if let m = mqtt, let c = config.mqtt, c.commands { commands.mqtt = (m, c.topics) }
-        let gate = gate
-        if let i = specs.firstIndex(where: { $0.kind == .gps }) {
-            gpsPort = try OutputPort<PositionSample>(gate: gate, datastream: i, spec: specs[i])
-        } else {
-            gpsPort = nil
-        }
+        gpsPort = try port(PositionSample.self)
         if config.spool.enabled { openSpool() }
         if config.record.enabled {
             commands.noUploader = "the recording could not be opened on this board (see its log)"
@@ -137,7 +133,7 @@ public final class AgentRuntime {
             case .online:
                 if self.nodeOutage.recovered() {
                     Log.notice(
-                        "\(self.mqtt.map { "MQTT broker \($0.options.address)" } ?? "node") reachable again; sending the backlog in order")
+                        "\(self.mqtt?.options.brokerName ?? "node") reachable again; sending the backlog in order")
                 }
                 self.onStatus?(self.streamingStatus)
             case .backoff(_, let d):
@@ -172,7 +168,7 @@ public final class AgentRuntime {
         if let m = mqtt, let c = config.mqtt {
             m.start()
             Log.notice(
-                "observations go to the MQTT broker \(m.options.address) (topics \(c.topics.scheme.rawValue) under "
+                "observations go to the \(m.options.brokerName) (topics \(c.topics.scheme.rawValue) under "
                     + "\(c.topics.root), QoS 1, client id \(m.options.clientID)); registration stays on \(config.server.apiRoot)")
         }
         let tick = UInt64(config.publisher.flushInterval * 1e9)

@@ -119,7 +119,7 @@ public enum Check {
         let client = try MQTTClient(loop: loop, options: o)
         defer { client.stop() }
         client.start()
-        let name = "the MQTT broker \(o.address)"
+        let name = "the \(o.brokerName)"
         func settled() -> Bool {
             if case .waiting = client.state { return true }
             return client.state == .connected

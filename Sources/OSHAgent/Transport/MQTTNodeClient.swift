@@ -8,12 +8,15 @@ import OSHPlatform
 final class MQTTNodeClient: PublisherTransport, VideoTransport {
     let client: MQTTClient
     let topics: MQTTTopics
+    /// Named in every outcome: the publisher's log says which broker did not answer.
+    private let brokerName: String
     /// Topic strings by datastream and media type, made once.
     private var topicCache: [String: String] = [:]
 
     init(client: MQTTClient, topics: MQTTTopics) {
         self.client = client
         self.topics = topics
+        brokerName = client.options.brokerName
     }
 
     func postObservations(
@@ -30,8 +33,8 @@ final class MQTTNodeClient: PublisherTransport, VideoTransport {
     func probe(completion: @escaping (TransportOutcome) -> Void) {
         completion(
             client.state == .connected
-                ? TransportOutcome(status: 200, peer: peer(client))
-                : TransportOutcome(status: 0, transportError: client.notConnectedReason, peer: peer(client)))
+                ? TransportOutcome(status: 200, peer: brokerName)
+                : TransportOutcome(status: 0, transportError: client.notConnectedReason, peer: brokerName))
     }
 
     private func publish(
@@ -49,9 +52,9 @@ final class MQTTNodeClient: PublisherTransport, VideoTransport {
         // is for brokers and subscribers in between.
         client.publish(
             topic: topic, payload: UnsafeRawBufferPointer(start: body.base, count: body.count), contentType: mediaType
-        ) { [client] result in
+        ) { [brokerName] result in
             var o = Self.outcome(result, topic: topic)
-            o.peer = Self.peer(client)
+            o.peer = brokerName
             completion(o)
         }
     }
@@ -62,10 +65,6 @@ final class MQTTNodeClient: PublisherTransport, VideoTransport {
     /// not know is 404 (the datastream is gone: register again); not authorised is 403 (an ACL
     /// refuses this topic; resending cannot help); quota exceeded is 429 and any other failure
     /// 500 (kept and resent after the backoff). No PUBACK is status 0, as a lost HTTP response.
-    static func peer(_ c: MQTTClient) -> String { "MQTT broker \(c.options.address)" }
-
-    private func peer(_ c: MQTTClient) -> String { Self.peer(c) }
-
     static func outcome(_ r: MQTTPublishResult, topic: String) -> TransportOutcome {
         switch r {
         case .failed(let why):

@@ -35,6 +35,8 @@ public struct MQTTOptions: Sendable, Equatable {
 
     /// "host:port" for messages.
     public var address: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    /// "MQTT broker host:port": how the log, the status and `check` name the broker.
+    public var brokerName: String { "MQTT broker \(address)" }
 }
 
 /// How the client trusts the broker's certificate; the broker's host name (or IP address) must be
@@ -388,7 +390,7 @@ public final class MQTTClient {
         let late = pending.filter { p in p.value.sent.map { now &- $0 > limit } ?? false }
         for (mid, p) in late {
             pending[mid] = nil
-            p.completion(.failed("no PUBACK from the MQTT broker \(options.address) in \(Int(options.ackTimeout)) s"))
+            p.completion(.failed("no PUBACK from the \(options.brokerName) in \(Int(options.ackTimeout)) s"))
         }
     }
 
