@@ -40,8 +40,12 @@ let package = Package(
                        providers: [.apt(["libx264-dev"])]),
         .systemLibrary(name: "CMosquitto", path: "Sources/CMosquitto", pkgConfig: "libmosquitto",
                        providers: [.apt(["libmosquitto-dev"])]),
-        // The C half of the MQTT client: libmosquitto's blocking connect on a thread of its own.
-        .target(name: "CMQTTShim", dependencies: ["CMosquitto"], path: "Sources/CMQTTShim"),
+        // OpenSSL, which libmosquitto already links: only the broker's key pin needs its API.
+        .systemLibrary(name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+                       providers: [.apt(["libssl-dev"])]),
+        // The C half of the MQTT client: libmosquitto's blocking connect on a thread of its own,
+        // and the TLS context that checks the broker's key pin inside the handshake.
+        .target(name: "CMQTTShim", dependencies: ["CMosquitto", "COpenSSL"], path: "Sources/CMQTTShim"),
         .systemLibrary(name: "CMicroHTTPD", path: "Sources/CMicroHTTPD", pkgConfig: "libmicrohttpd",
                        providers: [.apt(["libmicrohttpd-dev"])]),
 

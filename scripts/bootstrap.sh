@@ -14,6 +14,7 @@ packages=(
   libx264-dev            # software H.264 (CX264)
   libmicrohttpd-dev      # the development node (CMicroHTTPD)
   libmosquitto-dev       # observations over MQTT (CMosquitto)
+  libssl-dev             # the MQTT broker's key pin (COpenSSL; libcurl4-openssl-dev pulls it in too)
   mosquitto              # the broker the MQTT tests run against on 127.0.0.1
   valgrind               # scripts/bench-allocs.sh
   openssl                # self-signed certificates for the TLS tests

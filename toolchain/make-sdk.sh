@@ -28,6 +28,7 @@ esac
 SWIFT_VERSION=6.0.3
 NAME=osh-edge-aarch64-$REL
 # The -dev closure for every system-library target in Package.swift (+ the C/C++ runtime).
+# COpenSSL's libssl-dev is not named: libcurl4-openssl-dev depends on it.
 SYSROOT_PACKAGES=(libc6-dev "libgcc-$GCCV-dev" "libstdc++-$GCCV-dev" libgpiod-dev libi2c-dev
   libasound2-dev libv4l-dev libx264-dev libcurl4-openssl-dev libmicrohttpd-dev libmosquitto-dev zlib1g-dev)
 # Parts of the arm64 runtime that cross builds read (≈280 MB of the 2.1 GB package).

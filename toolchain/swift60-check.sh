@@ -21,6 +21,7 @@ source "$(dirname -- "${BASH_SOURCE[0]}")/lib-chroot.sh"
 SUITE=trixie
 # Compiler + what SwiftPM needs to link (libc6-dev: Scrt1.o for the manifest), plus the
 # -dev packages for the project's system-library targets.
+# COpenSSL's libssl-dev is not named: libcurl4-openssl-dev depends on it.
 PACKAGES=(swiftlang libswiftlang libc6-dev libstdc++-14-dev pkg-config
   libcurl4-openssl-dev libgpiod-dev libi2c-dev libasound2-dev libv4l-dev
   libx264-dev libmicrohttpd-dev libmosquitto-dev)

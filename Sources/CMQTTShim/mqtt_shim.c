@@ -1,6 +1,10 @@
 #include "mqtt_shim.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,4 +148,114 @@ size_t osh_mqtt_correlation(const mosquitto_property *props, void *out, size_t l
     memcpy(out, value, k);
     free(value);
     return k;
+}
+
+// MARK: The broker's key pin
+
+typedef struct osh_mqtt_pin {
+    pthread_mutex_t lock;  // the handshake may run on the connect thread or on the loop
+    char *pins;
+    char presented[64];
+} osh_mqtt_pin;
+
+static int pin_index = -1;
+static pthread_once_t pin_once = PTHREAD_ONCE_INIT;
+
+static void osh_mqtt_pin_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp) {
+    (void)parent;
+    (void)ad;
+    (void)idx;
+    (void)argl;
+    (void)argp;
+    osh_mqtt_pin *p = (osh_mqtt_pin *)ptr;
+    if (!p) return;
+    pthread_mutex_destroy(&p->lock);
+    free(p->pins);
+    free(p);
+}
+
+// The pin state lives as long as the context: it is freed with the context's last reference,
+// which may be libmosquitto's (a client destroyed after the caller let go).
+static void osh_mqtt_pin_index(void) {
+    pin_index = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, osh_mqtt_pin_free);
+}
+
+static int osh_mqtt_pin_listed(const char *pins, const char *key) {
+    size_t n = strlen(key);
+    const char *s = pins;
+    for (;;) {
+        const char *e = strchr(s, ';');
+        size_t l = e ? (size_t)(e - s) : strlen(s);
+        if (l == n && memcmp(s, key, n) == 0) return 1;
+        if (!e) return 0;
+        s = e + 1;
+    }
+}
+
+// In place of the chain check: the leaf's SubjectPublicKeyInfo, hashed, must be a pinned one.
+static int osh_mqtt_pin_verify(X509_STORE_CTX *store, void *arg) {
+    osh_mqtt_pin *p = (osh_mqtt_pin *)arg;
+    X509 *leaf = X509_STORE_CTX_get0_cert(store);
+    unsigned char *der = NULL;
+    int n = leaf ? i2d_X509_PUBKEY(X509_get_X509_PUBKEY(leaf), &der) : -1;
+    if (n <= 0) {
+        X509_STORE_CTX_set_error(store, X509_V_ERR_UNSPECIFIED);
+        return 0;
+    }
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256(der, (size_t)n, digest);
+    OPENSSL_free(der);
+    char key[64] = "sha256//";
+    EVP_EncodeBlock((unsigned char *)key + 8, digest, (int)sizeof digest);
+    pthread_mutex_lock(&p->lock);
+    memcpy(p->presented, key, sizeof key);
+    int ok = osh_mqtt_pin_listed(p->pins, key);
+    pthread_mutex_unlock(&p->lock);
+    if (!ok) X509_STORE_CTX_set_error(store, X509_V_ERR_APPLICATION_VERIFICATION);
+    return ok;
+}
+
+void *osh_mqtt_pin_context(const char *pins) {
+    pthread_once(&pin_once, osh_mqtt_pin_index);
+    if (pin_index < 0 || !pins) return NULL;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) return NULL;
+    osh_mqtt_pin *p = (osh_mqtt_pin *)calloc(1, sizeof *p);
+    if (p) p->pins = strdup(pins);
+    if (!p || !p->pins) {
+        if (p) free(p);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    pthread_mutex_init(&p->lock, NULL);
+    if (!SSL_CTX_set_ex_data(ctx, pin_index, p)) {
+        osh_mqtt_pin_free(NULL, p, NULL, 0, 0, NULL);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_cert_verify_callback(ctx, osh_mqtt_pin_verify, p);
+    return ctx;
+}
+
+int osh_mqtt_pin_attach(struct mosquitto *mosq, void *ctx) {
+    int rc = mosquitto_int_option(mosq, MOSQ_OPT_SSL_CTX_WITH_DEFAULTS, 0);
+    if (rc != MOSQ_ERR_SUCCESS) return rc;
+    return mosquitto_void_option(mosq, MOSQ_OPT_SSL_CTX, ctx);
+}
+
+size_t osh_mqtt_pin_presented(void *ctx, char *out, size_t len) {
+    if (!ctx || !out || len == 0 || pin_index < 0) return 0;
+    osh_mqtt_pin *p = (osh_mqtt_pin *)SSL_CTX_get_ex_data((SSL_CTX *)ctx, pin_index);
+    if (!p) return 0;
+    pthread_mutex_lock(&p->lock);
+    strncpy(out, p->presented, len - 1);
+    out[len - 1] = 0;
+    pthread_mutex_unlock(&p->lock);
+    return strlen(out);
+}
+
+void osh_mqtt_pin_release(void *ctx) {
+    if (ctx) SSL_CTX_free((SSL_CTX *)ctx);
 }

@@ -14,15 +14,16 @@ final class MosquittoBroker {
     let directory: String
     private var process: Process?
 
-    /// `tls`: the PEM certificate and key files of a TLS listener (mqtts://).
-    init(persistence: Bool = true, tls: (cert: String, key: String)? = nil) throws {
+    /// `tls`: the PEM certificate and key files of a TLS listener (mqtts://); `extra`: more
+    /// configuration lines (a message size limit, a password file).
+    init(persistence: Bool = true, tls: (cert: String, key: String)? = nil, extra: String = "") throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw XCTSkip("mosquitto is not installed (apt install mosquitto; .ci/run installs it)")
         }
         port = try Self.freePort()
         directory = scratchPath("osh-mosquitto")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        var conf = "listener \(port) 127.0.0.1\nallow_anonymous true\n"
+        var conf = "listener \(port) 127.0.0.1\n" + (extra.contains("password_file") ? "" : "allow_anonymous true\n") + extra
         // Started as root, mosquitto drops to the `mosquitto` user, which cannot write this
         // directory (its persistence, its log): it stays the user the tests run as.
         if let pw = getpwuid(geteuid()) { conf += "user \(String(cString: pw.pointee.pw_name))\n" }
@@ -58,10 +59,20 @@ final class MosquittoBroker {
         throw XCTSkip("mosquitto did not listen on 127.0.0.1:\(port) within 2 s")
     }
 
+    /// The broker frozen (SIGSTOP) or thawed (SIGCONT): a slow broker, its socket still open.
+    func freeze(_ frozen: Bool) {
+        guard let p = process, p.isRunning else { return }
+        kill(p.processIdentifier, frozen ? SIGSTOP : SIGCONT)
+    }
+
+    /// The broker's log so far (it logs every connection, CONNECT and refusal).
+    var log: String { (try? String(contentsOfFile: directory + "/mosquitto.log", encoding: .utf8)) ?? "" }
+
     func stop() {
         guard let p = process else { return }
         process = nil
         if p.isRunning {
+            kill(p.processIdentifier, SIGCONT)
             p.terminate()
             p.waitUntilExit()
         }

@@ -439,7 +439,7 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(
             errors(server + "tls = \"pin\"\npin_sha256 = \"abc=\"\n"),
             [
-                "osh-edge.conf:4: pin_sha256 in [server.main] must be the base64 SHA-256 of the node's public key (44 characters ending in '='; `osh-edge check` prints it)"
+                "osh-edge.conf:4: pin_sha256 in [server.main] must be the base64 SHA-256 of the node's public key (44 characters ending in '=', several separated by ';'; `osh-edge check` prints it)"
             ])
         XCTAssertEqual(
             errors(server + "pin_sha256 = \"\(pin)\"\n"),

@@ -72,6 +72,19 @@ final class MQTTConfigTests: XCTestCase {
         XCTAssertEqual(MQTTTopics(scheme: .part3).status(controlStreamID: "cs1"), "api/controlstreams/cs1/status:data")
     }
 
+    /// tls = "pin" holds for an mqtts:// broker as for the node; a list of pins (a node and its
+    /// broker with different keys, or a key being replaced) is kept as a list.
+    func testAPinnedServerPinsItsBrokerToo() throws {
+        let a = String(repeating: "A", count: 43) + "="
+        let b = "sha256//" + String(repeating: "B", count: 43) + "="
+        let s = try parse(
+            "transport = \"mqtt\"\nbroker = \"mqtts://node:8883\"\ntls = \"pin\"\npin_sha256 = \"\(a) ; \(b)\"\n"
+        ).activeServer
+        XCTAssertEqual(s.tls, .pin(sha256Base64: a + ";" + String(b.dropFirst(8))))
+        XCTAssertEqual(s.broker?.tls, true)
+        XCTAssertEqual(errors("tls = \"pin\"\npin_sha256 = \"\(a);nonsense\"\n").count, 1)
+    }
+
     func testMistakesSayWhatToWrite() {
         XCTAssertEqual(
             errors("transport = \"mqtt\"\n"),

@@ -59,4 +59,23 @@ size_t osh_mqtt_take_error(char *error, size_t len);
 /// when it has none.
 size_t osh_mqtt_correlation(const mosquitto_property *props, void *out, size_t len);
 
+/// A TLS context that accepts the broker by its public key alone, as libcurl's
+/// CURLOPT_PINNEDPUBLICKEY does for the node: the SHA-256 of the certificate's
+/// SubjectPublicKeyInfo must be one of `pins` ("sha256//<base64>", several separated by ';').
+/// The check runs inside the handshake, so a broker with another key never sees CONNECT (and so
+/// never the credentials). Returns the context (an SSL_CTX, one reference the caller owns), or
+/// NULL when OpenSSL cannot make one.
+void *osh_mqtt_pin_context(const char *pins);
+
+/// Hands the pinned context to the client (libmosquitto takes its own reference and applies none
+/// of its defaults to it: no CA store, no host-name check; the key is the identity).
+int osh_mqtt_pin_attach(struct mosquitto *mosq, void *ctx);
+
+/// The key the broker last presented, "sha256//<base64>", for the message that refuses it; its
+/// length, 0 when no handshake has reached the check.
+size_t osh_mqtt_pin_presented(void *ctx, char *out, size_t len);
+
+/// Drops the caller's reference to the context.
+void osh_mqtt_pin_release(void *ctx);
+
 #endif

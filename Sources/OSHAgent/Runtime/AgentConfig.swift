@@ -66,7 +66,11 @@ public struct MQTTTransportConfig: Sendable, Equatable {
     public init(broker: MQTTBroker, topics: MQTTTopics, clientID: String, credentials: CSCredentials, tls: TLSPolicy = .verify) {
         var o = MQTTOptions(host: broker.host, port: broker.port, clientID: clientID)
         if broker.tls {
-            if case .trustCertificate(let pem) = tls { o.tls = .caFile(pem) } else { o.tls = .systemCAs }
+            switch tls {
+            case .verify: o.tls = .systemCAs
+            case .trustCertificate(let pem): o.tls = .caFile(pem)
+            case .pinnedKey(let pin): o.tls = .pinnedKey(pin)
+            }
         }
         if case .basic(let user, let password) = credentials, !user.isEmpty {
             o.username = user

@@ -126,7 +126,8 @@ public final class AgentRuntime {
             self.reregister()
         }
         publisher.onFirstRejection = { [unowned self] i, message in
-            Log.error("the node rejected \(self.specs[i].outputName) observations: \(message) (dropped and counted; logged once)")
+            let who = self.mqtt.map { "the \($0.options.brokerName)" } ?? "the node"
+            Log.error("\(who) rejected \(self.specs[i].outputName) observations: \(message) (dropped and counted; logged once)")
         }
         publisher.onConnectivity = { [unowned self] state in
             switch state {
@@ -137,8 +138,14 @@ public final class AgentRuntime {
                 }
                 self.onStatus?(self.streamingStatus)
             case .backoff(_, let d):
-                // The status shows every step; the log the first (the next probes fail alike).
                 let cause = self.publisher.backoffCause
+                // A first flush before the broker's first CONNACK is no outage: the status says it,
+                // the log waits for a connect that fails.
+                if let m = self.mqtt, m.state == .connecting, !m.hasConnected {
+                    self.onStatus?("\(cause), retrying in \(RetryLog.seconds(d))")
+                    return
+                }
+                // The status shows every step; the log the first (the next probes fail alike).
                 self.nodeOutage.failed(.warning, cause, firstSuffix: ", retrying in \(RetryLog.seconds(d))")
                 self.onStatus?("\(cause), retrying in \(RetryLog.seconds(d))")
             case .probing: break

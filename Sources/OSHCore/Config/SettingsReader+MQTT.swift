@@ -45,13 +45,6 @@ extension SettingsReader {
                         + "1883 beside the node, or a broker of your own)")
                 ok = false
             }
-            if server.broker?.tls == true, case .pin = server.tls {
-                fail(
-                    s.entry("broker")?.line ?? s.line,
-                    "\(s.title): tls = \"pin\" is not supported for the MQTT broker yet; use tls = \"verify\" or "
-                        + "\"trust-certificate\" with an mqtts:// broker")
-                ok = false
-            }
         } else {
             for key in mqttKeys where present(s, key) {
                 fail(

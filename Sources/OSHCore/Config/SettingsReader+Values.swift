@@ -144,7 +144,20 @@ extension SettingsReader {
     }
 
     /// Base64 of 32 bytes, 44 characters ending in '=', optionally after `sha256//`; returned without it.
+    /// One key pin, or several separated by ';' (a node and its broker with different keys, or a
+    /// key being replaced): each as bare base64, joined by ';'.
     static func normalisedPin(_ p: String) -> String? {
+        var out: [String] = []
+        for var part in p.split(separator: ";", omittingEmptySubsequences: false) {
+            while part.first == " " || part.first == "\t" { part.removeFirst() }
+            while part.last == " " || part.last == "\t" { part.removeLast() }
+            guard let one = normalisedOnePin(String(part)) else { return nil }
+            out.append(one)
+        }
+        return out.isEmpty ? nil : out.joined(separator: ";")
+    }
+
+    private static func normalisedOnePin(_ p: String) -> String? {
         var v = Substring(p)
         if v.hasPrefix("sha256//") { v = v.dropFirst(8) }
         let u = Array(v.utf8)

@@ -330,7 +330,7 @@ struct SettingsReader {
                 fail(
                     line,
                     "pin_sha256 in \(s.title) must be the base64 SHA-256 of the node's public key "
-                        + "(44 characters ending in '='; `osh-edge check` prints it)")
+                        + "(44 characters ending in '=', several separated by ';'; `osh-edge check` prints it)")
                 ok = false
             }
         }

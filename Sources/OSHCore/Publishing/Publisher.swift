@@ -28,6 +28,14 @@ public struct TransportOutcome: Sendable, Equatable {
         self.location = location
         self.peer = peer
     }
+
+    /// A failed outcome in a user's words: the transport's error, what a broker answered (its
+    /// PUBACK reason code, not an HTTP status it never sent), or the node's status and message.
+    public var failureText: String {
+        if let t = transportError { return t }
+        if peer != nil, !body.isEmpty { return String(decoding: body, as: UTF8.self) }
+        return "HTTP \(status): \(NodeError.parse(body).summary)"
+    }
 }
 
 /// What to do with a batch after its request completed.
@@ -436,9 +444,7 @@ public final class Publisher {
 
     private func note(_ s: Stream, _ o: TransportOutcome) {
         s.counters.errors += 1
-        if let t = o.transportError { s.counters.lastError = t; return }
-        let e = NodeError.parse(o.body)
-        s.counters.lastError = "HTTP \(o.status): \(e.summary)"
+        s.counters.lastError = o.failureText
     }
 
     // MARK: Spool

@@ -114,7 +114,7 @@ public final class VideoPublisher {
                 // A video frame is not kept: the next one replaces it.
                 counters.failed += 1
                 if DeliveryVerdict.outcomeUnknown(outcome) { counters.failedUnknown += 1 }
-                counters.lastError = outcome.transportError ?? "HTTP \(outcome.status)"
+                counters.lastError = outcome.peer == nil ? outcome.transportError ?? "HTTP \(outcome.status)" : outcome.failureText
                 link?.requestFailed()
             case .datastreamLost:
                 counters.failed += 1
@@ -123,7 +123,7 @@ public final class VideoPublisher {
                 onDatastreamLost?()
             case .rejected:
                 counters.droppedRejected += 1
-                counters.lastError = "HTTP \(outcome.status): \(NodeError.parse(outcome.body).summary)"
+                counters.lastError = outcome.failureText
             }
         }
         return true

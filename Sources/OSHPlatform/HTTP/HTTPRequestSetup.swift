@@ -325,8 +325,18 @@ extension HTTPClient {
         return (bytes, Array(bytes[..<end]), https)
     }
 
-    /// `sha256//<44 base64 chars>` from the value with or without its prefix, or nil.
+    /// `sha256//<44 base64 chars>` from the value with or without its prefix, or nil; several
+    /// pins separated by ';' stay a list, as libcurl takes them (any one of them matches).
     static func normalisePin(_ value: String) -> String? {
+        var out: [String] = []
+        for part in value.split(separator: ";", omittingEmptySubsequences: false) {
+            guard let one = normaliseOnePin(String(part)) else { return nil }
+            out.append(one)
+        }
+        return out.isEmpty ? nil : out.joined(separator: ";")
+    }
+
+    private static func normaliseOnePin(_ value: String) -> String? {
         var v = Substring(value)
         while let f = v.first, f == " " || f == "\t" { v.removeFirst() }
         while let l = v.last, l == " " || l == "\t" || l == "\n" || l == "\r" { v.removeLast() }

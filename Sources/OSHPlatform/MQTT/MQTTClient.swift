@@ -46,6 +46,10 @@ public enum MQTTTLS: Sendable, Equatable {
     case systemCAs
     /// This PEM file only: a self-signed certificate or a private CA.
     case caFile(String)
+    /// The broker's public key alone (`sha256//<base64>` of its SubjectPublicKeyInfo, with or
+    /// without the prefix), as `tls = "pin"` is for the node: no CA, no name check; checked inside
+    /// the handshake, before CONNECT carries the credentials.
+    case pinnedKey(String)
 }
 
 /// What came back for one PUBLISH at QoS 1: the broker's PUBACK reason code, or why none came.
@@ -73,6 +77,8 @@ public final class MQTTClient {
 
     public let options: MQTTOptions
     public private(set) var state = State.idle
+    /// A CONNACK has accepted this client at least once since it started.
+    public private(set) var hasConnected = false
     /// Each state change, for the owner's log and status.
     public var onState: ((State) -> Void)?
     /// Topics subscribed at QoS 1 (again at every CONNACK: a broker that lost the session), each
@@ -84,6 +90,8 @@ public final class MQTTClient {
     private let loop: EventLoop
     private let mosq: OpaquePointer
     private var destroyed = false
+    /// The TLS context of a pinned broker (our reference; libmosquitto holds its own).
+    private var pinContext: UnsafeMutableRawPointer?
     private var connecting: UnsafeMutablePointer<osh_mqtt_connect>?
     private var connectWatch: EventLoop.Registration?
     private var socketWatch: EventLoop.Registration?
@@ -128,6 +136,23 @@ public final class MQTTClient {
                 mosquitto_destroy(m)
                 throw MQTTError("the broker's certificate file \(path) cannot be used: \(Self.errorText(rc))")
             }
+        case .pinnedKey(let value)?:
+            guard let pin = HTTPClient.normalisePin(value) else {
+                mosquitto_destroy(m)
+                throw MQTTError(
+                    "pin_sha256 \"\(value)\" is not a key pin: give sha256//<44 base64 characters>, as `osh-edge check` prints it")
+            }
+            guard let ctx = osh_mqtt_pin_context(pin) else {
+                mosquitto_destroy(m)
+                throw MQTTError("OpenSSL could not make a TLS context for the pinned broker (out of memory?)")
+            }
+            let rc = osh_mqtt_pin_attach(m, ctx)
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                osh_mqtt_pin_release(ctx)
+                mosquitto_destroy(m)
+                throw MQTTError("libmosquitto refused the pinned TLS context: \(Self.errorText(rc))")
+            }
+            pinContext = ctx
         }
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
         mosquitto_connect_v5_callback_set(m) { _, obj, rc, _, _ in
@@ -155,6 +180,7 @@ public final class MQTTClient {
     deinit {
         stop()
         if !destroyed { mosquitto_destroy(mosq) }
+        osh_mqtt_pin_release(pinContext)
     }
 
     /// Connects, and keeps connecting after each loss until `stop`.
@@ -279,7 +305,7 @@ public final class MQTTClient {
             let why =
                 rc == MOSQ_ERR_ERRNO.rawValue
                 ? String(cString: strerror(err)).lowercased()
-                : Self.errorText(rc) + (detail.isEmpty ? "" : " (\(detail))")
+                : pinRefusal(detail) ?? Self.errorText(rc) + (detail.isEmpty ? "" : " (\(detail))")
             return failed(rc == MOSQ_ERR_EAI.rawValue ? "cannot resolve \(options.host)" : "cannot connect: \(why)")
         }
         // TCP (and TLS) are up and CONNECT is queued; CONNACK comes through the socket.
@@ -296,6 +322,7 @@ public final class MQTTClient {
             return failed("the broker refused the connection: \(reason) (CONNACK reason code \(rc))\(hint)")
         }
         _ = policy.succeeded()
+        hasConnected = true
         // libmosquitto resends what was in flight: its PUBACK is awaited from now.
         for mid in pending.keys { pending[mid]?.sent = loop.now }
         for filter in subscriptions { mosquitto_subscribe_v5(mosq, nil, filter, 1, 0, nil) }
@@ -366,8 +393,21 @@ public final class MQTTClient {
         // The TLS handshake finishes on the loop: OpenSSL's reason is in libmosquitto's log.
         var line = [CChar](repeating: 0, count: 256)
         let n = osh_mqtt_take_error(&line, line.count)
-        let detail = n > 0 ? " (" + String(decoding: line.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self) + ")" : ""
-        failed((state == .connecting ? "cannot connect: " : "connection lost: ") + Self.errorText(rc) + detail)
+        let text = String(decoding: line.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let why = pinRefusal(text) ?? Self.errorText(rc) + (n > 0 ? " (" + text + ")" : "")
+        failed((state == .connecting ? "cannot connect: " : "connection lost: ") + why)
+    }
+
+    /// A handshake the pin refused, said with the key the broker did present (what to pin if the
+    /// broker's key changed on purpose); nil for any other failure.
+    private func pinRefusal(_ openSSLLine: String) -> String? {
+        guard let ctx = pinContext, openSSLLine.contains("certificate verify failed") else { return nil }
+        var key = [CChar](repeating: 0, count: 64)
+        let n = osh_mqtt_pin_presented(ctx, &key, key.count)
+        guard n > 0 else { return nil }
+        let presented = String(decoding: key.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return "the broker's key \(presented) is not the pinned one (pin_sha256); nothing was sent. "
+            + "If the broker's key changed on purpose, set pin_sha256 = \"\(presented)\""
     }
 
     private func updateWriteInterest() {

@@ -1,0 +1,4 @@
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
