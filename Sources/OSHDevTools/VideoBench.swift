@@ -97,6 +97,47 @@ public enum VideoBench {
         return Double(Clock.monotonicNanoseconds() - t0) / 1e6 / Double(max(1, frames))
     }
 
+    /// MJPEG decode (libv4lconvert, as the agent runs it for a webcam's MJPEG) at this size:
+    /// CPU milliseconds per frame of this thread, over `frames` camera-like JPEGs (ffmpeg's
+    /// moving pattern with sensor-like noise, quality 4 — about what a UVC webcam sends), and
+    /// their mean size. nil when ffmpeg is not installed to make them.
+    public static func mjpegDecode(width: Int, height: Int, frames: Int) throws -> (milliseconds: Double, jpegBytes: Int)? {
+        let n = max(1, frames)
+        let command =
+            "ffmpeg -loglevel error -f lavfi -i 'testsrc2=size=\(width)x\(height):rate=25,noise=alls=12:allf=t' "
+            + "-frames:v \(n) -pix_fmt yuvj420p -q:v 4 -f mjpeg - 2>/dev/null"
+        guard let pipe = popen(command, "r") else { return nil }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let k = fread(&chunk, 1, chunk.count, pipe)
+            if k <= 0 { break }
+            bytes += chunk[0..<k]
+        }
+        pclose(pipe)
+        // The stream is JPEG after JPEG: each starts with SOI (FF D8).
+        var starts: [Int] = []
+        var i = 0
+        while i + 2 < bytes.count {
+            if bytes[i] == 0xFF && bytes[i + 1] == 0xD8 && bytes[i + 2] == 0xFF { starts.append(i) }
+            i += 1
+        }
+        guard !starts.isEmpty else { return nil }
+        let jpegs = zip(starts, starts.dropFirst() + [bytes.count]).map { Array(bytes[$0..<$1]) }
+        let decoder = try MJPEGDecoder()
+        var cpu = 0.0
+        for j in jpegs {
+            let t0 = VideoCost.threadSeconds()
+            let ok = j.withUnsafeBytes { b in
+                decoder.decode(
+                    VideoFrame(format: .mjpeg, width: width, height: height, bytesPerLine: 0, monotonicTime: 0, bytes: b)) != nil
+            }
+            cpu += VideoCost.threadSeconds() - t0
+            if !ok { throw V4L2Error(decoder.counters.lastError ?? "MJPEG frame not decoded", errno: EINVAL) }
+        }
+        return (cpu / Double(jpegs.count) * 1000, jpegs.reduce(0) { $0 + $1.count } / jpegs.count)
+    }
+
     /// What the machine has: CPU count for the "auto" rows.
     public static func onlineCPUs() -> Int { Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) }
 }

@@ -57,13 +57,18 @@ public struct BoardIdentity: Sendable, Equatable {
     /// falls back to uname(2) for the hostname when /etc/hostname is missing or empty.
     public static func read(root: String = "/", useUname: Bool? = nil) -> BoardIdentity {
         let (serial, source) = readSerial(root: root)
-        var model: String?
-        for p in deviceTreeModelPaths {
-            if let m = readText(join(root, p)).map(clean), !m.isEmpty { model = m; break }
-        }
+        let model = readModel(root: root)
         var host = readText(join(root, "etc/hostname")).flatMap(firstMeaningfulLine)
         if host == nil, useUname ?? (root == "/") { host = unameNodename() }
         return BoardIdentity(serial: serial, serialSource: source, model: model, hostname: host)
+    }
+
+    /// The device tree's model string alone ("Raspberry Pi 5 Model B Rev 1.0"), nil when absent.
+    public static func readModel(root: String = "/") -> String? {
+        for p in deviceTreeModelPaths {
+            if let m = readText(join(root, p)).map(clean), !m.isEmpty { return m }
+        }
+        return nil
     }
 
     static func readSerial(root: String) -> (String, SerialSource) {

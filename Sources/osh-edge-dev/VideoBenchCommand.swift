@@ -49,8 +49,17 @@ func benchVideo(_ a: inout Arguments) {
                 "YUYV→I420 conversion \(w)x\(h): \(format2(VideoBench.yuyvConversionMilliseconds(width: w, height: h, frames: 50))) ms/frame"
             )
         }
+        for (w, h) in [(640, 480), (1280, 720)] {
+            if let m = try VideoBench.mjpegDecode(width: w, height: h, frames: min(frames, 100)) {
+                print(
+                    "MJPEG→I420 decode (libv4lconvert) \(w)x\(h): \(format2(m.milliseconds)) ms/frame of CPU, JPEGs of \(m.jpegBytes) bytes"
+                )
+            } else {
+                print("MJPEG→I420 decode \(w)x\(h): not measured (ffmpeg makes the test JPEGs; apt install ffmpeg)")
+            }
+        }
         print(
-            "user-side copies per frame (by construction): I420 source → libx264 → publisher = 1 (the POST body); YUYV/NV12 camera → libx264 = 2 (conversion pass + body); camera → V4L2 M2M = 1 with DMABUF import, 2 without; H.264 camera = 1"
+            "user-side copies per frame (by construction): I420 source → libx264 → publisher = 1 (the POST body); YUYV/NV12 camera → libx264 = 2 (conversion pass + body); MJPEG camera = 2 (the decode + body); camera → V4L2 M2M = 1 with DMABUF import, 2 without; H.264 camera = 1"
         )
         print("peak RSS: \(Agent.peakRSSKiB()) KiB")
     } catch {

@@ -240,7 +240,8 @@ final class VideoInputTests: XCTestCase {
         XCTAssertEqual(lines.count, 5, "\(lines)")
         guard lines.count == 5 else { return }
         XCTAssertEqual(lines[0], "camera /dev/video0: YUYV 320x240, 4 buffers, 5.0 fps (driver 5.0)")
-        XCTAssertTrue(lines[1].hasPrefix("video: encoder libx264 — "), lines[1])
+        XCTAssertTrue(
+            lines[1].hasPrefix("video: camera /dev/video0 (USB Camera) through V4L2, YUYV 320x240 at 5 fps; encoder libx264 — "), lines[1])
         XCTAssertEqual(lines[2], "camera /dev/video0 lost (VIDIOC_DQBUF on /dev/video0: No such device); frames pause, retrying in 0.01 s")
         XCTAssertTrue(lines[3].hasPrefix("cannot open camera /dev/video0: open /dev/video0: "), lines[3])
         XCTAssertFalse(lines[3].contains("retrying"), lines[3])

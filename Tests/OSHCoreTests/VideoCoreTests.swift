@@ -39,8 +39,15 @@ final class VideoCoreTests: XCTestCase {
         XCTAssertEqual(CaptureFormatChoice.choose(offered: [.mjpeg, .nv12, .yuyv]), .use(.yuyv))
         XCTAssertEqual(CaptureFormatChoice.choose(offered: [.yu12, .nv12]), .use(.nv12))
         XCTAssertEqual(CaptureFormatChoice.choose(offered: [.yu12]), .use(.i420))
-        guard case .unsupported(let why) = CaptureFormatChoice.choose(offered: [.mjpeg]) else { return XCTFail() }
-        XCTAssertTrue(why.contains("MJPEG capture is not supported yet"), why)
+        XCTAssertEqual(CaptureFormatChoice.choose(offered: [.mjpeg]), .use(.mjpeg), "decoded before the encoder")
+        XCTAssertEqual(CaptureFormatChoice.choose(offered: [.jpeg]), .use(.mjpeg))
+        // The configured size decides first: a webcam with YUYV only at small sizes.
+        XCTAssertEqual(CaptureFormatChoice.choose(offered: [.yuyv, .mjpeg], hasSize: { $0 == .mjpeg }), .use(.mjpeg))
+        XCTAssertEqual(CaptureFormatChoice.choose(offered: [.h264, .yuyv, .mjpeg], hasSize: { $0 == .yuyv }), .use(.yuyv))
+        XCTAssertEqual(
+            CaptureFormatChoice.choose(offered: [.yuyv, .mjpeg], hasSize: { _ in false }), .use(.yuyv), "none has it: the order")
+        guard case .unsupported(let why) = CaptureFormatChoice.choose(offered: [FourCC("RGB3")]) else { return XCTFail() }
+        XCTAssertTrue(why.contains("osh-edge needs H264, YUYV, NV12, YU12 or MJPEG"), why)
         guard case .unsupported(let none) = CaptureFormatChoice.choose(offered: []) else { return XCTFail() }
         XCTAssertTrue(none.contains("no formats"), none)
         XCTAssertEqual(FourCC("YUYV").description, "YUYV")

@@ -154,11 +154,15 @@ final class VideoV4L2Tests: XCTestCase {
         var frames: [(PixelFormat, Int, Int, Int, UInt8, Int)] = []
         cam.onFrame = { f in frames.append((f.format, f.width, f.height, f.bytesPerLine, f.bytes[0], f.bytes.count)) }
         try cam.start()
-        XCTAssertEqual(cam.negotiated, .init(format: .yuyv, width: 640, height: 480, bytesPerLine: 1280, sizeImage: 614_400, driverFPS: 25))
+        XCTAssertEqual(
+            cam.negotiated,
+            .init(format: .yuyv, width: 640, height: 480, bytesPerLine: 1280, sizeImage: 614_400, driverFPS: 25, card: "HD Webcam"))
         XCTAssertEqual(
             s.trace(of: Self.cam),
             [
                 "OPEN", "QUERYCAP", "ENUM_FMT #0 MJPG", "ENUM_FMT #1 YUYV", "ENUM_FMT #2 → EINVAL",
+                // YUYV has the configured size: it goes before MJPEG.
+                "ENUM_FRAMESIZES #0 320x240", "ENUM_FRAMESIZES #1 640x480",
                 "S_FMT CAPTURE YUYV 640x480", "S_PARM 25.0 fps", "REQBUFS CAPTURE 4",
                 "QUERYBUF CAPTURE #0", "MMAP CAPTURE #0", "QBUF CAPTURE #0",
                 "QUERYBUF CAPTURE #1", "MMAP CAPTURE #1", "QBUF CAPTURE #1",
@@ -238,7 +242,7 @@ final class VideoV4L2Tests: XCTestCase {
     func testNegotiationFailuresAreThrownAndLeaveNothingOpen() throws {
         let loop = try EventLoop()
         let cases: [(SimulatedV4L2, String, String)] = [
-            (sim(formats: [.mjpeg]), Self.cam, "MJPEG capture is not supported yet"),
+            (sim(formats: [FourCC("RGB3")]), Self.cam, "osh-edge needs H264, YUYV, NV12, YU12 or MJPEG"),
             (sim(formats: [.yuyv], accepts: [.mjpeg]), Self.cam, "format negotiation failed"),
             (sim(), Self.enc, "is not a capture device"),
             (sim(), "/dev/video1", "is not a capture device"),

@@ -37,6 +37,9 @@ public final class VideoInput {
         public var encodeErrors = 0
         /// Key frames without SPS+PPS in front of the IDR (a viewer could not start there).
         public var keyFramesWithoutHeaders = 0
+        /// MJPEG frames decoded, and those that could not be (a torn frame from the camera).
+        public var mjpegDecoded = 0
+        public var mjpegUndecodable = 0
         public var lastError: String?
     }
 
@@ -58,6 +61,8 @@ public final class VideoInput {
 
     private let loop: EventLoop
     private let device: V4L2Device
+    /// The board's model (the device tree's), for the encoder choice's words; tests set it.
+    public var boardModel: String? = BoardIdentity.readModel()
     /// Where each access unit goes: the runtime's video path, set before `start`.
     public var sink: Sink?
     private var running = false
@@ -69,6 +74,15 @@ public final class VideoInput {
     /// The layout the current encoder was opened for.
     private var encoderInput: (PixelFormat, Int, Int, Int)?
     private var m2mFailed = false
+    /// A webcam's MJPEG frames to I420, made at the first one.
+    private var mjpeg: MJPEGDecoder?
+    /// A camera's own H.264, every key frame self-contained.
+    public private(set) var h264Framing = CameraH264Framing()
+    /// The camera's opens seen: a reopened H.264 camera starts again at its next key frame.
+    private var cameraOpensSeen = 0
+    /// What the pipeline costs this thread (MJPEG decode + encode), for the first minute's line.
+    public private(set) var cost = VideoCost()
+    private var costNoted = false
     /// Camera buffers lent to the hardware encoder (DMABUF), with the camera stream they belong to.
     private var lent: [Int: Int] = [:]
 
@@ -146,6 +160,7 @@ public final class VideoInput {
         let cam = V4L2Camera(
             loop: loop, device: device, path: path, width: settings.width, height: settings.height, fps: settings.fps,
             backoff: cameraBackoff)
+        cam.h264KeyFrameInterval = settings.keyFrameInterval
         cam.onFrame = { [weak self] f in self?.frame(f) }
         cam.onFatalError = { [weak self] e in
             self?.counters.lastError = e.message
@@ -171,7 +186,7 @@ public final class VideoInput {
         let hw = (settings.encoder == .software || m2mFailed || format == .h264) ? V4L2EncoderSearch() : V4L2Probe.findEncoder(device)
         var (kind, reason) = VideoEncoderDecision.decide(
             captureFormat: format, m2mDevice: hw.path, m2mCard: hw.card, unusable: hw.unusable,
-            preference: m2mFailed ? .software : settings.encoder)
+            preference: m2mFailed ? .software : settings.encoder, boardModel: boardModel)
         if m2mFailed && kind == .x264 { reason = "the hardware encoder failed earlier; using libx264" }
         guard let chosen = kind else { throw V4L2Error("camera0_H264: \(reason)", errno: ENODEV) }
         if case .m2m(let path) = chosen {
@@ -200,11 +215,45 @@ public final class VideoInput {
             reason += m.importsDMABUF ? " (camera buffers imported as DMABUF, no copy)" : " (one copy into the encoder's buffer)"
         }
         if encoderKind != chosen || encoderReason != reason {
-            Log.notice("video: encoder \(chosen.name) — \(reason)")
+            Log.notice("video: \(sourceDescription); encoder \(chosen.name) — \(reason)")
         }
         encoderKind = chosen
         encoderReason = reason
         encoderInput = (format, width, height, bytesPerLine)
+    }
+
+    /// Which camera, which path, the negotiated format, size and rate: "camera /dev/video0
+    /// (HD Webcam C525) through V4L2, MJPEG 1280x720 at 5 fps, decoded by libv4lconvert".
+    public var sourceDescription: String {
+        guard let c = camera, let n = c.negotiated else {
+            return pattern.map { "test pattern \($0.width)x\($0.height) at \(Self.rate(settings.fps)) fps" } ?? "no camera"
+        }
+        let fps = n.driverFPS.map { $0 < settings.fps ? $0 : settings.fps } ?? settings.fps
+        var d =
+            "camera \(c.path)\(n.card.isEmpty ? "" : " (\(n.card))") through V4L2, \(n.format.fourCC) \(n.width)x\(n.height) at \(Self.rate(fps)) fps"
+        switch n.format {
+        case .mjpeg: d += ", decoded by libv4lconvert"
+        case .h264:
+            d +=
+                n.keyFramePeriodSet == true
+                ? ", its own H.264 with a key frame every \(settings.keyFrameInterval) frames"
+                : ", its own H.264 at its own key-frame period (the camera has no control for it; the stream starts at its next key frame)"
+        default: break
+        }
+        return d
+    }
+
+    private static func rate(_ fps: Double) -> String {
+        fps == fps.rounded() ? String(Int(fps)) : String((fps * 10).rounded() / 10)
+    }
+
+    /// Once, a minute after the first frame: what the pipeline cost this thread meanwhile.
+    private func noteCost() {
+        guard !costNoted, cost.span >= 60 else { return }
+        costNoted = true
+        let what =
+            camera?.negotiated?.format == .mjpeg ? "MJPEG decode + \(encoderKind?.name ?? "encoder")" : encoderKind?.name ?? "encoder"
+        Log.notice("video: the first minute cost \(cost.summary) for \(what), \(cost.frames) frames")
     }
 
     private func giveBack(_ bufferIndex: Int) {
@@ -222,9 +271,21 @@ public final class VideoInput {
         encoderInput = nil  // the next frame opens libx264
     }
 
-    private func frame(_ f: VideoFrame) {
+    private func frame(_ captured: VideoFrame) {
         guard running else { return }
         counters.framesIn += 1
+        let started = VideoCost.threadSeconds()
+        defer {
+            if !costNoted {
+                cost.add(frameAt: captured.monotonicTime, seconds: VideoCost.threadSeconds() - started)
+                noteCost()
+            }
+        }
+        var f = captured
+        if captured.format == .mjpeg {
+            guard let picture = decodeMJPEG(captured) else { return }
+            f = picture
+        }
         if let e = encoderInput, e == (f.format, f.width, f.height, f.bytesPerLine) {
         } else {
             do {
@@ -238,7 +299,12 @@ public final class VideoInput {
         }
         switch encoderKind {
         case .cameraH264?:
-            deliver(EncodedFrame(monotonicTime: f.monotonicTime, bytes: f.bytes, isKeyFrame: AnnexB.summarize(f.bytes).hasIDR))
+            if let opens = camera?.counters.opens, opens != cameraOpensSeen {
+                cameraOpensSeen = opens
+                h264Framing.restart()
+            }
+            let t = f.monotonicTime
+            _ = h264Framing.frame(f.bytes) { bytes, key in deliver(EncodedFrame(monotonicTime: t, bytes: bytes, isKeyFrame: key)) }
         case .m2m?:
             guard let m = m2m else { return }
             if m.submit(f) {
@@ -260,6 +326,27 @@ public final class VideoInput {
         case nil:
             break
         }
+    }
+
+    private func decodeMJPEG(_ f: VideoFrame) -> VideoFrame? {
+        if mjpeg == nil {
+            do {
+                mjpeg = try MJPEGDecoder()
+            } catch {
+                counters.lastError = "\(error)"
+                return nil
+            }
+        }
+        guard let d = mjpeg else { return nil }
+        guard let picture = d.decode(f) else {
+            counters.mjpegUndecodable += 1
+            // The first such frame is said; the count shows the rest.
+            if counters.mjpegUndecodable == 1, let why = d.counters.lastError { Log.warning("video: \(why); skipping such frames") }
+            counters.lastError = d.counters.lastError
+            return nil
+        }
+        counters.mjpegDecoded += 1
+        return picture
     }
 
     private func deliver(_ au: EncodedFrame) {

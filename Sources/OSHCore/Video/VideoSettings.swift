@@ -40,6 +40,8 @@ public enum PixelFormat: String, Sendable, CaseIterable {
     case yuyv
     /// Already encoded: Annex-B access units.
     case h264
+    /// A JPEG picture per frame (USB webcams above their YUYV sizes); decoded to I420.
+    case mjpeg
 
     public var fourCC: FourCC {
         switch self {
@@ -47,8 +49,12 @@ public enum PixelFormat: String, Sendable, CaseIterable {
         case .nv12: return .nv12
         case .yuyv: return .yuyv
         case .h264: return .h264
+        case .mjpeg: return .mjpeg
         }
     }
+
+    /// Frames of varying length (no fixed picture layout).
+    public var isCompressed: Bool { self == .h264 || self == .mjpeg }
 
     public init?(fourCC: FourCC) {
         guard let f = PixelFormat.allCases.first(where: { $0.fourCC == fourCC }) else { return nil }
@@ -60,7 +66,7 @@ public enum PixelFormat: String, Sendable, CaseIterable {
         switch self {
         case .i420, .nv12: return width * height + 2 * ((width / 2) * (height / 2))
         case .yuyv: return width * height * 2
-        case .h264: return 0
+        case .h264, .mjpeg: return 0
         }
     }
 }
@@ -129,16 +135,20 @@ public enum CaptureFormatChoice: Equatable, Sendable {
     /// Nothing usable; the message says what the camera offers and what to do.
     case unsupported(String)
 
-    /// H.264 (no encoding at all) > YUYV > NV12 > YU12. MJPEG would need a JPEG decoder
-    /// before the H.264 encoder; that is not built, so an MJPEG-only camera is refused.
-    public static func choose(offered: [FourCC]) -> CaptureFormatChoice {
-        for f in [PixelFormat.h264, .yuyv, .nv12, .i420] where offered.contains(f.fourCC) { return .use(f) }
-        let list = offered.map(\.description).joined(separator: ", ")
-        if offered.contains(.mjpeg) || offered.contains(.jpeg) {
-            return .unsupported(
-                "the camera offers only \(list); MJPEG capture is not supported yet — use a camera with YUYV, NV12, YU12 or H264")
+    /// H.264 from the camera (no encoding at all) > YUYV > NV12 > YU12 > MJPEG (decoded), each
+    /// taken first where it has the configured size: a USB webcam often has YUYV only at small
+    /// sizes and MJPEG above them, and MJPEG at 1280×720 beats YUYV shrunk to 640×480. With no
+    /// format at that size, the first in that order (the driver picks its nearest size).
+    /// `hasSize`: whether the camera lists the configured size for a format (true when unknown).
+    public static func choose(offered: [FourCC], hasSize: (FourCC) -> Bool = { _ in true }) -> CaptureFormatChoice {
+        let order: [PixelFormat] = [.h264, .yuyv, .nv12, .i420, .mjpeg]
+        let usable = order.filter { offered.contains($0.fourCC) || ($0 == .mjpeg && offered.contains(.jpeg)) }
+        if let f = usable.first(where: { hasSize($0 == .mjpeg && !offered.contains(.mjpeg) ? .jpeg : $0.fourCC) }) {
+            return .use(f)
         }
-        return .unsupported("the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12 or YU12")
+        if let f = usable.first { return .use(f) }
+        let list = offered.map(\.description).joined(separator: ", ")
+        return .unsupported("the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12, YU12 or MJPEG")
     }
 }
 
@@ -160,15 +170,31 @@ public enum VideoEncoderKind: Equatable, Sendable {
 }
 
 public enum VideoEncoderDecision {
+    /// Raspberry Pi boards built around the BCM2712, which has no video encoder.
+    public static func boardHasNoH264Encoder(_ model: String) -> Bool {
+        ["Raspberry Pi 5", "Raspberry Pi 500", "Raspberry Pi Compute Module 5"].contains { model.hasPrefix($0) }
+    }
+
     /// Decides like rpicam-apps: the hardware encoder when one is found, else libx264.
     /// `m2mCard` names the found encoder; `unusable` says why each M2M node passed over is not
     /// one ("/dev/video1 (vicodec) encodes FWHT, not H.264"), for the log when libx264 is chosen.
     /// Returns nil (with the reason) when `hardware` is demanded and none exists.
     public static func decide(
         captureFormat: PixelFormat, m2mDevice: String?, m2mCard: String = "", unusable: [String] = [],
-        preference: VideoEncoderPreference
+        preference: VideoEncoderPreference, boardModel: String? = nil
     ) -> (kind: VideoEncoderKind?, reason: String) {
         if captureFormat == .h264 { return (.cameraH264, "the camera delivers H.264 itself; no encoder needed") }
+        // The Pi 5 (and the 500, the CM5) has no H.264 block at all: software is the official answer.
+        if m2mDevice == nil, let model = boardModel, boardHasNoH264Encoder(model) {
+            switch preference {
+            case .hardware:
+                return (nil, "encoder = hardware, but this board has no H.264 encoder (\(model)); set encoder = auto to use libx264")
+            case .auto:
+                return (.x264, "no H.264 encoder on this board (\(model)); using libx264")
+            case .software:
+                break
+            }
+        }
         let why = unusable.joined(separator: "; ")
         switch (preference, m2mDevice) {
         case (.software, _):

@@ -1,4 +1,5 @@
-// A V4L2 capture camera on the event loop: negotiate a format (H.264 > YUYV > NV12 > YU12),
+// A V4L2 capture camera on the event loop: negotiate a format (H.264 > YUYV > NV12 > YU12 >
+// MJPEG, each first where it has the configured size),
 // mmap streaming buffers, and hand each frame to `onFrame` straight from the driver's
 // buffer (no copy), then queue the buffer again. Frame rate: asked of the driver with
 // S_PARM, and enforced by dropping (UVC cameras often ignore or round the request).
@@ -35,12 +36,20 @@ public final class V4L2Camera {
         public var sizeImage: Int
         /// What the driver accepted for S_PARM (nil: it has no frame-rate control).
         public var driverFPS: Double?
+        /// An H.264 camera that took `h264KeyFrameInterval` as its key-frame period (false: it
+        /// has no such control and keeps its own cadence; nil: not an H.264 format).
+        public var keyFramePeriodSet: Bool?
+        /// The driver's name for the camera (VIDIOC_QUERYCAP's card).
+        public var card = ""
     }
 
     public let path: String
     public let width: Int
     public let height: Int
     public let fps: Double
+    /// Frames between key frames to ask of a camera that sends H.264 itself (UVC), when it has the
+    /// control (V4L2_CID_MPEG_VIDEO_H264_I_PERIOD).
+    public var h264KeyFrameInterval = 0
     /// Called for each frame kept; the bytes are the driver's buffer, valid during the call.
     public var onFrame: ((VideoFrame) -> Void)?
     /// Called when a problem stops the camera for good (a format it cannot deliver); transient
@@ -167,7 +176,7 @@ public final class V4L2Camera {
             offered.append(FourCC(rawValue: d.pixelformat))
         }
         let chosen: PixelFormat
-        switch CaptureFormatChoice.choose(offered: offered) {
+        switch CaptureFormatChoice.choose(offered: offered, hasSize: { self.lists($0, width: self.width, height: self.height) }) {
         case .use(let f): chosen = f
         case .unsupported(let why): throw V4L2Error("camera \(path): \(why)", errno: EINVAL)
         }
@@ -199,8 +208,13 @@ public final class V4L2Camera {
         var n = Negotiated(
             format: chosen, width: w, height: h, bytesPerLine: bpl,
             sizeImage: max(Int(f.fmt.pix.sizeimage), chosen.frameBytes(width: w, height: h)), driverFPS: nil)
+        n.card = V4L2Text.string(cap.card)
         var p = v4l2_streamparm()
         p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        if chosen == .h264 && h264KeyFrameInterval > 0 {
+            var c = v4l2_control(id: OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD, value: Int32(h264KeyFrameInterval))
+            n.keyFramePeriodSet = device.call(fd, .sCtrl, &c) == 0
+        }
         p.parm.capture.timeperframe.numerator = 1000
         p.parm.capture.timeperframe.denominator = UInt32((fps * 1000).rounded())
         // Not every driver has frame-rate control; dropping covers that case.
@@ -210,6 +224,24 @@ public final class V4L2Camera {
             n.driverFPS = Double(p.parm.capture.timeperframe.denominator) / Double(p.parm.capture.timeperframe.numerator)
         }
         return n
+    }
+
+    /// Whether the camera lists `width`×`height` for `format` (true when it lists no sizes).
+    private func lists(_ format: FourCC, width: Int, height: Int) -> Bool {
+        for j in 0..<64 {
+            var s = v4l2_frmsizeenum()
+            s.index = UInt32(j)
+            s.pixel_format = format.rawValue
+            guard device.call(fd, .enumFramesizes, &s) == 0 else { return j == 0 }
+            if s.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
+                if Int(s.discrete.width) == width && Int(s.discrete.height) == height { return true }
+            } else {
+                let r = s.stepwise
+                return width >= Int(r.min_width) && width <= Int(r.max_width) && height >= Int(r.min_height)
+                    && height <= Int(r.max_height)
+            }
+        }
+        return false
     }
 
     private func startStreaming() throws {

@@ -340,8 +340,8 @@ public final class V4L2M2MEncoder {
             let su = src + sbpl * height, du = dst + dbpl * rows
             plane(su, sbpl / 2, du, dbpl / 2, lines: height / 2, bytes: width / 2)
             plane(su + (sbpl / 2) * (height / 2), sbpl / 2, du + (dbpl / 2) * (rows / 2), dbpl / 2, lines: height / 2, bytes: width / 2)
-        case .h264:
-            return 0
+        case .h264, .mjpeg:
+            return 0  // decoded before the encoder: never an encoder's input
         }
         return total
     }

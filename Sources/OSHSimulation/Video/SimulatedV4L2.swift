@@ -86,6 +86,11 @@ public final class SimulatedV4L2: V4L2Device {
         var capture: Queue
         var output: Queue
         var controls: [UInt32: Int32] = [:]
+        /// Controls the camera node has (S_CTRL of another → EINVAL, as uvcvideo answers).
+        var cameraControls: Set<UInt32> = []
+        /// Sizes of one format when they differ from the camera's list (a webcam with YUYV
+        /// only at 640×480 and MJPEG up to 1280×720).
+        var sizesByFormat: [FourCC: [V4L2FrameSize]] = [:]
         var fps: Double = 30
         var encoded = 0
         init(path: String, model: Model) {
@@ -153,6 +158,17 @@ public final class SimulatedV4L2: V4L2Device {
     /// A node at `path` (e.g. "/dev/video0").
     public func add(_ path: String, _ model: Model) { nodes.append(Node(path: path, model: model)) }
 
+    /// The camera at `path` offers `format` only at these sizes (its other formats keep the list
+    /// the camera was added with).
+    public func limitSizes(_ path: String, format: FourCC, to sizes: [V4L2FrameSize]) {
+        node(path)?.sizesByFormat[format] = sizes
+    }
+
+    /// The camera at `path` has these controls (e.g. an H.264 UVC camera's key-frame period).
+    public func addCameraControls(_ path: String, _ ids: [UInt32]) {
+        node(path)?.cameraControls.formUnion(ids)
+    }
+
     /// The next `times` calls of `request` (on `path`, or on any node) fail with `errno`.
     public func inject(_ request: V4L2Request, errno: Int32, times: Int = 1, path: String? = nil) {
         injections.append(Injection(request: request, errno: errno, remaining: times, path: path))
@@ -180,11 +196,15 @@ public final class SimulatedV4L2: V4L2Device {
     /// camera writes an SPS+PPS+IDR access unit instead). False: nothing queued or not
     /// streaming, so the frame is lost — as a real driver would lose it.
     @discardableResult
-    public func deliverFrame(_ path: String, fill: UInt8 = 0x80) -> Bool {
+    public func deliverFrame(_ path: String, fill: UInt8 = 0x80, bytes: [UInt8]? = nil) -> Bool {
         guard let n = node(path), n.present, !n.isEncoder, n.capture.streaming,
             let b = n.capture.buffers.filter({ $0.state == .queued }).min(by: { $0.queuedOrder < $1.queuedOrder })
         else { return false }
-        if n.capture.fourCC == .h264 {
+        if let bytes {
+            // A compressed frame as the camera sent it (an MJPEG picture, an H.264 access unit).
+            UnsafeMutableRawBufferPointer(start: b.memory, count: b.length).copyBytes(from: bytes.prefix(b.length))
+            b.bytesused = min(b.length, bytes.count)
+        } else if n.capture.fourCC == .h264 {
             let au = Self.fakeAccessUnit(key: true, frame: Int(n.capture.sequence), first: fill)
             UnsafeMutableRawBufferPointer(start: b.memory, count: b.length).copyBytes(from: au.prefix(b.length))
             b.bytesused = min(b.length, au.count)
@@ -366,8 +386,10 @@ public final class SimulatedV4L2: V4L2Device {
             let s = arg.assumingMemoryBound(to: v4l2_frmsizeenum.self)
             let i = Int(s.pointee.index)
             switch n.model {
-            case .camera(_, let formats, let sizes, _, _):
-                guard formats.contains(FourCC(rawValue: s.pointee.pixel_format)), i < sizes.count else { return (EINVAL, "#\(i)") }
+            case .camera(_, let formats, let all, _, _):
+                let f = FourCC(rawValue: s.pointee.pixel_format)
+                let sizes = n.sizesByFormat[f] ?? all
+                guard formats.contains(f), i < sizes.count else { return (EINVAL, "#\(i)") }
                 s.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
                 s.pointee.discrete.width = UInt32(sizes[i].width)
                 s.pointee.discrete.height = UInt32(sizes[i].height)
@@ -424,7 +446,11 @@ public final class SimulatedV4L2: V4L2Device {
 
         case .sCtrl:
             let c = arg.assumingMemoryBound(to: v4l2_control.self)
-            guard n.isEncoder else { return (EINVAL, "id \(c.pointee.id)") }
+            guard n.isEncoder else {
+                guard n.cameraControls.contains(c.pointee.id) else { return (EINVAL, "id \(c.pointee.id)") }
+                n.controls[c.pointee.id] = c.pointee.value
+                return (0, "\(controlName(c.pointee.id))=\(c.pointee.value)")
+            }
             let known = [
                 OSH_V4L2_CID_MPEG_VIDEO_BITRATE, OSH_V4L2_CID_MPEG_VIDEO_H264_I_PERIOD,
                 OSH_V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER, OSH_V4L2_CID_MPEG_VIDEO_H264_LEVEL,
@@ -557,18 +583,19 @@ public final class SimulatedV4L2: V4L2Device {
     /// UVC behaviour: an unknown format becomes the first accepted one; the size snaps to the
     /// nearest one the camera has.
     private func setCameraFormat(_ n: Node, _ q: Queue, _ f: UnsafeMutablePointer<v4l2_format>) {
-        guard case .camera(_, let listed, let sizes, let accepts, _) = n.model else { return }
+        guard case .camera(_, let listed, let all, let accepts, _) = n.model else { return }
         let ok = accepts ?? listed
         let asked = FourCC(rawValue: f.pointee.fmt.pix.pixelformat)
         q.fourCC = ok.contains(asked) ? asked : (ok.first ?? asked)
+        let sizes = n.sizesByFormat[q.fourCC] ?? all
         let w = Int(f.pointee.fmt.pix.width), h = Int(f.pointee.fmt.pix.height)
         let size = sizes.min { abs($0.width * $0.height - w * h) < abs($1.width * $1.height - w * h) } ?? V4L2FrameSize(width: w, height: h)
         q.width = size.width
         q.height = size.height
         let pf = PixelFormat(fourCC: q.fourCC)
-        q.bytesPerLine = pf == .yuyv ? size.width * 2 : (pf == .h264 || pf == nil ? 0 : size.width)
+        q.bytesPerLine = pf == .yuyv ? size.width * 2 : (pf?.isCompressed != false ? 0 : size.width)
         q.sizeImage =
-            pf.map { $0 == .h264 ? 256 * 1024 : $0.frameBytes(width: size.width, height: size.height) } ?? size.width * size.height
+            pf.map { $0.isCompressed ? 256 * 1024 : $0.frameBytes(width: size.width, height: size.height) } ?? size.width * size.height
     }
 
     private func setEncoderFormat(_ n: Node, _ q: Queue, _ f: UnsafeMutablePointer<v4l2_format>) {
