@@ -144,6 +144,34 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual(v[1]["note"] as? String, "encodes FWHT, not H.264")
     }
 
+    /// Under each camera, what the agent would take and which encoder: a webcam's MJPEG at the
+    /// size YUYV lacks, a Pi 5's libx264 said as such, and a Camera Module's raw sensor node
+    /// (unicam) refused with what it needs.
+    func testEachCameraSaysWhatTheAgentWouldTakeAndWhichEncoder() throws {
+        let (bus, _) = try board()
+        let video = SimulatedV4L2()
+        video.add(
+            "/dev/video0",
+            .camera(card: "HD Webcam", formats: [.yuyv, .mjpeg], sizes: [V4L2FrameSize(width: 640, height: 480)]))
+        video.limitSizes("/dev/video0", format: .yuyv, to: [V4L2FrameSize(width: 320, height: 240)])
+        video.add(
+            "/dev/video1",
+            .camera(card: "unicam", formats: [FourCC("pRAA"), FourCC("RG10")], sizes: [V4L2FrameSize(width: 3280, height: 2464)]))
+        let report = Probe.run(bus: nil, dump: false, sources: sources(bus, video: video))
+        XCTAssertTrue(
+            report.table.contains("    osh-edge takes: MJPG 640x480 (decoded by libv4lconvert), encoder libx264 — "), report.table)
+        XCTAssertTrue(
+            report.table.contains(
+                "    osh-edge takes: nothing: the camera offers only raw Bayer (pRAA, RG10): a camera sensor such as a Raspberry Pi Camera Module"
+            ),
+            report.table)
+        let webcam = try XCTUnwrap(report.video.first)
+        XCTAssertEqual(
+            Probe.cameraPlan(webcam, encoders: report.video, boardModel: "Raspberry Pi 5 Model B Rev 1.0"),
+            "MJPG 640x480 (decoded by libv4lconvert), encoder libx264 — no H.264 encoder on this board (Raspberry Pi 5 Model B Rev 1.0); using libx264"
+        )
+    }
+
     func testDumpGivesTheBytesDecodeTakes() throws {
         let (bus, _) = try board()
         let report = Probe.run(bus: 1, dump: true, sources: sources(bus))

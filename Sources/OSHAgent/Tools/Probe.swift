@@ -334,6 +334,32 @@ public enum Probe {
         return (lines.joined(separator: "\n") + "\n", notes)
     }
 
+    /// What the agent would make of this camera at the suggested size: the format it takes (by
+    /// the same choice as at run time) and the encoder, in a line for `probe`.
+    public static func cameraPlan(
+        _ cam: V4L2DeviceInfo, encoders: [V4L2DeviceInfo], boardModel: String? = BoardIdentity.readModel()
+    )
+        -> String
+    {
+        let size = cameraSize(cam)
+        let choice = CaptureFormatChoice.choose(offered: cam.formats.map(\.fourCC)) { fourCC in
+            guard let f = cam.formats.first(where: { $0.fourCC == fourCC }), !f.sizes.isEmpty else { return true }
+            if f.isRange, let lo = f.sizes.first, let hi = f.sizes.last {
+                return (lo.width...hi.width).contains(size.width) && (lo.height...hi.height).contains(size.height)
+            }
+            return f.sizes.contains(size)
+        }
+        switch choice {
+        case .unsupported(let why): return "nothing: \(why)"
+        case .use(let format):
+            let m2m = encoders.first { $0.role == .h264Encoder }
+            let (kind, reason) = VideoEncoderDecision.decide(
+                captureFormat: format, m2mDevice: m2m?.path, m2mCard: m2m?.card ?? "", preference: .auto, boardModel: boardModel)
+            let decoded = format == .mjpeg ? " (decoded by libv4lconvert)" : ""
+            return "\(format.fourCC) \(size)\(decoded), encoder \(kind?.name ?? "none") — \(reason)"
+        }
+    }
+
     /// 640×480 when the camera has it, else the smallest size the config accepts (≥ 160×120,
     /// ≤ 1920×1080, width a multiple of 8, height of 8).
     static func cameraSize(_ cam: V4L2DeviceInfo) -> V4L2FrameSize {

@@ -64,6 +64,7 @@ extension ProbeReport {
                     f.isRange ? f.sizes.map(\.description).joined(separator: " … ") : f.sizes.map(\.description).joined(separator: " ")
                 out.append("    \(f.fourCC)  \(sizes)")
             }
+            if v.role == .camera { out.append("    osh-edge takes: " + Probe.cameraPlan(v, encoders: video)) }
         }
         out.append("")
         out.append("Config")

@@ -26,6 +26,12 @@ public struct FourCC: Hashable, Sendable, CustomStringConvertible {
     public static let nv12 = FourCC("NV12")
     /// I420 (planar Y, U, V) — V4L2 calls it YU12 (`V4L2_PIX_FMT_YUV420`).
     public static let yu12 = FourCC("YU12")
+    /// Raw Bayer formats, packed and unpacked (what a camera sensor's V4L2 node gives on its own).
+    public static let rawBayer: Set<FourCC> = Set(
+        [
+            "BA81", "GBRG", "GRBG", "RGGB", "BG10", "GB10", "BA10", "RG10", "BG12", "GB12", "BA12", "RG12", "BG16", "GB16", "GR16",
+            "RG16", "pBAA", "pGAA", "pgAA", "pRAA", "pBCC", "pGCC", "pgCC", "pRCC", "pBEE", "pGEE", "pgEE", "pREE", "Y10P", "Y12P",
+        ].map { FourCC($0) })
     public static let mjpeg = FourCC("MJPG")
     public static let jpeg = FourCC("JPEG")
 }
@@ -148,6 +154,11 @@ public enum CaptureFormatChoice: Equatable, Sendable {
         }
         if let f = usable.first { return .use(f) }
         let list = offered.map(\.description).joined(separator: ", ")
+        if !offered.isEmpty, offered.allSatisfy(FourCC.rawBayer.contains) {
+            return .unsupported(
+                "the camera offers only raw Bayer (\(list)): a camera sensor such as a Raspberry Pi Camera Module on "
+                    + "unicam or CFE, whose pictures need libcamera and the ISP, which osh-edge does not drive yet; use a USB webcam")
+        }
         return .unsupported("the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12, YU12 or MJPEG")
     }
 }
