@@ -32,7 +32,18 @@ static inline void osh_gpio_copy(char *dst, size_t len, const char *src) {
     snprintf(dst, len, "%s", src ? src : "");
 }
 
+// The label of the chip at `path` ("pinctrl-rp1") into `out`; 0, or -1 with errno set.
+static inline int osh_gpio_chip_label(const char *path, char *out, size_t len);
+
 #if OSH_GPIOD_MAJOR == 1
+
+static inline int osh_gpio_chip_label(const char *path, char *out, size_t len) {
+    struct gpiod_chip *c = gpiod_chip_open(path);
+    if (!c) return -1;
+    osh_gpio_copy(out, len, gpiod_chip_label(c));
+    gpiod_chip_close(c);
+    return 0;
+}
 
 struct osh_gpio_out { struct gpiod_chip *chip; struct gpiod_line *line; };
 
@@ -71,6 +82,17 @@ static inline void osh_gpio_out_close(osh_gpio_out *o) {
 #else
 
 struct osh_gpio_out { struct gpiod_line_request *req; unsigned int offset; };
+
+static inline int osh_gpio_chip_label(const char *path, char *out, size_t len) {
+    struct gpiod_chip *c = gpiod_chip_open(path);
+    if (!c) return -1;
+    struct gpiod_chip_info *info = gpiod_chip_get_info(c);
+    if (!info) { int e = errno; gpiod_chip_close(c); errno = e; return -1; }
+    osh_gpio_copy(out, len, gpiod_chip_info_get_label(info));
+    gpiod_chip_info_free(info);
+    gpiod_chip_close(c);
+    return 0;
+}
 
 // 2.x opens chips by path only; names, numbers and labels are resolved here the way
 // 1.x's gpiod_chip_open_lookup did.

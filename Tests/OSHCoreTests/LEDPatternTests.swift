@@ -86,6 +86,27 @@ final class LEDPatternTests: XCTestCase {
         XCTAssertEqual(LEDSettings(), LEDSettings(chip: "gpiochip0", line: 17, activeLow: false))
     }
 
+    /// chip = "auto": the header chip by its label, whatever its number — each board's chips as
+    /// its kernel lists them (the Pi 5's RP1 behind the BCM2712's own chips on early kernels).
+    func testAutoFindsEachBoardsHeaderChipByItsLabel() {
+        XCTAssertNil(LEDSettings.chipProblem("auto"))
+        let boards: [(String, [(name: String, label: String)], String?)] = [
+            (
+                "Pi 5, early kernel",
+                [("gpiochip0", "gpio-brcmstb@107d508500"), ("gpiochip1", "gpio-brcmstb@107d508520"),
+                 ("gpiochip2", "gpio-brcmstb@107d517c00"), ("gpiochip3", "gpio-brcmstb@107d517c20"), ("gpiochip4", "pinctrl-rp1")],
+                "gpiochip4"
+            ),
+            ("Pi 5, kernel 6.6.45+", [("gpiochip0", "pinctrl-rp1"), ("gpiochip10", "gpio-brcmstb@107d508500")], "gpiochip0"),
+            ("Pi 4", [("gpiochip0", "pinctrl-bcm2711"), ("gpiochip1", "raspberrypi-exp-gpio")], "gpiochip0"),
+            ("Pi 3 with an expander first", [("gpiochip0", "mcp23017"), ("gpiochip1", "pinctrl-bcm2835")], "gpiochip1"),
+            ("not a Pi", [("gpiochip0", "INT34C6:00")], nil),
+        ]
+        for (board, chips, want) in boards {
+            XCTAssertEqual(LEDSettings.headerChip(among: chips)?.name, want, board)
+        }
+    }
+
     /// board/profiles/*.conf: each parses, names only known sections, and its [led] and [gps]
     /// values pass the checks the config reader applies.
     func testBoardProfilesAreValid() throws {

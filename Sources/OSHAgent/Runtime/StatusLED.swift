@@ -51,7 +51,7 @@ public final class StatusLED {
             let led = StatusLED(line: line, activeLow: settings.activeLow, state: state)
             try led.start(on: loop)
             Log.info(
-                "status LED on \(settings.chip) line \(settings.line)\(settings.activeLow ? " (active low)" : "") via libgpiod \(LibgpiodLine.libraryVersion)"
+                "status LED on \(line.chip) line \(settings.line)\(settings.activeLow ? " (active low)" : "") via libgpiod \(LibgpiodLine.libraryVersion)"
             )
             return led
         } catch {
@@ -155,7 +155,7 @@ extension StatusLED {
         try led.start(on: loop)
         if state == nil { led.identify(seconds: seconds) }
         print(
-            "\(settings.chip) line \(settings.line) (libgpiod \(LibgpiodLine.libraryVersion)): "
+            "\(line.chip) line \(settings.line) (libgpiod \(LibgpiodLine.libraryVersion)): "
                 + "\(state?.rawValue ?? "identify") for \(seconds) s")
         try loop.run(until: EventLoop.deadline(after: seconds))
         led.stop()

@@ -13,6 +13,21 @@ public struct LEDSettings: Sendable, Equatable {
         self.activeLow = activeLow
     }
 
+    /// `chip = "auto"`: the Raspberry Pi's header GPIO chip, found by its label whatever number
+    /// the kernel gave it (the Pi 5's RP1 was gpiochip4 on early kernels, gpiochip0 now).
+    public static let auto = "auto"
+    /// The header chips' labels: the Pi 5's RP1, the Pi 4's BCM2711, the Pi 3's and Zero 2's BCM2835.
+    public static let headerChipLabels = ["pinctrl-rp1", "pinctrl-bcm2711", "pinctrl-bcm2835"]
+
+    /// The header chip among the machine's chips (name and label), in the kernel's order; nil
+    /// when none carries a header label (not a Pi, or an overlay renamed it).
+    public static func headerChip(among chips: [(name: String, label: String)]) -> (name: String, label: String)? {
+        for label in headerChipLabels {
+            if let c = chips.first(where: { $0.label == label }) { return c }
+        }
+        return nil
+    }
+
     /// The keys of `[led]`, as the config file spells them.
     public static let keys = ["chip", "line", "active_low"]
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import OSHCore
 
 // The GPIO seam. The status LED drives a `GPIOLine`; on a board it is `LibgpiodLine`
 // (the character device through libgpiod 1.x or 2.x — never sysfs, which kernel 6.6
@@ -21,6 +22,8 @@ public struct GPIOError: Error, Equatable, CustomStringConvertible {
         case noSuchLine
         /// Another consumer (a kernel driver such as gpio-leds, or a process) holds the line.
         case busy(consumer: String)
+        /// `chip = "auto"` and no chip carries a Raspberry Pi header label; the chips there are.
+        case noHeaderChip(found: [String])
         case other
     }
 
@@ -69,6 +72,11 @@ public struct GPIOError: Error, Equatable, CustomStringConvertible {
         case .busy(let c):
             return "\(what) is already used by \(c.isEmpty ? "another consumer" : "\"\(c)\"")"
                 + "; pick a free line or remove the overlay/program that holds it"
+        case .noHeaderChip(let found):
+            return "no Raspberry Pi header GPIO chip (labelled \(LEDSettings.headerChipLabels.joined(separator: ", "))) for chip = \"auto\"; "
+                + (found.isEmpty
+                    ? "this machine has no /dev/gpiochip* at all; set [led] chip = \"\" for no LED"
+                    : "this machine has \(found.joined(separator: ", ")); set [led] chip to one of them, or chip = \"\" for no LED")
         case .other:
             return "\(what): \(operation) failed: \(why)"
         }

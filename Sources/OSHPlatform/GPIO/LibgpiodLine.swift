@@ -1,4 +1,5 @@
 import CGPIOD
+import OSHCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,9 +13,20 @@ public final class LibgpiodLine: GPIOLine {
     private let handle: UnsafeMutablePointer<osh_gpio_out>
     private var last: Bool?
 
-    /// Requests `line` of `chip` as an output at `initialHigh`.
-    public init(chip: String, line: Int, consumer: String = "osh-edge", initialHigh: Bool = false) throws {
-        self.chip = chip
+    /// Requests `line` of `chip` as an output at `initialHigh`; `chip = "auto"` is the Pi's
+    /// header chip found by its label (`chip` then reads "pinctrl-rp1 (gpiochip0)").
+    public init(chip spec: String, line: Int, consumer: String = "osh-edge", initialHigh: Bool = false) throws {
+        var chip = spec
+        if spec == LEDSettings.auto {
+            let chips = Self.chipLabels()
+            guard let h = LEDSettings.headerChip(among: chips) else {
+                throw GPIOError(.noHeaderChip(found: chips.map { "\($0.name) (\($0.label))" }), chip: spec, line: line)
+            }
+            chip = "/dev/" + h.name
+            self.chip = "\(h.label) (\(h.name))"
+        } else {
+            self.chip = spec
+        }
         self.line = line
         guard line >= 0, line <= Int(UInt32.max) else { throw GPIOError(.noSuchLine, chip: chip, line: line) }
         var busy = [CChar](repeating: 0, count: 64)
@@ -40,6 +52,16 @@ public final class LibgpiodLine: GPIOLine {
             throw GPIOError(.other, chip: chip, line: line, errno: e, operation: "setting")
         }
         last = high
+    }
+
+    /// Every chip the kernel exposes with its label, in /dev order ("gpiochip0", "pinctrl-rp1");
+    /// a chip that cannot be opened has the label "?".
+    public static func chipLabels(devDirectory: String = "/dev") -> [(name: String, label: String)] {
+        GPIOChips.present(devDirectory: devDirectory).map { name in
+            var buf = [CChar](repeating: 0, count: 64)
+            let ok = osh_gpio_chip_label(devDirectory + "/" + name, &buf, buf.count) == 0
+            return (name, ok ? String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?")
+        }
     }
 
     /// "2.2.1 (API v2)": what this binary was built against.

@@ -4,7 +4,7 @@
 #   I²C   i2c-stub-rdwr (i2c-stub + plain I2C transfers) with a BMP280 at 0x76, an MPU-9250 at
 #         0x68 and its AK8963 at 0x0C, an SHT4x at 0x44 (hidden at first boot: the late chip),
 #         their registers loaded from the run's inputs;
-#   GPIO  a gpio-sim bank labelled like the Pi 4's header chip, line 17 named LED;
+#   GPIO  a decoy gpio-sim chip, then a bank labelled like the Pi 4's header chip, line 17 named LED;
 #   video vivid as /dev/video0 (the camera), vicodec (a mem2mem codec that is not H.264);
 #   audio snd-aloop, with the run's WAV played into its playback side;
 #   GPS   QEMU's usb-serial (an FTDI adapter, ftdi_sio) as /dev/ttyUSB0, fed from the host.
@@ -39,6 +39,13 @@ fi
 # --- GPIO: a bank that carries the Pi 4 header chip's label, 28 lines, line 17 = the LED
 modprobe gpio-sim || fail "modprobe gpio-sim"
 mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+# First a decoy (an I/O expander's chip) so the header chip is not gpiochip0: [led] chip =
+# "auto" must find the header chip by its label, as on a Pi 5 whose RP1 was gpiochip4.
+D=/sys/kernel/config/gpio-sim/decoy
+if [[ ! -d $D ]]; then
+  mkdir -p "$D/bank0" && echo 8 >"$D/bank0/num_lines" && echo mcp23008 >"$D/bank0/label" && echo 1 >"$D/live" ||
+    fail "gpio-sim decoy bank"
+fi
 G=/sys/kernel/config/gpio-sim/vpi
 if [[ ! -d $G ]]; then
   mkdir -p "$G/bank0" && echo 28 >"$G/bank0/num_lines" && echo pinctrl-bcm2711 >"$G/bank0/label" &&
@@ -48,7 +55,7 @@ fi
 CHIP=$(cat "$G/bank0/chip_name" 2>/dev/null)
 DEV=$(cat "$G/dev_name" 2>/dev/null)
 echo "/sys/devices/platform/$DEV/$CHIP/sim_gpio17/value" >/run/vpi-led-value
-log "gpio-sim: $CHIP (label pinctrl-bcm2711), LED on line 17"
+log "gpio-sim: $CHIP (label pinctrl-bcm2711), LED on line 17; decoy $(cat "$D/bank0/chip_name" 2>/dev/null) (mcp23008)"
 
 # --- Video: vivid first, so that it is /dev/video0; then vicodec (/dev/video1…)
 modprobe vivid n_devs=1 node_types=0x1 input_types=0x0 || fail "modprobe vivid"
