@@ -227,25 +227,10 @@ final class MQTTTLSTests: XCTestCase {
         let broker = try MosquittoBroker(persistence: false, tls: (good.certPath, dir + "/broker/key.pem"))
         let node = try startedNode()
         defer { node.stop() }
-        // The agent's side of the link: the broker's PUBACKs over TLS (nothing reads it here).
         func run(trusting pem: String) throws -> (AgentRuntime, MQTTClient.State) {
-            var c = agentConfig(
-                node, serial: "10000000aa0000c\(pem == good.certPath ? 1 : 2)", label: "TLS Pi", stateDirectory: dir + "/state")
-            c.outputs = ["barometer", "device_health"]
-            c.rates = ["barometer": 10]
-            c.trustHostClock = true
-            var m = MQTTTransportConfig(
-                broker: try XCTUnwrap(MQTTBroker(url: broker.tlsURL)), topics: MQTTTopics(scheme: .osh), clientID: c.identity.uid,
-                credentials: .none, tls: .trustCertificate(pemPath: pem))
-            m.options.backoff = Backoff(initial: 0.2, maximum: 0.5)
-            c.mqtt = m
-            let loop = try EventLoop()
-            let agent = try AgentRuntime(config: c, loop: loop)
-            try agent.start()
-            _ = try loop.run(for: 4) { agent.rows.first?.counters.sent ?? 0 > 5 }
-            let state = agent.mqtt?.state ?? .idle
-            agent.stopNow()
-            return (agent, state)
+            try streamOverTLS(
+                node: node, brokerURL: broker.tlsURL, serial: "10000000aa0000c\(pem == good.certPath ? 1 : 2)",
+                stateDirectory: dir + "/state", tls: .trustCertificate(pemPath: pem))
         }
         let (trusted, s1) = try run(trusting: good.certPath)
         XCTAssertEqual(s1, .connected)
@@ -255,6 +240,29 @@ final class MQTTTLSTests: XCTestCase {
         XCTAssertTrue(reason.contains("certificate verify failed"), reason)
         XCTAssertEqual(refused.rows.first?.counters.sent, 0)
     }
+}
+
+/// An agent streaming its barometer (10 Hz) to a TLS broker for up to 4 s (until 5 are
+/// acknowledged): the runtime, stopped, and the link's state at the end.
+func streamOverTLS(
+    node: DevNode, brokerURL: String, serial: String, stateDirectory: String, tls: TLSPolicy, credentials: CSCredentials = .none
+) throws -> (AgentRuntime, MQTTClient.State) {
+    var c = agentConfig(node, serial: serial, label: "TLS Pi", stateDirectory: stateDirectory)
+    c.outputs = ["barometer", "device_health"]
+    c.rates = ["barometer": 10]
+    c.trustHostClock = true
+    var m = MQTTTransportConfig(
+        broker: try XCTUnwrap(MQTTBroker(url: brokerURL)), topics: MQTTTopics(scheme: .osh), clientID: c.identity.uid,
+        credentials: credentials, tls: tls)
+    m.options.backoff = Backoff(initial: 0.2, maximum: 0.5)
+    c.mqtt = m
+    let loop = try EventLoop()
+    let agent = try AgentRuntime(config: c, loop: loop)
+    try agent.start()
+    _ = try loop.run(for: 4) { agent.rows.first?.counters.sent ?? 0 > 5 }
+    let state = agent.mqtt?.state ?? .idle
+    agent.stopNow()
+    return (agent, state)
 }
 
 /// The PUBACK reason codes as the publisher's verdicts read them.

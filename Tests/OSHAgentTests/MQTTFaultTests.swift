@@ -44,6 +44,21 @@ final class MQTTFaultTests: XCTestCase {
         return c
     }
 
+    /// A broker (with `extra` configuration lines), the development node, and its MQTT side
+    /// storing what the broker receives.
+    private func rig(extra: String = "") throws -> (MosquittoBroker, DevNode, DevNodeMQTTIngest) {
+        let broker = try MosquittoBroker(persistence: false, extra: extra)
+        let node = try startedNode()
+        let ingest = DevNodeMQTTIngest(node: node, port: broker.port)
+        do {
+            try ingest.start()
+        } catch {
+            node.stop()
+            throw error
+        }
+        return (broker, node, ingest)
+    }
+
     private func stored(_ node: DevNode, _ name: String) -> Int {
         node.stats.datastreams.filter { $0.outputName == name }.reduce(0) { $0 + $1.observationCount }
     }
@@ -53,12 +68,11 @@ final class MQTTFaultTests: XCTestCase {
     /// ring, and once the broker thaws every PUBLISH is acknowledged and stored — none lost, none
     /// dropped, none counted unknown (4 s is well inside the 20 s PUBACK timeout).
     func testASlowBrokerDelaysButLosesNothing() throws {
-        let broker = try MosquittoBroker(persistence: false)
-        let node = try startedNode()
-        defer { node.stop() }
-        let ingest = DevNodeMQTTIngest(node: node, port: broker.port)
-        try ingest.start()
-        defer { ingest.stop() }
+        let (broker, node, ingest) = try rig()
+        defer {
+            ingest.stop()
+            node.stop()
+        }
         var c = try config(node, broker: broker, serial: "10000000aa0000d1", outputs: ["barometer", "device_health"])
         c.rates = ["barometer": 20]
         let loop = try EventLoop()
@@ -96,12 +110,11 @@ final class MQTTFaultTests: XCTestCase {
     /// as rejected, the log says what the broker answered, and the scalar outputs beside it are
     /// all delivered.
     func testAPayloadTheBrokerRefusesIsCountedOnceAndTheRestIsDelivered() throws {
-        let broker = try MosquittoBroker(persistence: false, extra: "message_size_limit 2000\n")
-        let node = try startedNode()
-        defer { node.stop() }
-        let ingest = DevNodeMQTTIngest(node: node, port: broker.port)
-        try ingest.start()
-        defer { ingest.stop() }
+        let (broker, node, ingest) = try rig(extra: "message_size_limit 2000\n")
+        defer {
+            ingest.stop()
+            node.stop()
+        }
         var c = try config(node, broker: broker, serial: "10000000aa0000d2", outputs: ["barometer", "device_health"])
         c.video = true
         let loop = try EventLoop()
@@ -194,23 +207,9 @@ final class MQTTFaultTests: XCTestCase {
         let node = try startedNode()
         defer { node.stop() }
         func run(pin: String, serial: String) throws -> (AgentRuntime, MQTTClient.State) {
-            var c = agentConfig(node, serial: serial, label: "Pinned Pi", stateDirectory: dir + "/state")
-            c.outputs = ["barometer"]
-            c.rates = ["barometer": 10]
-            c.trustHostClock = true
-            var m = MQTTTransportConfig(
-                broker: try XCTUnwrap(MQTTBroker(url: broker.tlsURL)), topics: MQTTTopics(scheme: .osh),
-                clientID: c.identity.uid, credentials: .basic(username: "pi", password: "secret"),
-                tls: .pinnedKey(sha256Base64: pin))
-            m.options.backoff = Backoff(initial: 0.2, maximum: 0.5)
-            c.mqtt = m
-            let loop = try EventLoop()
-            let agent = try AgentRuntime(config: c, loop: loop)
-            try agent.start()
-            _ = try loop.run(for: 4) { agent.rows.first?.counters.sent ?? 0 > 5 }
-            let state = agent.mqtt?.state ?? .idle
-            agent.stopNow()
-            return (agent, state)
+            try streamOverTLS(
+                node: node, brokerURL: broker.tlsURL, serial: serial, stateDirectory: dir + "/state",
+                tls: .pinnedKey(sha256Base64: pin), credentials: .basic(username: "pi", password: "secret"))
         }
         let (pinned, s1) = try run(pin: goodPin, serial: "10000000aa0000e1")
         XCTAssertEqual(s1, .connected)

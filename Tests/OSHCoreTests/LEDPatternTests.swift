@@ -93,8 +93,10 @@ final class LEDPatternTests: XCTestCase {
         let boards: [(String, [(name: String, label: String)], String?)] = [
             (
                 "Pi 5, early kernel",
-                [("gpiochip0", "gpio-brcmstb@107d508500"), ("gpiochip1", "gpio-brcmstb@107d508520"),
-                 ("gpiochip2", "gpio-brcmstb@107d517c00"), ("gpiochip3", "gpio-brcmstb@107d517c20"), ("gpiochip4", "pinctrl-rp1")],
+                [
+                    ("gpiochip0", "gpio-brcmstb@107d508500"), ("gpiochip1", "gpio-brcmstb@107d508520"),
+                    ("gpiochip2", "gpio-brcmstb@107d517c00"), ("gpiochip3", "gpio-brcmstb@107d517c20"), ("gpiochip4", "pinctrl-rp1"),
+                ],
                 "gpiochip4"
             ),
             ("Pi 5, kernel 6.6.45+", [("gpiochip0", "pinctrl-rp1"), ("gpiochip10", "gpio-brcmstb@107d508500")], "gpiochip0"),

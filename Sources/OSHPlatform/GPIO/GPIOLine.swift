@@ -73,7 +73,8 @@ public struct GPIOError: Error, Equatable, CustomStringConvertible {
             return "\(what) is already used by \(c.isEmpty ? "another consumer" : "\"\(c)\"")"
                 + "; pick a free line or remove the overlay/program that holds it"
         case .noHeaderChip(let found):
-            return "no Raspberry Pi header GPIO chip (labelled \(LEDSettings.headerChipLabels.joined(separator: ", "))) for chip = \"auto\"; "
+            return
+                "no Raspberry Pi header GPIO chip (labelled \(LEDSettings.headerChipLabels.joined(separator: ", "))) for chip = \"auto\"; "
                 + (found.isEmpty
                     ? "this machine has no /dev/gpiochip* at all; set [led] chip = \"\" for no LED"
                     : "this machine has \(found.joined(separator: ", ")); set [led] chip to one of them, or chip = \"\" for no LED")
