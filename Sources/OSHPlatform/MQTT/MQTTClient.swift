@@ -401,7 +401,7 @@ public final class MQTTClient {
     /// A handshake the pin refused, said with the key the broker did present (what to pin if the
     /// broker's key changed on purpose); nil for any other failure.
     private func pinRefusal(_ openSSLLine: String) -> String? {
-        guard let ctx = pinContext, openSSLLine.contains("certificate verify failed") else { return nil }
+        guard let ctx = pinContext, openSSLLine.hasSubstring("certificate verify failed") else { return nil }
         var key = [CChar](repeating: 0, count: 64)
         let n = osh_mqtt_pin_presented(ctx, &key, key.count)
         guard n > 0 else { return nil }
