@@ -28,18 +28,19 @@ static const unsigned int OSH_V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER = V4L2_CID_M
 static const unsigned int OSH_V4L2_CID_MPEG_VIDEO_H264_LEVEL = V4L2_CID_MPEG_VIDEO_H264_LEVEL;
 static const unsigned int OSH_V4L2_CID_MPEG_VIDEO_H264_PROFILE = V4L2_CID_MPEG_VIDEO_H264_PROFILE;
 
-// MJPEG → I420 through libv4lconvert (libv4l's own conversion, which copes with what UVC
-// cameras send: frames without Huffman tables, 4:2:2 and 4:2:0 sampling). The converter is made
-// without a device: its device operations answer QUERYCAP as a plain capture node and nothing
-// else, so it applies no per-camera quirks (flips, software white balance) and touches no fd.
-static inline int osh_mjpeg_no_device_ioctl(void *priv, int fd, unsigned long request, void *arg) {
+// MJPEG, RGB24 and BGR24 → I420 through libv4lconvert (libv4l's own conversion, which copes
+// with what UVC cameras send: MJPEG frames without Huffman tables, 4:2:2 and 4:2:0 sampling).
+// The converter is made without a device: its device operations answer QUERYCAP as a plain
+// capture node and nothing else, so it applies no per-camera quirks (flips, software white
+// balance) and touches no fd.
+static inline int osh_convert_no_device_ioctl(void *priv, int fd, unsigned long request, void *arg) {
     (void)priv;
     (void)fd;
     if (request == VIDIOC_QUERYCAP) {
         struct v4l2_capability *c = (struct v4l2_capability *)arg;
         memset(c, 0, sizeof *c);
         strcpy((char *)c->driver, "osh-edge");
-        strcpy((char *)c->card, "MJPEG decoder");
+        strcpy((char *)c->card, "frame converter");
         c->capabilities = c->device_caps = V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING;
         return 0;
     }
@@ -47,23 +48,26 @@ static inline int osh_mjpeg_no_device_ioctl(void *priv, int fd, unsigned long re
     return -1;
 }
 
-static const struct libv4l_dev_ops osh_mjpeg_no_device_ops = { .ioctl = osh_mjpeg_no_device_ioctl };
+static const struct libv4l_dev_ops osh_convert_no_device_ops = { .ioctl = osh_convert_no_device_ioctl };
 
-static inline struct v4lconvert_data *osh_mjpeg_decoder_create(void) {
-    return v4lconvert_create_with_dev_ops(-1, NULL, &osh_mjpeg_no_device_ops);
+static inline struct v4lconvert_data *osh_converter_create(void) {
+    return v4lconvert_create_with_dev_ops(-1, NULL, &osh_convert_no_device_ops);
 }
 
-/// One MJPEG frame of `width`×`height` into tightly packed I420 at `dst`; the bytes written, or
-/// -1 (v4lconvert_get_error_message says why).
-static inline int osh_mjpeg_decode(struct v4lconvert_data *d, unsigned int width, unsigned int height,
-                                   const unsigned char *src, int src_size, unsigned char *dst, int dst_size) {
+/// One `fourcc` frame of `width`×`height` (`bytes_per_line`: 0 for MJPEG) into tightly packed
+/// I420 at `dst`; the bytes written, or -1 (v4lconvert_get_error_message says why).
+static inline int osh_convert_to_i420(struct v4lconvert_data *d, unsigned int fourcc, unsigned int width,
+                                      unsigned int height, unsigned int bytes_per_line,
+                                      const unsigned char *src, int src_size, unsigned char *dst, int dst_size) {
     struct v4l2_format sf, df;
     memset(&sf, 0, sizeof sf);
     sf.type = V4L2_BUF_TYPE_VIDEO_CAPTURE;
     sf.fmt.pix.width = width;
     sf.fmt.pix.height = height;
-    sf.fmt.pix.pixelformat = V4L2_PIX_FMT_MJPEG;
+    sf.fmt.pix.pixelformat = fourcc;
     sf.fmt.pix.field = V4L2_FIELD_NONE;
+    sf.fmt.pix.bytesperline = bytes_per_line;
+    sf.fmt.pix.sizeimage = (unsigned int)src_size;
     df = sf;
     df.fmt.pix.pixelformat = V4L2_PIX_FMT_YUV420;
     df.fmt.pix.bytesperline = width;

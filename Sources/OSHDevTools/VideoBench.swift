@@ -124,12 +124,12 @@ public enum VideoBench {
         }
         guard !starts.isEmpty else { return nil }
         let jpegs = zip(starts, starts.dropFirst() + [bytes.count]).map { Array(bytes[$0..<$1]) }
-        let decoder = try MJPEGDecoder()
+        let decoder = try FrameConverter()
         var cpu = 0.0
         for j in jpegs {
             let t0 = VideoCost.threadSeconds()
             let ok = j.withUnsafeBytes { b in
-                decoder.decode(
+                decoder.convert(
                     VideoFrame(format: .mjpeg, width: width, height: height, bytesPerLine: 0, monotonicTime: 0, bytes: b)) != nil
             }
             cpu += VideoCost.threadSeconds() - t0

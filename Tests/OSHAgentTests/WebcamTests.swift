@@ -77,7 +77,7 @@ final class WebcamTests: XCTestCase {
             XCTAssertTrue(try loop.run(for: 3) { aus.count > n })
             _ = try loop.run(for: 0.04) { false }
         }
-        XCTAssertEqual(input.counters.mjpegDecoded, 5)
+        XCTAssertEqual(input.counters.framesConverted, 5)
         XCTAssertEqual(input.encoderKind, .x264)
         XCTAssertTrue(
             input.sourceDescription.hasPrefix(
@@ -86,7 +86,7 @@ final class WebcamTests: XCTestCase {
         // A frame that is no JPEG at all (a broken USB transfer) is counted and skipped. (A JPEG
         // cut short still decodes: libjpeg fills the missing rows.)
         s.deliverFrame("/dev/video0", bytes: [UInt8](repeating: 0x55, count: 500))
-        XCTAssertTrue(try loop.run(for: 2) { input.counters.mjpegUndecodable == 1 })
+        XCTAssertTrue(try loop.run(for: 2) { input.counters.framesUnconvertible == 1 })
         _ = try loop.run(for: 0.04) { false }
         s.deliverFrame("/dev/video0", bytes: jpeg)
         XCTAssertTrue(try loop.run(for: 3) { aus.count == 6 })
@@ -116,6 +116,39 @@ final class WebcamTests: XCTestCase {
         try input.start()
         s.deliverFrame("/dev/video0", bytes: jpeg)
         XCTAssertTrue(try loop.run(for: 3) { keys == 1 })
+        input.stop()
+    }
+
+    /// RGB24 and BGR24 (what libcamera's V4L2 compatibility layer gives for a camera such as
+    /// vimc) are converted to I420: a red picture comes out red in both byte orders (BT.601,
+    /// limited range: Y ≈ 82, U ≈ 90, V ≈ 240), and an RGB-only camera streams.
+    func testRGBCamerasAreConvertedToI420() throws {
+        let w = 64, h = 48
+        let converter = try FrameConverter()
+        for (format, pixel) in [(PixelFormat.rgb24, [UInt8]([255, 0, 0])), (.bgr24, [0, 0, 255])] {
+            let red = [UInt8]((0..<(w * h)).flatMap { _ in pixel })
+            let out = try red.withUnsafeBytes { b in
+                try XCTUnwrap(
+                    converter.convert(
+                        VideoFrame(format: format, width: w, height: h, bytesPerLine: w * 3, monotonicTime: 0, bytes: b)))
+            }
+            XCTAssertEqual(out.format, .i420)
+            let y = Int(out.bytes[w * h / 2]), u = Int(out.bytes[w * h + 10]), v = Int(out.bytes[w * h + w * h / 4 + 10])
+            XCTAssertTrue(abs(y - 82) <= 6 && abs(u - 90) <= 8 && abs(v - 240) <= 8, "\(format): Y \(y) U \(u) V \(v)")
+        }
+        let loop = try EventLoop()
+        let s = webcam([FourCC("RGB3")], sizes: [V4L2FrameSize(width: 320, height: 240)])
+        var keys = 0
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25), device: s
+        ) { _, au, key in if key && AnnexB.summarize(au).isSelfContainedKeyFrame { keys += 1 } }
+        try input.start()
+        s.deliverFrame("/dev/video0", fill: 0x40)
+        XCTAssertTrue(try loop.run(for: 3) { keys == 1 })
+        XCTAssertEqual(input.counters.framesConverted, 1)
+        XCTAssertEqual(
+            input.sourceDescription,
+            "camera /dev/video0 (HD Webcam) through V4L2, RGB3 320x240 at 25 fps, converted to I420 by libv4lconvert")
         input.stop()
     }
 

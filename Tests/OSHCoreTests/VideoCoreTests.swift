@@ -46,8 +46,8 @@ final class VideoCoreTests: XCTestCase {
         XCTAssertEqual(CaptureFormatChoice.choose(offered: [.h264, .yuyv, .mjpeg], hasSize: { $0 == .yuyv }), .use(.yuyv))
         XCTAssertEqual(
             CaptureFormatChoice.choose(offered: [.yuyv, .mjpeg], hasSize: { _ in false }), .use(.yuyv), "none has it: the order")
-        guard case .unsupported(let why) = CaptureFormatChoice.choose(offered: [FourCC("RGB3")]) else { return XCTFail() }
-        XCTAssertTrue(why.contains("osh-edge needs H264, YUYV, NV12, YU12 or MJPEG"), why)
+        guard case .unsupported(let why) = CaptureFormatChoice.choose(offered: [FourCC("GREY")]) else { return XCTFail() }
+        XCTAssertTrue(why.contains("osh-edge needs H264, YUYV, NV12, YU12, MJPEG, RGB3 or BGR3"), why)
         guard case .unsupported(let none) = CaptureFormatChoice.choose(offered: []) else { return XCTFail() }
         XCTAssertTrue(none.contains("no formats"), none)
         XCTAssertEqual(FourCC("YUYV").description, "YUYV")

@@ -242,7 +242,7 @@ final class VideoV4L2Tests: XCTestCase {
     func testNegotiationFailuresAreThrownAndLeaveNothingOpen() throws {
         let loop = try EventLoop()
         let cases: [(SimulatedV4L2, String, String)] = [
-            (sim(formats: [FourCC("RGB3")]), Self.cam, "osh-edge needs H264, YUYV, NV12, YU12 or MJPEG"),
+            (sim(formats: [FourCC("GREY")]), Self.cam, "osh-edge needs H264, YUYV, NV12, YU12, MJPEG, RGB3 or BGR3"),
             (sim(formats: [.yuyv], accepts: [.mjpeg]), Self.cam, "format negotiation failed"),
             (sim(), Self.enc, "is not a capture device"),
             (sim(), "/dev/video1", "is not a capture device"),

@@ -37,9 +37,9 @@ public final class VideoInput {
         public var encodeErrors = 0
         /// Key frames without SPS+PPS in front of the IDR (a viewer could not start there).
         public var keyFramesWithoutHeaders = 0
-        /// MJPEG frames decoded, and those that could not be (a torn frame from the camera).
-        public var mjpegDecoded = 0
-        public var mjpegUndecodable = 0
+        /// MJPEG/RGB frames converted to I420, and those that could not be (a broken transfer).
+        public var framesConverted = 0
+        public var framesUnconvertible = 0
         public var lastError: String?
     }
 
@@ -74,13 +74,13 @@ public final class VideoInput {
     /// The layout the current encoder was opened for.
     private var encoderInput: (PixelFormat, Int, Int, Int)?
     private var m2mFailed = false
-    /// A webcam's MJPEG frames to I420, made at the first one.
-    private var mjpeg: MJPEGDecoder?
+    /// A webcam's MJPEG (or an RGB camera's) frames to I420, made at the first one.
+    private var converter: FrameConverter?
     /// A camera's own H.264, every key frame self-contained.
     public private(set) var h264Framing = CameraH264Framing()
     /// The camera's opens seen: a reopened H.264 camera starts again at its next key frame.
     private var cameraOpensSeen = 0
-    /// What the pipeline costs this thread (MJPEG decode + encode), for the first minute's line.
+    /// What the pipeline costs this thread (conversion + encode), for the first minute's line.
     public private(set) var cost = VideoCost()
     private var costNoted = false
     /// Camera buffers lent to the hardware encoder (DMABUF), with the camera stream they belong to.
@@ -233,6 +233,7 @@ public final class VideoInput {
             "camera \(c.path)\(n.card.isEmpty ? "" : " (\(n.card))") through V4L2, \(n.format.fourCC) \(n.width)x\(n.height) at \(Self.rate(fps)) fps"
         switch n.format {
         case .mjpeg: d += ", decoded by libv4lconvert"
+        case .rgb24, .bgr24: d += ", converted to I420 by libv4lconvert"
         case .h264:
             d +=
                 n.keyFramePeriodSet == true
@@ -251,8 +252,10 @@ public final class VideoInput {
     private func noteCost() {
         guard !costNoted, cost.span >= 60 else { return }
         costNoted = true
+        let format = camera?.negotiated?.format
         let what =
-            camera?.negotiated?.format == .mjpeg ? "MJPEG decode + \(encoderKind?.name ?? "encoder")" : encoderKind?.name ?? "encoder"
+            format?.needsConversion == true
+            ? "\(format?.fourCC.description ?? "") conversion + \(encoderKind?.name ?? "encoder")" : encoderKind?.name ?? "encoder"
         Log.notice("video: the first minute cost \(cost.summary) for \(what), \(cost.frames) frames")
     }
 
@@ -282,8 +285,8 @@ public final class VideoInput {
             }
         }
         var f = captured
-        if captured.format == .mjpeg {
-            guard let picture = decodeMJPEG(captured) else { return }
+        if captured.format.needsConversion {
+            guard let picture = convert(captured) else { return }
             f = picture
         }
         if let e = encoderInput, e == (f.format, f.width, f.height, f.bytesPerLine) {
@@ -328,24 +331,24 @@ public final class VideoInput {
         }
     }
 
-    private func decodeMJPEG(_ f: VideoFrame) -> VideoFrame? {
-        if mjpeg == nil {
+    private func convert(_ f: VideoFrame) -> VideoFrame? {
+        if converter == nil {
             do {
-                mjpeg = try MJPEGDecoder()
+                converter = try FrameConverter()
             } catch {
                 counters.lastError = "\(error)"
                 return nil
             }
         }
-        guard let d = mjpeg else { return nil }
-        guard let picture = d.decode(f) else {
-            counters.mjpegUndecodable += 1
+        guard let c = converter else { return nil }
+        guard let picture = c.convert(f) else {
+            counters.framesUnconvertible += 1
             // The first such frame is said; the count shows the rest.
-            if counters.mjpegUndecodable == 1, let why = d.counters.lastError { Log.warning("video: \(why); skipping such frames") }
-            counters.lastError = d.counters.lastError
+            if counters.framesUnconvertible == 1, let why = c.counters.lastError { Log.warning("video: \(why); skipping such frames") }
+            counters.lastError = c.counters.lastError
             return nil
         }
-        counters.mjpegDecoded += 1
+        counters.framesConverted += 1
         return picture
     }
 

@@ -48,6 +48,9 @@ public enum PixelFormat: String, Sendable, CaseIterable {
     case h264
     /// A JPEG picture per frame (USB webcams above their YUYV sizes); decoded to I420.
     case mjpeg
+    /// Packed 8-bit RGB / BGR (what libcamera's V4L2 compatibility layer gives for some
+    /// cameras); converted to I420.
+    case rgb24, bgr24
 
     public var fourCC: FourCC {
         switch self {
@@ -56,8 +59,23 @@ public enum PixelFormat: String, Sendable, CaseIterable {
         case .yuyv: return .yuyv
         case .h264: return .h264
         case .mjpeg: return .mjpeg
+        case .rgb24: return FourCC("RGB3")
+        case .bgr24: return FourCC("BGR3")
         }
     }
+
+    /// Bytes of one line of the first plane, tightly packed (0 for a compressed format).
+    public func bytesPerLine(width: Int) -> Int {
+        switch self {
+        case .yuyv: return width * 2
+        case .rgb24, .bgr24: return width * 3
+        case .i420, .nv12: return width
+        case .h264, .mjpeg: return 0
+        }
+    }
+
+    /// Converted to I420 (libv4lconvert) before any encoder sees it.
+    public var needsConversion: Bool { self == .mjpeg || self == .rgb24 || self == .bgr24 }
 
     /// Frames of varying length (no fixed picture layout).
     public var isCompressed: Bool { self == .h264 || self == .mjpeg }
@@ -72,6 +90,7 @@ public enum PixelFormat: String, Sendable, CaseIterable {
         switch self {
         case .i420, .nv12: return width * height + 2 * ((width / 2) * (height / 2))
         case .yuyv: return width * height * 2
+        case .rgb24, .bgr24: return width * height * 3
         case .h264, .mjpeg: return 0
         }
     }
@@ -141,13 +160,14 @@ public enum CaptureFormatChoice: Equatable, Sendable {
     /// Nothing usable; the message says what the camera offers and what to do.
     case unsupported(String)
 
-    /// H.264 from the camera (no encoding at all) > YUYV > NV12 > YU12 > MJPEG (decoded), each
+    /// H.264 from the camera (no encoding at all) > YUYV > NV12 > YU12 > MJPEG > RGB24 > BGR24
+    /// (the last three converted to I420), each
     /// taken first where it has the configured size: a USB webcam often has YUYV only at small
     /// sizes and MJPEG above them, and MJPEG at 1280×720 beats YUYV shrunk to 640×480. With no
     /// format at that size, the first in that order (the driver picks its nearest size).
     /// `hasSize`: whether the camera lists the configured size for a format (true when unknown).
     public static func choose(offered: [FourCC], hasSize: (FourCC) -> Bool = { _ in true }) -> CaptureFormatChoice {
-        let order: [PixelFormat] = [.h264, .yuyv, .nv12, .i420, .mjpeg]
+        let order: [PixelFormat] = [.h264, .yuyv, .nv12, .i420, .mjpeg, .rgb24, .bgr24]
         let usable = order.filter { offered.contains($0.fourCC) || ($0 == .mjpeg && offered.contains(.jpeg)) }
         if let f = usable.first(where: { hasSize($0 == .mjpeg && !offered.contains(.mjpeg) ? .jpeg : $0.fourCC) }) {
             return .use(f)
@@ -159,7 +179,8 @@ public enum CaptureFormatChoice: Equatable, Sendable {
                 "the camera offers only raw Bayer (\(list)): a camera sensor such as a Raspberry Pi Camera Module on "
                     + "unicam or CFE, whose pictures need libcamera and the ISP, which osh-edge does not drive yet; use a USB webcam")
         }
-        return .unsupported("the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12, YU12 or MJPEG")
+        return .unsupported(
+            "the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12, YU12, MJPEG, RGB3 or BGR3")
     }
 }
 

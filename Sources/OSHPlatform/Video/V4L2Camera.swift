@@ -204,7 +204,7 @@ public final class V4L2Camera {
             Log.notice("camera \(path): asked for \(width)x\(height), the driver gives \(w)x\(h)")
         }
         var bpl = Int(f.fmt.pix.bytesperline)
-        if bpl == 0 { bpl = chosen == .yuyv ? w * 2 : w }
+        if bpl == 0 { bpl = chosen.isCompressed ? w : chosen.bytesPerLine(width: w) }
         var n = Negotiated(
             format: chosen, width: w, height: h, bytesPerLine: bpl,
             sizeImage: max(Int(f.fmt.pix.sizeimage), chosen.frameBytes(width: w, height: h)), driverFPS: nil)

@@ -340,7 +340,7 @@ public final class V4L2M2MEncoder {
             let su = src + sbpl * height, du = dst + dbpl * rows
             plane(su, sbpl / 2, du, dbpl / 2, lines: height / 2, bytes: width / 2)
             plane(su + (sbpl / 2) * (height / 2), sbpl / 2, du + (dbpl / 2) * (rows / 2), dbpl / 2, lines: height / 2, bytes: width / 2)
-        case .h264, .mjpeg:
+        case .h264, .mjpeg, .rgb24, .bgr24:
             return 0  // decoded before the encoder: never an encoder's input
         }
         return total

@@ -67,7 +67,7 @@ public struct VideoFrame {
         switch format {
         case .i420, .nv12: return bytesPerLine >= width && bytes.count >= bytesPerLine * height + 2 * (bytesPerLine / 2) * (height / 2)
         case .yuyv: return bytesPerLine >= width * 2 && bytes.count >= bytesPerLine * height
-        case .h264, .mjpeg: return bytes.count > 0
+        case .h264, .mjpeg, .rgb24, .bgr24: return bytes.count > 0
         }
     }
 }
@@ -188,7 +188,7 @@ public final class X264Encoder {
                     base.assumingMemoryBound(to: UInt8.self), bytesPerLine: frame.bytesPerLine, width: w, height: h, into: dst)
             }
             setPlanes(dst, dst + w * h, dst + w * h + (w / 2) * (h / 2), lumaStride: w)
-        case .h264, .mjpeg:
+        case .h264, .mjpeg, .rgb24, .bgr24:
             return  // decoded before the encoder: never an encoder's input
         }
         picture.i_pts = pts

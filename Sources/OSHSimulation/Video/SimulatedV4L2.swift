@@ -593,7 +593,7 @@ public final class SimulatedV4L2: V4L2Device {
         q.width = size.width
         q.height = size.height
         let pf = PixelFormat(fourCC: q.fourCC)
-        q.bytesPerLine = pf == .yuyv ? size.width * 2 : (pf?.isCompressed != false ? 0 : size.width)
+        q.bytesPerLine = pf?.bytesPerLine(width: size.width) ?? 0
         q.sizeImage =
             pf.map { $0.isCompressed ? 256 * 1024 : $0.frameBytes(width: size.width, height: size.height) } ?? size.width * size.height
     }
