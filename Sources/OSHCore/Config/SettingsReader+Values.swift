@@ -143,30 +143,6 @@ extension SettingsReader {
         return nil
     }
 
-    /// Base64 of 32 bytes, 44 characters ending in '=', optionally after `sha256//`; returned without it.
-    /// One key pin, or several separated by ';' (a node and its broker with different keys, or a
-    /// key being replaced): each as bare base64, joined by ';'.
-    static func normalisedPin(_ p: String) -> String? {
-        var out: [String] = []
-        for var part in p.split(separator: ";", omittingEmptySubsequences: false) {
-            while part.first == " " || part.first == "\t" { part.removeFirst() }
-            while part.last == " " || part.last == "\t" { part.removeLast() }
-            guard let one = normalisedOnePin(String(part)) else { return nil }
-            out.append(one)
-        }
-        return out.isEmpty ? nil : out.joined(separator: ";")
-    }
-
-    private static func normalisedOnePin(_ p: String) -> String? {
-        var v = Substring(p)
-        if v.hasPrefix("sha256//") { v = v.dropFirst(8) }
-        let u = Array(v.utf8)
-        guard u.count == 44, u.last == UInt8(ascii: "="), u[42] != UInt8(ascii: "="),
-            !u.contains(where: { $0 <= 0x20 }), Base64.decode(u)?.count == 32
-        else { return nil }
-        return String(v)
-    }
-
     static func format(_ d: Double) -> String {
         if d == d.rounded(), abs(d) < 1e15 { return String(Int(d)) }
         return String(d)

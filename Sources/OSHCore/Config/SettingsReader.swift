@@ -319,7 +319,7 @@ struct SettingsReader {
         }
         var pin: String?
         if let (p, line) = string(s, "pin_sha256") {
-            if let normalised = Self.normalisedPin(p) {
+            if let normalised = KeyPins.parse(p)?.joined(separator: ";") {
                 if let mode, mode != "pin" {
                     fail(line, "pin_sha256 in \(s.title) is only used with tls = \"pin\"; set that, or remove pin_sha256")
                     ok = false

@@ -60,7 +60,7 @@ public final class LibgpiodLine: GPIOLine {
         GPIOChips.present(devDirectory: devDirectory).map { name in
             var buf = [CChar](repeating: 0, count: 64)
             let ok = osh_gpio_chip_label(devDirectory + "/" + name, &buf, buf.count) == 0
-            return (name, ok ? String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?")
+            return (name, ok ? String(cBuffer: buf) : "?")
         }
     }
 

@@ -94,7 +94,7 @@ public final class HTTPClient {
                 throw HTTPClientError.unreadableCertificate(path: path, errno: Glibc.errno)
             }
         case .pinnedKey(let b64):
-            guard let p = Self.normalisePin(b64) else { throw HTTPClientError.invalidPin(b64) }
+            guard let p = KeyPins.curlForm(b64) else { throw HTTPClientError.invalidPin(b64) }
             pinValue = p
         }
         guard let m = curl_multi_init() else { throw HTTPClientError.curl("curl_multi_init failed (out of memory)") }

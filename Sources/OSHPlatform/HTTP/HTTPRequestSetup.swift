@@ -325,33 +325,6 @@ extension HTTPClient {
         return (bytes, Array(bytes[..<end]), https)
     }
 
-    /// `sha256//<44 base64 chars>` from the value with or without its prefix, or nil; several
-    /// pins separated by ';' stay a list, as libcurl takes them (any one of them matches).
-    static func normalisePin(_ value: String) -> String? {
-        var out: [String] = []
-        for part in value.split(separator: ";", omittingEmptySubsequences: false) {
-            guard let one = normaliseOnePin(String(part)) else { return nil }
-            out.append(one)
-        }
-        return out.isEmpty ? nil : out.joined(separator: ";")
-    }
-
-    private static func normaliseOnePin(_ value: String) -> String? {
-        var v = Substring(value)
-        while let f = v.first, f == " " || f == "\t" { v.removeFirst() }
-        while let l = v.last, l == " " || l == "\t" || l == "\n" || l == "\r" { v.removeLast() }
-        if v.hasPrefix("sha256//") { v = v.dropFirst(8) }
-        let u = v.utf8
-        guard u.count == 44, u.last == UInt8(ascii: "=") else { return nil }
-        for b in u.dropLast() {
-            let ok =
-                (b >= 65 && b <= 90) || (b >= 97 && b <= 122) || (b >= 48 && b <= 57)
-                || b == UInt8(ascii: "+") || b == UInt8(ascii: "/")
-            if !ok { return nil }
-        }
-        return "sha256//" + v
-    }
-
     /// Seconds as libcurl milliseconds; 0 (or less, or not finite) stays 0, libcurl's "default / no limit".
     static func milliseconds(_ seconds: Double) -> Int {
         guard seconds.isFinite, seconds > 0 else { return 0 }

@@ -137,7 +137,7 @@ public final class MQTTClient {
                 throw MQTTError("the broker's certificate file \(path) cannot be used: \(Self.errorText(rc))")
             }
         case .pinnedKey(let value)?:
-            guard let pin = HTTPClient.normalisePin(value) else {
+            guard let pin = KeyPins.curlForm(value) else {
                 mosquitto_destroy(m)
                 throw MQTTError(
                     "pin_sha256 \"\(value)\" is not a key pin: give sha256//<44 base64 characters>, as `osh-edge check` prints it")
@@ -301,7 +301,7 @@ public final class MQTTClient {
         var line = [CChar](repeating: 0, count: 256)
         let rc = osh_mqtt_connect_finish(c, &err, &line, line.count)
         guard rc == MOSQ_ERR_SUCCESS.rawValue else {
-            let detail = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let detail = String(cBuffer: line)
             let why =
                 rc == MOSQ_ERR_ERRNO.rawValue
                 ? String(cString: strerror(err)).lowercased()
@@ -393,7 +393,7 @@ public final class MQTTClient {
         // The TLS handshake finishes on the loop: OpenSSL's reason is in libmosquitto's log.
         var line = [CChar](repeating: 0, count: 256)
         let n = osh_mqtt_take_error(&line, line.count)
-        let text = String(decoding: line.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let text = String(cBuffer: line)
         let why = pinRefusal(text) ?? Self.errorText(rc) + (n > 0 ? " (" + text + ")" : "")
         failed((state == .connecting ? "cannot connect: " : "connection lost: ") + why)
     }
@@ -403,9 +403,8 @@ public final class MQTTClient {
     private func pinRefusal(_ openSSLLine: String) -> String? {
         guard let ctx = pinContext, openSSLLine.hasSubstring("certificate verify failed") else { return nil }
         var key = [CChar](repeating: 0, count: 64)
-        let n = osh_mqtt_pin_presented(ctx, &key, key.count)
-        guard n > 0 else { return nil }
-        let presented = String(decoding: key.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard osh_mqtt_pin_presented(ctx, &key, key.count) > 0 else { return nil }
+        let presented = String(cBuffer: key)
         return "the broker's key \(presented) is not the pinned one (pin_sha256); nothing was sent. "
             + "If the broker's key changed on purpose, set pin_sha256 = \"\(presented)\""
     }

@@ -255,7 +255,7 @@ public final class WebSocketClient {
         case .pinnedKey(let pin):
             long(CURLOPT_SSL_VERIFYPEER, 0)
             long(CURLOPT_SSL_VERIFYHOST, 0)
-            str(CURLOPT_PINNEDPUBLICKEY, HTTPClient.normalisePin(pin) ?? pin)
+            str(CURLOPT_PINNEDPUBLICKEY, KeyPins.curlForm(pin) ?? pin)
         }
         guard ok, curl_multi_add_handle(m, e) == CURLM_OK else { return fail(.connect("libcurl refused the connection options")) }
         do {
