@@ -343,11 +343,7 @@ public enum Probe {
     {
         let size = cameraSize(cam)
         let choice = CaptureFormatChoice.choose(offered: cam.formats.map(\.fourCC)) { fourCC in
-            guard let f = cam.formats.first(where: { $0.fourCC == fourCC }), !f.sizes.isEmpty else { return true }
-            if f.isRange, let lo = f.sizes.first, let hi = f.sizes.last {
-                return (lo.width...hi.width).contains(size.width) && (lo.height...hi.height).contains(size.height)
-            }
-            return f.sizes.contains(size)
+            cam.formats.first { $0.fourCC == fourCC }?.offers(size) ?? true
         }
         switch choice {
         case .unsupported(let why): return "nothing: \(why)"

@@ -56,6 +56,7 @@ extension ProbeReport {
         out.append("")
         out.append("Video (V4L2)")
         if video.isEmpty { out.append("  none") }
+        let boardModel = video.contains { $0.role == .camera } ? BoardIdentity.readModel() : nil
         for v in video {
             out.append("  \(v.path)  \(v.role.rawValue)  \(v.card) (\(v.driver))")
             if !v.note.isEmpty { out.append("    not usable: \(v.note)") }
@@ -64,7 +65,7 @@ extension ProbeReport {
                     f.isRange ? f.sizes.map(\.description).joined(separator: " … ") : f.sizes.map(\.description).joined(separator: " ")
                 out.append("    \(f.fourCC)  \(sizes)")
             }
-            if v.role == .camera { out.append("    osh-edge takes: " + Probe.cameraPlan(v, encoders: video)) }
+            if v.role == .camera { out.append("    osh-edge takes: " + Probe.cameraPlan(v, encoders: video, boardModel: boardModel)) }
         }
         out.append("")
         out.append("Config")

@@ -226,22 +226,19 @@ public final class V4L2Camera {
         return n
     }
 
-    /// Whether the camera lists `width`×`height` for `format` (true when it lists no sizes).
+    /// Whether the camera lists `width`×`height` for `format` (true when it lists no sizes);
+    /// the enumeration stops at the first match.
     private func lists(_ format: FourCC, width: Int, height: Int) -> Bool {
-        for j in 0..<64 {
-            var s = v4l2_frmsizeenum()
-            s.index = UInt32(j)
-            s.pixel_format = format.rawValue
-            guard device.call(fd, .enumFramesizes, &s) == 0 else { return j == 0 }
-            if s.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
-                if Int(s.discrete.width) == width && Int(s.discrete.height) == height { return true }
-            } else {
-                let r = s.stepwise
-                return width >= Int(r.min_width) && width <= Int(r.max_width) && height >= Int(r.min_height)
-                    && height <= Int(r.max_height)
+        let want = V4L2FrameSize(width: width, height: height)
+        var found = false
+        let entries = V4L2Probe.forEachFrameSize(device, fd: fd, fourCC: format) { entry in
+            switch entry {
+            case .size(let s): found = s == want
+            case .range(let lo, let hi): found = want.isWithin(lo, hi)
             }
+            return !found
         }
-        return false
+        return found || entries == 0
     }
 
     private func startStreaming() throws {

@@ -186,6 +186,19 @@ public struct V4L2FormatInfo: Equatable, Sendable {
     /// Discrete sizes; for a stepwise/continuous range, its minimum and maximum.
     public var sizes: [V4L2FrameSize]
     public var isRange: Bool
+
+    /// Whether the driver lists `size` for this format (true when it lists no sizes at all).
+    public func offers(_ size: V4L2FrameSize) -> Bool {
+        guard let lo = sizes.first, let hi = sizes.last else { return true }
+        return isRange ? size.isWithin(lo, hi) : sizes.contains(size)
+    }
+}
+
+extension V4L2FrameSize {
+    /// Inside the range from `lo` to `hi` (a stepwise or continuous size list), both inclusive.
+    func isWithin(_ lo: V4L2FrameSize, _ hi: V4L2FrameSize) -> Bool {
+        (lo.width...hi.width).contains(width) && (lo.height...hi.height).contains(height)
+    }
 }
 
 public struct V4L2DeviceInfo: Equatable, Sendable {
@@ -365,6 +378,35 @@ public enum V4L2Probe {
             role: role, formats: role == .other ? [] : formats(device, fd: fd, type: type), note: note)
     }
 
+    /// One answer of VIDIOC_ENUM_FRAMESIZES: a discrete size, or a stepwise/continuous range.
+    enum FrameSizeEntry {
+        case size(V4L2FrameSize)
+        case range(V4L2FrameSize, V4L2FrameSize)
+    }
+
+    /// Calls `body` with each frame size the driver lists for `fourCC`, in order, until it
+    /// returns false (a range is the last entry); the number of entries the driver gave.
+    @discardableResult
+    static func forEachFrameSize(_ device: V4L2Device, fd: Int32, fourCC: FourCC, _ body: (FrameSizeEntry) -> Bool) -> Int {
+        for j in 0..<64 {
+            var s = v4l2_frmsizeenum()
+            s.index = UInt32(j)
+            s.pixel_format = fourCC.rawValue
+            guard device.call(fd, .enumFramesizes, &s) == 0 else { return j }
+            if s.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
+                if !body(.size(V4L2FrameSize(width: Int(s.discrete.width), height: Int(s.discrete.height)))) { return j + 1 }
+            } else {
+                let r = s.stepwise
+                _ = body(
+                    .range(
+                        V4L2FrameSize(width: Int(r.min_width), height: Int(r.min_height)),
+                        V4L2FrameSize(width: Int(r.max_width), height: Int(r.max_height))))
+                return j + 1
+            }
+        }
+        return 64
+    }
+
     static func formats(_ device: V4L2Device, fd: Int32, type: UInt32) -> [V4L2FormatInfo] {
         var out: [V4L2FormatInfo] = []
         for i in 0..<64 {
@@ -374,19 +416,14 @@ public enum V4L2Probe {
             guard device.call(fd, .enumFmt, &d) == 0 else { break }
             var sizes: [V4L2FrameSize] = []
             var range = false
-            for j in 0..<64 {
-                var s = v4l2_frmsizeenum()
-                s.index = UInt32(j)
-                s.pixel_format = d.pixelformat
-                guard device.call(fd, .enumFramesizes, &s) == 0 else { break }
-                if s.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
-                    sizes.append(V4L2FrameSize(width: Int(s.discrete.width), height: Int(s.discrete.height)))
-                } else {
+            forEachFrameSize(device, fd: fd, fourCC: FourCC(rawValue: d.pixelformat)) { entry in
+                switch entry {
+                case .size(let s): sizes.append(s)
+                case .range(let lo, let hi):
                     range = true
-                    sizes.append(V4L2FrameSize(width: Int(s.stepwise.min_width), height: Int(s.stepwise.min_height)))
-                    sizes.append(V4L2FrameSize(width: Int(s.stepwise.max_width), height: Int(s.stepwise.max_height)))
-                    break
+                    sizes += [lo, hi]
                 }
+                return true
             }
             out.append(
                 V4L2FormatInfo(
