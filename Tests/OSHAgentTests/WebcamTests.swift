@@ -77,7 +77,7 @@ final class WebcamTests: XCTestCase {
             XCTAssertTrue(try loop.run(for: 3) { aus.count > n })
             _ = try loop.run(for: 0.04) { false }
         }
-        XCTAssertEqual(input.counters.framesConverted, 5)
+        XCTAssertEqual(input.conversions.converted, 5)
         XCTAssertEqual(input.encoderKind, .x264)
         XCTAssertTrue(
             input.sourceDescription.hasPrefix(
@@ -86,7 +86,7 @@ final class WebcamTests: XCTestCase {
         // A frame that is no JPEG at all (a broken USB transfer) is counted and skipped. (A JPEG
         // cut short still decodes: libjpeg fills the missing rows.)
         s.deliverFrame("/dev/video0", bytes: [UInt8](repeating: 0x55, count: 500))
-        XCTAssertTrue(try loop.run(for: 2) { input.counters.framesUnconvertible == 1 })
+        XCTAssertTrue(try loop.run(for: 2) { input.conversions.failed == 1 })
         _ = try loop.run(for: 0.04) { false }
         s.deliverFrame("/dev/video0", bytes: jpeg)
         XCTAssertTrue(try loop.run(for: 3) { aus.count == 6 })
@@ -145,7 +145,7 @@ final class WebcamTests: XCTestCase {
         try input.start()
         s.deliverFrame("/dev/video0", fill: 0x40)
         XCTAssertTrue(try loop.run(for: 3) { keys == 1 })
-        XCTAssertEqual(input.counters.framesConverted, 1)
+        XCTAssertEqual(input.conversions.converted, 1)
         XCTAssertEqual(
             input.sourceDescription,
             "camera /dev/video0 (HD Webcam) through V4L2, RGB3 320x240 at 25 fps, converted to I420 by libv4lconvert")

@@ -37,9 +37,6 @@ public final class VideoInput {
         public var encodeErrors = 0
         /// Key frames without SPS+PPS in front of the IDR (a viewer could not start there).
         public var keyFramesWithoutHeaders = 0
-        /// MJPEG/RGB frames converted to I420, and those that could not be (a broken transfer).
-        public var framesConverted = 0
-        public var framesUnconvertible = 0
         public var lastError: String?
     }
 
@@ -76,6 +73,9 @@ public final class VideoInput {
     private var m2mFailed = false
     /// A webcam's MJPEG (or an RGB camera's) frames to I420, made at the first one.
     private var converter: FrameConverter?
+    /// Frames converted to I420, and those that could not be (a broken transfer): the
+    /// converter's own counts.
+    public var conversions: FrameConverter.Counters { converter?.counters ?? FrameConverter.Counters() }
     /// A camera's own H.264, every key frame self-contained.
     public private(set) var h264Framing = CameraH264Framing()
     /// The camera's opens seen: a reopened H.264 camera starts again at its next key frame.
@@ -228,7 +228,7 @@ public final class VideoInput {
         guard let c = camera, let n = c.negotiated else {
             return pattern.map { "test pattern \($0.width)x\($0.height) at \(Self.rate(settings.fps)) fps" } ?? "no camera"
         }
-        let fps = n.driverFPS.map { $0 < settings.fps ? $0 : settings.fps } ?? settings.fps
+        let fps = min(n.driverFPS ?? settings.fps, settings.fps)
         var d =
             "camera \(c.path)\(n.card.isEmpty ? "" : " (\(n.card))") through V4L2, \(n.format.fourCC) \(n.width)x\(n.height) at \(Self.rate(fps)) fps"
         switch n.format {
@@ -277,7 +277,8 @@ public final class VideoInput {
     private func frame(_ captured: VideoFrame) {
         guard running else { return }
         counters.framesIn += 1
-        let started = VideoCost.threadSeconds()
+        // Measured for the first minute only: after its line, no clock reads on this path.
+        let started = costNoted ? 0 : VideoCost.threadSeconds()
         defer {
             if !costNoted {
                 cost.add(frameAt: captured.monotonicTime, seconds: VideoCost.threadSeconds() - started)
@@ -342,13 +343,11 @@ public final class VideoInput {
         }
         guard let c = converter else { return nil }
         guard let picture = c.convert(f) else {
-            counters.framesUnconvertible += 1
             // The first such frame is said; the count shows the rest.
-            if counters.framesUnconvertible == 1, let why = c.counters.lastError { Log.warning("video: \(why); skipping such frames") }
+            if c.counters.failed == 1, let why = c.counters.lastError { Log.warning("video: \(why); skipping such frames") }
             counters.lastError = c.counters.lastError
             return nil
         }
-        counters.framesConverted += 1
         return picture
     }
 

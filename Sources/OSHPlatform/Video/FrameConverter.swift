@@ -16,6 +16,7 @@ public final class FrameConverter {
         /// Frames libv4lconvert could not read (a broken transfer from the camera).
         public var failed = 0
         public var lastError: String?
+        public init() {}
     }
 
     public private(set) var counters = Counters()
