@@ -153,8 +153,10 @@ public final class DevNodeMQTTIngest: @unchecked Sendable {
     /// The control stream of a status topic, nil when the topic is not one.
     func statusStream(_ topic: String) -> String? {
         for t in topics {
-            let prefix = t.root + "/controlstreams/"
-            let suffix = t.scheme == .osh ? "/status" : "/status:data"
+            // What stands either side of the stream id, as MQTTTopics builds the topic.
+            let parts = t.status(controlStreamID: "\u{0}").split(separator: "\u{0}", omittingEmptySubsequences: false)
+            guard parts.count == 2 else { continue }
+            let (prefix, suffix) = (parts[0], parts[1])
             guard topic.hasPrefix(prefix), topic.hasSuffix(suffix) else { continue }
             let cs = topic.dropFirst(prefix.count).dropLast(suffix.count)
             if !cs.isEmpty, !cs.contains("/") { return String(cs) }

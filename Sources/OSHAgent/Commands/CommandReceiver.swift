@@ -199,7 +199,7 @@ public final class CommandReceiver {
     private func onMessage(_ bytes: UnsafeRawBufferPointer) {
         received += 1
         let arrived = Clock.monotonicNanoseconds()
-        guard let (_, status) = Self.run(bytes, schema: schema, controlStreamID: controlStreamID, handler: handler) else { return }
+        guard let status = Self.run(bytes, schema: schema, controlStreamID: controlStreamID, handler: handler) else { return }
         if status.statusCode == .rejected { rejectedCount += 1 }
         if options.postImmediately { post(status) }
         let due = arrived &+ UInt64(max(0, options.ackWindow + options.repostMargin) * 1e9)
@@ -209,18 +209,18 @@ public final class CommandReceiver {
 
     /// One pushed command `{"id", "controlstream@id", "issueTime", "sender", "parameters"}` (the
     /// WebSocket's frame or the MQTT PUBLISH's payload), decoded against `schema` and run by
-    /// `handler`: its id and the status to report; nil (logged) when it carries no command id.
+    /// `handler`: the status to report; nil (logged) when it carries no command id.
     static func run(
         _ bytes: UnsafeRawBufferPointer, schema: DataComponent, controlStreamID: String,
         handler: (ReceivedCommand) -> CommandOutcome
-    ) -> (ReceivedCommand?, CommandStatus)? {
+    ) -> CommandStatus? {
         Log.debug("command channel \(controlStreamID): received \(String(decoding: bytes.prefix(500), as: UTF8.self))")
         guard let json = try? JSONValue.parse(bytes), let id = json["id"]?.string, !id.isEmpty else {
             Log.warning("command channel: a message without a command id was ignored")
             return nil
         }
         let outcome: CommandOutcome
-        var reached: ReceivedCommand?
+        var reachedHandler = false
         if let params = json["parameters"] {
             do throws(CommandDecodeError) {
                 let value = try CommandDecoder.decode(params, schema: schema)
@@ -228,7 +228,7 @@ public final class CommandReceiver {
                     id: id, controlStreamID: json["controlstream@id"]?.string ?? controlStreamID,
                     issueTime: json["issueTime"]?.string.flatMap(ISOTime.parse),
                     sender: json["sender"]?.string, value: value)
-                reached = cmd
+                reachedHandler = true
                 outcome = handler(cmd)
             } catch {
                 outcome = .rejected(error.message)
@@ -236,12 +236,12 @@ public final class CommandReceiver {
         } else {
             outcome = .rejected("the command has no parameters")
         }
-        if reached == nil {
+        if !reachedHandler {
             // The handlers log their outcomes; a command refused before reaching one is logged here.
             let name = json["parameters"]?.objectKeys?.first ?? "without parameters"
             Log.warning("command \(name): REJECTED — \(outcome.message ?? "no reason given") (command \(id))")
         }
-        return (reached, status(id, outcome))
+        return status(id, outcome)
     }
 
     /// The status report of `outcome` for command `id`, stamped now.

@@ -17,8 +17,6 @@ extension CommandReceiver: CommandStatusReporter {}
 final class MQTTCommandReceiver: CommandStatusReporter {
     let controlStreamID: String
     let schema: DataComponent
-    private(set) var received = 0
-    private(set) var statusPublishes = 0
     private let client: MQTTClient
     private let commandsTopic: String
     private let statusTopic: String
@@ -47,14 +45,12 @@ final class MQTTCommandReceiver: CommandStatusReporter {
     }
 
     private func command(_ payload: UnsafeRawBufferPointer, _ correlation: [UInt8]) {
-        received += 1
-        guard let (_, status) = CommandReceiver.run(payload, schema: schema, controlStreamID: controlStreamID, handler: handler)
+        guard let status = CommandReceiver.run(payload, schema: schema, controlStreamID: controlStreamID, handler: handler)
         else { return }
         publish(status, correlation: correlation)
     }
 
     private func publish(_ status: CommandStatus, correlation: [UInt8]) {
-        statusPublishes += 1
         let body = CommandStatusBody.bytes(status)
         body.withUnsafeBytes { b in
             client.publish(topic: statusTopic, payload: b, contentType: MediaType.json, correlation: correlation) { r in
