@@ -146,6 +146,7 @@ Architecture: $ARCH
 Maintainer: $MAINTAINER
 Installed-Size: $SIZE
 Depends: $DEPENDS
+Suggests: libcamera-v4l2, libcamera-ipa
 Section: net
 Priority: optional
 Homepage: https://opensensorhub.org
@@ -154,6 +155,8 @@ Description: OpenSensorHub sensor agent for Raspberry Pi
  camera, device health) to an OpenSensorHub node through the OGC API -
  Connected Systems. It runs as a systemd service under its own user, shows
  its state on a status LED and holds observations while the node is away.
+ A Raspberry Pi Camera Module is reached through libcamera's V4L2 layer
+ (libcamera-v4l2), which the agent loads itself when it finds such a camera.
 EOF
 printf '/etc/osh-edge/osh-edge.conf\n' >"$STAGE/DEBIAN/conffiles"
 

@@ -74,3 +74,15 @@ static inline int osh_convert_to_i420(struct v4lconvert_data *d, unsigned int fo
     df.fmt.pix.sizeimage = (unsigned int)dst_size;
     return v4lconvert_convert(d, &sf, &df, (unsigned char *)src, src_size, dst, dst_size);
 }
+
+// The media controller (`/dev/media*`): which driver, which camera sensor, which video nodes.
+// A camera sensor behind a media controller (a Raspberry Pi Camera Module on unicam or the Pi 5's
+// CFE, the kernel's vimc) gives raw Bayer; libcamera turns it into pictures.
+#include <linux/media.h>
+static const unsigned long OSH_MEDIA_IOC_DEVICE_INFO = MEDIA_IOC_DEVICE_INFO;
+static const unsigned long OSH_MEDIA_IOC_ENUM_ENTITIES = MEDIA_IOC_ENUM_ENTITIES;
+static const unsigned int OSH_MEDIA_ENT_ID_FLAG_NEXT = MEDIA_ENT_ID_FLAG_NEXT;
+static const unsigned int OSH_MEDIA_ENT_F_CAM_SENSOR = MEDIA_ENT_F_CAM_SENSOR;
+static const unsigned int OSH_MEDIA_ENT_F_IO_V4L = MEDIA_ENT_F_IO_V4L;
+static inline unsigned int osh_media_entity_major(const struct media_entity_desc *e) { return e->dev.major; }
+static inline unsigned int osh_media_entity_minor(const struct media_entity_desc *e) { return e->dev.minor; }

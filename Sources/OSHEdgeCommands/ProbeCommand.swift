@@ -12,6 +12,7 @@ func runProbeCommand(_ args: [String]) {
         bus = n
     }
     a.finish()
+    Probe.restartWithLibcameraLayerIfUseful()
     let report = Probe.run(bus: bus, dump: dump)
     print(json ? report.json : report.table, terminator: json ? "\n" : "")
 }

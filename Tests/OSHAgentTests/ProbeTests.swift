@@ -172,6 +172,40 @@ final class ProbeTests: XCTestCase {
         )
     }
 
+    /// A camera sensor behind a media controller (vimc here; a Camera Module on a Pi): listed with
+    /// its media device and nodes, the way to it said, and the config names it by the word.
+    func testACameraSensorIsListedWithTheWayToItThroughLibcamera() throws {
+        let (bus, _) = try board()
+        let video = SimulatedV4L2()
+        for n in 0..<3 {
+            video.add(
+                "/dev/video\(n)", .camera(card: "vimc", formats: [FourCC("BA81")], sizes: [V4L2FrameSize(width: 640, height: 480)]))
+        }
+        video.add("/dev/video3", .vicodecEncoder)
+        let vimc = MediaDeviceInfo(
+            path: "/dev/media0", driver: "vimc", model: "VIMC MDEV", sensors: ["Sensor A", "Sensor B"],
+            videoNodes: ["/dev/video0", "/dev/video1", "/dev/video2"])
+        var src = sources(bus, video: video)
+        src.media = { [vimc] }
+        src.libcameraLayer = { "/usr/libexec/aarch64-linux-gnu/libcamera/v4l2-compat.so" }
+        let report = Probe.run(bus: nil, dump: false, sources: src)
+        XCTAssertTrue(
+            report.table.contains(
+                "Camera sensors (libcamera)\n  Sensor A, Sensor B  vimc (VIMC MDEV) at /dev/media0; V4L2 nodes /dev/video0 /dev/video1 /dev/video2\n"
+                    + "    reached through libcamera's V4L2 layer (/usr/libexec/aarch64-linux-gnu/libcamera/v4l2-compat.so): "
+                    + "[camera] device = \"libcamera\" (or \"auto\")"), report.table)
+        XCTAssertTrue(
+            report.configSections.contains("[camera]\ndevice = \"libcamera\"\nwidth = 640\nheight = 480\n"), report.configSections)
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+        let sensors = try XCTUnwrap(obj["cameraSensors"] as? [[String: Any]])
+        XCTAssertEqual(sensors.first?["nodes"] as? [String], ["/dev/video0", "/dev/video1", "/dev/video2"])
+
+        src.libcameraLayer = { nil }
+        XCTAssertTrue(
+            Probe.run(bus: nil, dump: false, sources: src).table.contains(
+                "    needs libcamera's V4L2 layer, not installed: apt install libcamera-v4l2 libcamera-ipa (Debian)"))
+    }
+
     func testDumpGivesTheBytesDecodeTakes() throws {
         let (bus, _) = try board()
         let report = Probe.run(bus: 1, dump: true, sources: sources(bus))

@@ -76,6 +76,85 @@ final class VideoInputTests: XCTestCase {
         return s
     }
 
+    /// A camera sensor through libcamera's V4L2 layer (vimc gives RGB24 only): converted,
+    /// encoded, said to be libcamera's; its loss goes to the owner, which starts the agent again.
+    func testALibcameraCameraStreamsAndItsLossAsksForANewStart() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [FourCC("RGB3")], encoder: false)
+        s.cameraDrivers["/dev/video0"] = "libcamera"
+        var aus: [[UInt8]] = []
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "/dev/video0", width: 320, height: 240, fps: 25), device: s
+        ) { _, au, _ in aus.append(Array(au)) }
+        var restarts = 0
+        // As the daemon does: the restart stops everything (the camera must be abandoned by then).
+        input.onLibcameraCameraLost = { [unowned input] in
+            restarts += 1
+            input.stop()
+        }
+        try input.start()
+        XCTAssertTrue(s.deliverFrame("/dev/video0", fill: 0x50))
+        XCTAssertTrue(try spin(loop) { aus.count == 1 })
+        XCTAssertEqual(input.conversions.converted, 1)
+        XCTAssertTrue(
+            input.sourceDescription.hasPrefix("camera /dev/video0 (USB Camera) through libcamera (its V4L2 layer), RGB3 320x240"),
+            input.sourceDescription)
+        s.unplug("/dev/video0")
+        XCTAssertTrue(try spin(loop) { restarts == 1 })
+        s.plug("/dev/video0")
+        _ = try spin(loop, timeout: 0.2) { false }
+        XCTAssertEqual(s.openHandles, 1, "abandoned (no STREAMOFF, no close), and not reopened in this process")
+        XCTAssertFalse(s.trace(of: "/dev/video0").contains("STREAMOFF CAPTURE"))
+    }
+
+    /// After such a start the agent waits for the sensor, and opens it once two looks agree.
+    func testAfterANewStartTheSensorIsWaitedForThenOpened() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [FourCC("RGB3")], encoder: false)
+        s.cameraDrivers["/dev/video0"] = "libcamera"
+        var aus = 0
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "auto", width: 320, height: 240, fps: 25), device: s
+        ) { _, _, _ in aus += 1 }
+        var looks = 0
+        var there: String?
+        input.sensorNode = {
+            looks += 1
+            return there
+        }
+        input.sensorPollSeconds = 0.02
+        try input.start()
+        XCTAssertTrue(try spin(loop) { looks >= 3 })
+        XCTAssertEqual(s.openHandles, 0, "nothing opened while the sensor is away")
+        there = "/dev/video0"
+        let before = looks
+        XCTAssertTrue(try spin(loop) { s.openHandles == 1 })
+        XCTAssertEqual(looks, before + 2, "opened at the second look that found it")
+        XCTAssertTrue(s.deliverFrame("/dev/video0"))
+        XCTAssertTrue(try spin(loop) { aus == 1 })
+        input.stop()
+    }
+
+    /// libcamera lists its cameras at its first open; a sensor whose nodes udev had not yet
+    /// opened to us is missing from that list, and the node then answers as the raw driver.
+    /// Only a new start gives libcamera another look.
+    func testASensorLibcameraDidNotTakeAsksForANewStart() throws {
+        let loop = try EventLoop()
+        let s = simulated(cameraFormats: [FourCC("BA81")], encoder: false)
+        let input = try VideoInput(
+            loop: loop, settings: VideoSettings(device: "auto", width: 320, height: 240, fps: 25), device: s
+        ) { _, _, _ in }
+        input.sensorNode = { "/dev/video0" }
+        input.sensorPollSeconds = 0.01
+        input.libcameraRetrySeconds = 0.05
+        var restarts = 0
+        input.onLibcameraCameraLost = { restarts += 1 }
+        try input.start()
+        XCTAssertTrue(try spin(loop) { restarts == 1 })
+        XCTAssertTrue(input.counters.lastError?.contains("only raw Bayer (BA81)") == true, input.counters.lastError ?? "")
+        input.stop()
+    }
+
     func testCameraWithHardwareEncoderUsesM2M() throws {
         let loop = try EventLoop()
         let s = simulated(cameraFormats: [.yuyv], encoder: true)

@@ -97,4 +97,13 @@ final class DeviceConfigTests: XCTestCase {
         XCTAssertEqual(mirrored.count, 1, "\(mirrored)")
         XCTAssertTrue(mirrored.first?.contains("mirrors the frame") == true, "\(mirrored)")
     }
+
+    func testTheCameraIsAPathOrAWord() throws {
+        XCTAssertEqual(try parse("[camera]\ndevice = \"auto\"\n").devices.camera.device, "auto")
+        XCTAssertEqual(try parse("[camera]\ndevice = \"libcamera\"\n").devices.camera.device, "libcamera")
+        XCTAssertEqual(try parse("[camera]\ndevice = \"/dev/video2\"\n").devices.camera.device, "/dev/video2")
+        let e = errors("[camera]\ndevice = \"picam\"\n")
+        XCTAssertEqual(e.count, 1, "\(e)")
+        XCTAssertTrue(e.first?.hasSuffix("\"auto\", \"libcamera\" or \"test-pattern\"") == true, "\(e)")
+    }
 }

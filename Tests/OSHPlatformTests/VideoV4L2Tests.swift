@@ -156,7 +156,9 @@ final class VideoV4L2Tests: XCTestCase {
         try cam.start()
         XCTAssertEqual(
             cam.negotiated,
-            .init(format: .yuyv, width: 640, height: 480, bytesPerLine: 1280, sizeImage: 614_400, driverFPS: 25, card: "HD Webcam"))
+            .init(
+                format: .yuyv, width: 640, height: 480, bytesPerLine: 1280, sizeImage: 614_400, driverFPS: 25, card: "HD Webcam",
+                driver: "uvcvideo"))
         XCTAssertEqual(
             s.trace(of: Self.cam),
             [
@@ -387,6 +389,67 @@ final class VideoV4L2Tests: XCTestCase {
         XCTAssertEqual(again[1], lines[1].1)
         XCTAssertEqual(again[2], lines[2].1)
         XCTAssertEqual(again[3], lines[4].1)
+    }
+
+    /// libcamera's V4L2 layer says nothing when its camera goes (nor does a wedged USB camera):
+    /// frames just stop. No frame for `stallSeconds` is taken as an unplug.
+    func testACameraThatStopsSilentlyIsTakenAsLostAndReopened() throws {
+        let loop = try EventLoop()
+        let s = sim()
+        let cam = V4L2Camera(
+            loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 25,
+            backoff: Backoff(initial: 0.01, maximum: 0.02))
+        cam.stallSeconds = 0.1
+        var got = 0
+        cam.onFrame = { _ in got += 1 }
+        try cam.start()
+        // Frames keep it alive across several checks.
+        for _ in 0..<6 {
+            XCTAssertTrue(s.deliverFrame(Self.cam))
+            _ = try spin(loop, timeout: 0.05) { false }
+        }
+        XCTAssertEqual(cam.counters.deviceLost, 0, "frames came within every check")
+        s.unplug(Self.cam, silently: true)
+        XCTAssertTrue(try spin(loop) { cam.counters.deviceLost == 1 })
+        XCTAssertEqual(
+            cam.counters.lastError,
+            "no frame for 0.1 s while streaming (unplugged, or the camera stopped without saying so)")
+        XCTAssertEqual(s.openHandles, 0)
+        s.plug(Self.cam)
+        XCTAssertTrue(try spin(loop) { cam.isStreaming })
+        XCTAssertTrue(s.deliverFrame(Self.cam))
+        XCTAssertTrue(try spin(loop) { got == 7 })
+        cam.stop()
+    }
+
+    /// A node answered by libcamera's layer: its driver is said, the stall limit is shorter, and
+    /// an owner that handles the loss (the agent starts again) gets it instead of a reopen.
+    func testALibcameraCameraLossGoesToItsOwner() throws {
+        let loop = try EventLoop()
+        let s = sim(formats: [FourCC("RGB3")])
+        s.cameraDrivers[Self.cam] = "libcamera"
+        let cam = V4L2Camera(
+            loop: loop, device: s, path: Self.cam, width: 640, height: 480, fps: 25,
+            backoff: Backoff(initial: 0.01, maximum: 0.02))
+        var losses: [String] = []
+        cam.onLost = { e in
+            losses.append(e.message)
+            return true
+        }
+        try cam.start()
+        XCTAssertEqual(cam.negotiated?.driver, "libcamera")
+        XCTAssertEqual(cam.negotiated?.format, .rgb24)
+        XCTAssertEqual(cam.stallSeconds, 4)
+        s.unplug(Self.cam)
+        XCTAssertTrue(try spin(loop) { losses.count == 1 })
+        XCTAssertEqual(losses, ["VIDIOC_DQBUF on /dev/video0: No such device"])
+        _ = try spin(loop, timeout: 0.1) { false }
+        XCTAssertEqual(cam.counters.opens, 1, "no reopen: the owner starts again")
+        XCTAssertFalse(cam.isStreaming)
+        // Abandoned, not stopped: libcamera aborts on a STREAMOFF of a camera that has gone.
+        XCTAssertFalse(s.trace(of: Self.cam).contains("STREAMOFF CAPTURE"), "\(s.trace(of: Self.cam))")
+        XCTAssertEqual(s.openHandles, 1, "left to the new process image to release")
+        cam.stop()
     }
 
     func testCameraAbsentAtStartIsRetriedNotFatal() throws {

@@ -89,6 +89,8 @@ public final class Hardware {
     private var imu: IMUInput?
     private var audio: AudioInput?
     private var video: VideoInput?
+    /// The agent must start again (a libcamera camera was lost): set by the daemon.
+    public var onRestartNeeded: (() -> Void)?
     private var gps: GPSInput?
     private var ptz: PTZInput?
     /// The IMU's samples → the inertial outputs (the orientation filter runs here).
@@ -212,15 +214,37 @@ public final class Hardware {
     /// The camera and its encoder (a test pattern when simulated).
     private func openCamera() {
         guard let source = plan.camera else { return }
-        let d = plan.devices
-        let c = d.camera
+        let c = plan.devices.camera
+        var device = c.device
+        var libcamera = false
+        var waitForSensor = false
+        if source == .board && device != VideoSettings.testPattern {
+            switch CameraStart.decide(device: device) {
+            case .v4l2(let path): device = path
+            case .libcamera(let path, let cam):
+                Log.notice("camera: \(cam.cameraDescription) through libcamera, node \(path)")
+                device = path
+                libcamera = true
+            case .waitForSensor:
+                libcamera = true
+                waitForSensor = true
+            case .restartWithLayer(_, let cam):
+                return notes.append(
+                    "camera: \(cam.cameraDescription) needs libcamera's V4L2 layer, which did not load; camera0_H264 is not published")
+            case .unavailable(let why): return notes.append("camera: \(why); camera0_H264 is not published")
+            }
+        }
         let settings = VideoSettings(
-            device: source == .simulated ? VideoSettings.testPattern : c.device,
+            device: source == .simulated ? VideoSettings.testPattern : device,
             width: c.width, height: c.height, fps: plan.cameraFPS,
             keyFrameInterval: c.keyframeInterval, bitrateKbps: c.bitrateKbps, threads: c.threads,
             encoder: c.encoder)
         do {
             let v = try VideoInput(loop: loop, settings: settings)
+            if libcamera {
+                v.onLibcameraCameraLost = { [weak self] in self?.onRestartNeeded?() }
+                if waitForSensor { v.sensorNode = { CameraStart.sensorNode(device: c.device) } }
+            }
             video = v
             sources.append(v)
         } catch {

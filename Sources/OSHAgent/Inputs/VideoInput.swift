@@ -83,6 +83,19 @@ public final class VideoInput {
     /// What the pipeline costs this thread (conversion + encode), for the first minute's line.
     public private(set) var cost = VideoCost()
     private var costNoted = false
+    /// Under libcamera's layer, after the agent started again for a lost camera: the sensor's
+    /// node once it is back (nil while absent), polled once a second; the camera opens when two
+    /// polls agree (the driver registers its nodes one by one).
+    public var sensorNode: (() -> String?)?
+    public var sensorPollSeconds = 1.0
+    /// After a sensor libcamera did not take: the wait before the agent starts again.
+    public var libcameraRetrySeconds = 5.0
+    private var sensorPoll: LoopDeadline?
+    private var sensorSeen: String?
+    /// Under libcamera's layer: the camera was lost. libcamera keeps the camera it listed at the
+    /// start of the process, so the owner starts the agent again (nil: reopen here, as V4L2 does).
+    public var onLibcameraCameraLost: (() -> Void)?
+    private var restartSoon: LoopDeadline?
     /// Camera buffers lent to the hardware encoder (DMABUF), with the camera stream they belong to.
     private var lent: [Int: Int] = [:]
 
@@ -123,6 +136,8 @@ public final class VideoInput {
         running = false
         if let t = timer { loop.cancel(t) }
         timer = nil
+        sensorPoll?.cancel()
+        sensorPoll = nil
         camera?.stop()
         camera = nil
         lent.removeAll()
@@ -156,12 +171,54 @@ public final class VideoInput {
     }
 
     private func startCamera() throws {
-        let path = resolveCameraPath(settings.device)
+        if sensorNode != nil {
+            Log.notice("camera: waiting for the camera sensor to come back (libcamera)")
+            sensorPoll = LoopDeadline(loop: loop) { [weak self] in self?.pollSensor() }
+            return try sensorPoll?.arm(after: sensorPollSeconds) ?? ()
+        }
+        try openCamera(path: resolveCameraPath(settings.device))
+    }
+
+    private func pollSensor() {
+        guard running, camera == nil, let look = sensorNode else { return }
+        let node = look()
+        if let node, node == sensorSeen {
+            do { try openCamera(path: node) } catch {
+                counters.lastError = "\(error)"
+                Log.error("video: \(error)")
+            }
+            // libcamera lists its cameras once, at the first open: if it did not take this one
+            // (a node it could not open yet), only a new start gives it another look.
+            if let n = camera?.negotiated, n.driver == "libcamera" { return }
+            Log.warning(
+                "video: libcamera did not take the camera at \(node); starting the agent again in \(RetryLog.seconds(libcameraRetrySeconds))"
+            )
+            camera?.abandon()
+            camera = nil
+            let restart = LoopDeadline(loop: loop) { [weak self] in self?.onLibcameraCameraLost?() }
+            restartSoon = restart
+            do { try restart.arm(after: libcameraRetrySeconds) } catch { onLibcameraCameraLost?() }
+            return
+        }
+        sensorSeen = node
+        do { try sensorPoll?.arm(after: sensorPollSeconds) } catch { Log.error("video: cannot arm the camera poll: \(error)") }
+    }
+
+    private func openCamera(path: String) throws {
         let cam = V4L2Camera(
             loop: loop, device: device, path: path, width: settings.width, height: settings.height, fps: settings.fps,
             backoff: cameraBackoff)
         cam.h264KeyFrameInterval = settings.keyFrameInterval
         cam.onFrame = { [weak self] f in self?.frame(f) }
+        cam.onLost = { [weak self, weak cam] e in
+            guard let self, self.onLibcameraCameraLost != nil, cam?.negotiated?.driver == "libcamera" else { return false }
+            Log.warning("video: camera \(path) lost (\(e)); starting the agent again so libcamera finds it when it is back")
+            // On the next turn: the camera abandons its device first (stopping it would abort).
+            let restart = LoopDeadline(loop: self.loop) { [weak self] in self?.onLibcameraCameraLost?() }
+            self.restartSoon = restart
+            do { try restart.arm(after: 0) } catch { self.onLibcameraCameraLost?() }
+            return true
+        }
         cam.onFatalError = { [weak self] e in
             self?.counters.lastError = e.message
             self?.running = false
@@ -230,7 +287,7 @@ public final class VideoInput {
         }
         let fps = min(n.driverFPS ?? settings.fps, settings.fps)
         var d =
-            "camera \(c.path)\(n.card.isEmpty ? "" : " (\(n.card))") through V4L2, \(n.format.fourCC) \(n.width)x\(n.height) at \(Self.rate(fps)) fps"
+            "camera \(c.path)\(n.card.isEmpty ? "" : " (\(n.card))") through \(n.driver == "libcamera" ? "libcamera (its V4L2 layer)" : "V4L2"), \(n.format.fourCC) \(n.width)x\(n.height) at \(Self.rate(fps)) fps"
         switch n.format {
         case .mjpeg: d += ", decoded by libv4lconvert"
         case .rgb24, .bgr24: d += ", converted to I420 by libv4lconvert"

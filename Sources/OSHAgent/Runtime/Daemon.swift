@@ -281,6 +281,7 @@ public enum Daemon {
             return 2
         }
         Log.threshold = logLevel(loaded.settings.logLevel)
+        CameraStart.restartForLibcameraIfNeeded(loaded.settings.devices.camera, plan: loaded.plan)
         // Held for the whole process (reloads included); the kernel releases it at exit.
         let stateLock: StateDirectoryLock
         do {
@@ -298,7 +299,13 @@ public enum Daemon {
         }
         do {
             let session = try DaemonSession(loaded: loaded, configPath: configPath, secretsPath: secretsPath)
-            return try session.run(loaded)
+            let code = try session.run(loaded)
+            if session.restartRequested, code == 0, let layer = LibcameraLayer.restartedWith ?? LibcameraLayer.find() {
+                Log.notice("starting again, with libcamera's V4L2 layer, to wait for the camera")
+                Log.error("camera: \(LibcameraLayer.restart(with: layer))")
+                return 1
+            }
+            return code
         } catch {
             Log.error("\(error)")
             return 1

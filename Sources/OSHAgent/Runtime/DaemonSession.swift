@@ -20,6 +20,8 @@ final class DaemonSession {
     private var led: StatusLED?
     private var supervisor: AgentSupervisor<Daemon.Loaded, Daemon.Running>?
     private var exitCode: Int32?
+    /// A libcamera camera was lost: the agent stopped (everything kept) to start again.
+    private(set) var restartRequested = false
 
     init(loaded: Daemon.Loaded, configPath: String, secretsPath: String?) throws {
         loop = try EventLoop()
@@ -83,6 +85,7 @@ final class DaemonSession {
         Log.notice(
             "osh-edge \(Agent.version) running: \(l.config.identity.uid) → \(l.config.server.apiRoot), "
                 + "outputs \(outputs.joined(separator: ", "))")
+        hardware.onRestartNeeded = { [weak self] in self?.restartForCamera() }
         let r = Daemon.Running(agent: agent, hardware: hardware)
         current = r
         counters?.live = { [unowned agent] in agent.counterRows }
@@ -99,6 +102,15 @@ final class DaemonSession {
             counters?.carryLive()
             done()
         }
+    }
+
+    /// Stops as for SIGTERM (drained, the rest spooled), without telling systemd it stops: the
+    /// process starts itself again with the same pid.
+    private func restartForCamera() {
+        guard let supervisor, !restartRequested, supervisor.phase == .running else { return }
+        restartRequested = true
+        notify.status("restarting: the camera was lost; libcamera finds it again in a new start")
+        supervisor.terminate()
     }
 
     private func exited(_ code: Int32) {

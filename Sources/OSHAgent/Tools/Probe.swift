@@ -19,6 +19,10 @@ public struct ProbeSources {
     /// The serial ports a GPS may be on, and whether a gpsd answers on 127.0.0.1:2947.
     public var serialPorts: () -> [SerialPortInfo]
     public var gpsd: () -> Bool
+    /// The media-controller devices (camera sensors that need libcamera), and libcamera's V4L2
+    /// layer's path when installed.
+    public var media: () -> [MediaDeviceInfo] = { [] }
+    public var libcameraLayer: () -> String? = { nil }
 
     public init(
         adapters: @escaping () -> [Int], openBus: @escaping (Int) throws -> I2CBus,
@@ -34,10 +38,13 @@ public struct ProbeSources {
     }
 
     public static func system() -> ProbeSources {
-        ProbeSources(
+        var s = ProbeSources(
             adapters: { LinuxI2CBus.adapters() }, openBus: { try LinuxI2CBus(number: $0) },
             audioDevices: { ALSADevices.captureDevices() }, video: SystemV4L2(),
             serialPorts: { SerialPortList.ports() }, gpsd: { SerialPortList.gpsdAnswers() })
+        s.media = { MediaDevices.list() }
+        s.libcameraLayer = { LibcameraLayer.find() }
+        return s
     }
 }
 
@@ -82,6 +89,12 @@ public struct ProbeReport: Sendable {
     public var video: [V4L2DeviceInfo]
     public var serialPorts: [SerialPortInfo] = []
     public var gpsdAnswers = false
+    /// Camera sensors behind a media controller (a Camera Module, vimc): libcamera's.
+    public var cameraSensors: [MediaDeviceInfo] = []
+    /// libcamera's V4L2 layer: its path when installed, and whether this process has it loaded
+    /// (then the sensors' nodes answer as libcamera's camera, named by its id).
+    public var libcameraLayer: String?
+    public var libcameraLayerLoaded = false
     /// Ready to paste into /etc/osh-edge/osh-edge.conf (parses with AgentSettings.parse once a
     /// [server.NAME] is there).
     public var configSections: String
@@ -99,6 +112,16 @@ public enum Probe {
     static let pca9685 = I2CChipIdentity(
         name: "PCA9685", kind: .servoDriver, addresses: [PCA9685.defaultAddress], idRegister: nil,
         idValues: [], note: "known by address only (no ID register): anything at 0x40 looks like one")
+
+    /// With a camera sensor present and libcamera's V4L2 layer installed, starts this process
+    /// again with the layer, so the sensor's nodes answer as libcamera's camera (its id, its
+    /// formats). Returns when there is nothing to do, or when that failed.
+    public static func restartWithLibcameraLayerIfUseful() {
+        guard !LibcameraLayer.isLoaded, !LibcameraLayer.wasRestarted, let layer = LibcameraLayer.find(),
+            MediaDevices.list().contains(where: \.needsLibcamera)
+        else { return }
+        _ = LibcameraLayer.restart(with: layer)
+    }
 
     /// Scans `bus` (nil: every adapter) and the audio/video devices. Never throws: what cannot be
     /// read becomes a message in the report. `dump` starts each barometer found to read one burst.
@@ -119,8 +142,12 @@ public enum Probe {
         }
         let audio = sources.audioDevices()
         let video = VideoInput.listDevices(sources.video)
-        let (config, notes) = suggestConfig(buses: buses, audio: audio, video: video)
+        let sensors = sources.media().filter(\.needsLibcamera)
+        let (config, notes) = suggestConfig(buses: buses, audio: audio, video: video, cameraSensors: sensors)
         var report = ProbeReport(buses: buses, i2cHint: hint, audio: audio, video: video, configSections: config, configNotes: notes)
+        report.cameraSensors = sensors
+        report.libcameraLayer = sources.libcameraLayer()
+        report.libcameraLayerLoaded = LibcameraLayer.isLoaded
         report.serialPorts = sources.serialPorts()
         report.gpsdAnswers = sources.gpsd()
         return report
@@ -240,7 +267,9 @@ public enum Probe {
 
     /// The [i2c]/[barometer]/[imu]/[audio]/[camera] sections (and the outputs they feed) for
     /// what was found. Chips on several buses: the bus with the most known sensors wins.
-    public static func suggestConfig(buses: [ProbeBus], audio: [AudioDeviceInfo], video: [V4L2DeviceInfo]) -> (String, [String]) {
+    public static func suggestConfig(
+        buses: [ProbeBus], audio: [AudioDeviceInfo], video: [V4L2DeviceInfo], cameraSensors: [MediaDeviceInfo] = []
+    ) -> (String, [String]) {
         var lines: [String] = ["# osh-edge probe: replace these sections in /etc/osh-edge/osh-edge.conf"]
         var notes: [String] = []
         func sensors(_ b: ProbeBus) -> Int { b.chips.filter { [.barometer, .imu, .hygrometer].contains($0.kind) }.count }
@@ -314,11 +343,17 @@ public enum Probe {
             lines += ["", "[audio]", "device = \"\(a.name)\"", "window = 0.1"]
             outputs.append(OutputKind.audioLevel.settingsKey)
         }
-        if let cam = video.first(where: { $0.role == .camera }) {
-            let size = cameraSize(cam)
+        // A camera sensor first (as device = "auto" does): through libcamera, named by the word.
+        let sensorNodes = Set(cameraSensors.flatMap(\.videoNodes))
+        let sensorCam = video.first { $0.role == .camera && sensorNodes.contains($0.path) }
+        if let cam = sensorCam ?? video.first(where: { $0.role == .camera && !sensorNodes.contains($0.path) })
+            ?? (cameraSensors.isEmpty ? nil : video.first(where: { $0.role == .camera }))
+        {
+            let size = cameraSensors.isEmpty ? cameraSize(cam) : V4L2FrameSize(width: 640, height: 480)
             let hasEncoder = video.contains { $0.role == .h264Encoder }
+            let device = sensorNodes.contains(cam.path) ? CameraDiscovery.libcamera : cam.path
             lines += [
-                "", "[camera]", "device = \"\(cam.path)\"", "width = \(size.width)", "height = \(size.height)",
+                "", "[camera]", "device = \"\(device)\"", "width = \(size.width)", "height = \(size.height)",
                 "encoder = \"\(hasEncoder ? "v4l2m2m" : "x264")\"",
             ]
             outputs.append(OutputKind.video.settingsKey)

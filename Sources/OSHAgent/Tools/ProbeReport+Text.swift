@@ -68,6 +68,24 @@ extension ProbeReport {
             if v.role == .camera { out.append("    osh-edge takes: " + Probe.cameraPlan(v, encoders: video, boardModel: boardModel)) }
         }
         out.append("")
+        out.append("Camera sensors (libcamera)")
+        if cameraSensors.isEmpty { out.append("  none") }
+        for m in cameraSensors {
+            out.append(
+                "  \(m.sensors.joined(separator: ", "))  \(m.driver) (\(m.model)) at \(m.path); V4L2 nodes \(m.videoNodes.joined(separator: " "))"
+            )
+            let ids = Set(video.filter { $0.driver == "libcamera" && m.videoNodes.contains($0.path) }.map(\.card)).sorted()
+            if libcameraLayerLoaded, !ids.isEmpty {
+                out.append("    libcamera camera \(ids.map { "'\($0)'" }.joined(separator: ", ")): its nodes above answer as it")
+            } else if let layer = libcameraLayer {
+                out.append("    reached through libcamera's V4L2 layer (\(layer)): [camera] device = \"libcamera\" (or \"auto\")")
+            } else {
+                out.append(
+                    "    needs libcamera's V4L2 layer, not installed: apt install libcamera-v4l2 libcamera-ipa (Debian), "
+                        + "apt install libcamera-v4l2 (Raspberry Pi OS)")
+            }
+        }
+        out.append("")
         out.append("Config")
         for n in configNotes { out.append("  note: \(n)") }
         return out.joined(separator: "\n") + "\n" + configSections
@@ -159,6 +177,19 @@ extension ProbeReport {
             w.endObject()
         }
         w.endArray()
+        w.key("cameraSensors"); w.beginArray()
+        for m in cameraSensors {
+            w.beginObject()
+            w.key("media"); w.string(m.path)
+            w.key("driver"); w.string(m.driver)
+            w.key("sensors"); w.beginArray(); for n in m.sensors { w.string(n) }; w.endArray()
+            w.key("nodes"); w.beginArray(); for n in m.videoNodes { w.string(n) }; w.endArray()
+            let ids = Set(video.filter { $0.driver == "libcamera" && m.videoNodes.contains($0.path) }.map(\.card)).sorted()
+            w.key("libcameraIds"); w.beginArray(); for i in ids { w.string(i) }; w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+        w.key("libcameraLayer"); if let l = libcameraLayer { w.string(l) } else { w.null() }
         w.key("notes"); w.beginArray(); for n in configNotes { w.string(n) }; w.endArray()
         w.key("config"); w.string(configSections)
         w.endObject()

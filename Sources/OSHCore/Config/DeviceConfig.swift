@@ -116,7 +116,9 @@ public struct AudioConfig: Sendable, Equatable {
 public struct CameraConfig: Sendable, Equatable {
     /// The config's words for the encoder choice.
     public static let encoders: [(String, VideoEncoderPreference)] = [("auto", .auto), ("v4l2m2m", .hardware), ("x264", .software)]
-    /// A V4L2 device path, or "test-pattern" (a generated picture: tries the encoder and node).
+    /// A V4L2 device path; "auto" (a camera sensor through libcamera when there is one, else the
+    /// first V4L2 camera); "libcamera" (a camera sensor, a Camera Module); or "test-pattern" (a
+    /// generated picture: tries the encoder and node).
     public var device = "/dev/video0"
     public var width = 640
     public var height = 480
@@ -274,10 +276,10 @@ extension SettingsReader {
             if let w = number(s, "window", 0.1...1, unit: "seconds") { d.audio.window = w }
         case "camera":
             if let (dev, line) = string(s, "device") {
-                if dev == "test-pattern" {
+                if [VideoSettings.testPattern, CameraDiscovery.auto, CameraDiscovery.libcamera].contains(dev) {
                     d.camera.device = dev
                 } else if let problem = Self.pathProblem(dev) {
-                    fail(line, "device in [camera] \(problem), or \"test-pattern\"")
+                    fail(line, "device in [camera] \(problem), \"auto\", \"libcamera\" or \"test-pattern\"")
                 } else {
                     d.camera.device = dev
                 }

@@ -177,7 +177,8 @@ public enum CaptureFormatChoice: Equatable, Sendable {
         if !offered.isEmpty, offered.allSatisfy(FourCC.rawBayer.contains) {
             return .unsupported(
                 "the camera offers only raw Bayer (\(list)): a camera sensor such as a Raspberry Pi Camera Module on "
-                    + "unicam or CFE, whose pictures need libcamera and the ISP, which osh-edge does not drive yet; use a USB webcam")
+                    + "unicam or CFE, whose pictures need libcamera and the ISP; set [camera] device = \"libcamera\" (or \"auto\") "
+                    + "with libcamera's V4L2 layer installed (apt install libcamera-v4l2)")
         }
         return .unsupported(
             "the camera offers \(list.isEmpty ? "no formats" : list); osh-edge needs H264, YUYV, NV12, YU12, MJPEG, RGB3 or BGR3")

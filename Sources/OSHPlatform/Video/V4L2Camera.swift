@@ -4,6 +4,8 @@
 // buffer (no copy), then queue the buffer again. Frame rate: asked of the driver with
 // S_PARM, and enforced by dropping (UVC cameras often ignore or round the request).
 // Unplugged (ENODEV, POLLERR with nothing to dequeue) → everything closed, reopened with backoff.
+// A camera that stops sending without an error (libcamera's V4L2 layer says nothing when its
+// camera goes; a wedged USB camera neither) is treated as unplugged after `stallSeconds`.
 // Logging (`RetryLog`): an outage is one warning with the first retry's delay, then each different
 // reason once (the first failed open, a busy device), then one line when frames flow again — not a
 // line per retry. `counters.lastError` keeps the latest reason for status displays.
@@ -39,8 +41,10 @@ public final class V4L2Camera {
         /// An H.264 camera that took `h264KeyFrameInterval` as its key-frame period (false: it
         /// has no such control and keeps its own cadence; nil: not an H.264 format).
         public var keyFramePeriodSet: Bool?
-        /// The driver's name for the camera (VIDIOC_QUERYCAP's card).
+        /// The driver's name for the camera (VIDIOC_QUERYCAP's card; libcamera's camera id).
         public var card = ""
+        /// VIDIOC_QUERYCAP's driver ("uvcvideo", "vivid"; "libcamera" through libcamera's layer).
+        public var driver = ""
     }
 
     public let path: String
@@ -52,12 +56,18 @@ public final class V4L2Camera {
     public var h264KeyFrameInterval = 0
     /// Called for each frame kept; the bytes are the driver's buffer, valid during the call.
     public var onFrame: ((VideoFrame) -> Void)?
+    /// Called when the camera is lost while streaming; returning true means the owner handles
+    /// it (libcamera's layer cannot find a returning camera in the same process): the device is
+    /// then abandoned, not closed, and no reopen is tried here.
+    public var onLost: ((V4L2Error) -> Bool)?
     /// Called when a problem stops the camera for good (a format it cannot deliver); transient
     /// ones are retried and only logged.
     public var onFatalError: ((V4L2Error) -> Void)?
     public private(set) var negotiated: Negotiated?
     public private(set) var counters = CaptureCounters()
     public var isStreaming: Bool { fd >= 0 }
+    /// No frame dequeued for this long while streaming: the camera is taken as lost.
+    public var stallSeconds = 10.0
 
     private let loop: EventLoop
     private let device: V4L2Device
@@ -82,6 +92,9 @@ public final class V4L2Camera {
     private var snapNoted = ""
     private var lastDelivered = -Double.infinity
     private var running = false
+    /// Checks that frames still come (`stallSeconds`), and the count it last saw.
+    private var stallCheck: LoopDeadline?
+    private var dequeuedAtCheck = 0
 
     public init(
         loop: EventLoop, device: V4L2Device, path: String, width: Int, height: Int, fps: Double,
@@ -116,6 +129,8 @@ public final class V4L2Camera {
         running = false
         retry?.cancel()
         retry = nil
+        stallCheck?.cancel()
+        stallCheck = nil
         closeDevice()
     }
 
@@ -209,6 +224,9 @@ public final class V4L2Camera {
             format: chosen, width: w, height: h, bytesPerLine: bpl,
             sizeImage: max(Int(f.fmt.pix.sizeimage), chosen.frameBytes(width: w, height: h)), driverFPS: nil)
         n.card = V4L2Text.string(cap.card)
+        n.driver = V4L2Text.string(cap.driver)
+        // libcamera's layer says nothing when its camera goes: notice it sooner.
+        if n.driver == "libcamera" { stallSeconds = min(stallSeconds, 4) }
         var p = v4l2_streamparm()
         p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         if chosen == .h264 && h264KeyFrameInterval > 0 {
@@ -271,6 +289,9 @@ public final class V4L2Camera {
         guard e == 0 else { throw V4L2Error.call(.streamon, path, e) }
         do {
             registration = try loop.add(fd: device.pollFD(fd), events: .readable) { [weak self] ev in self?.readable(ev) }
+            dequeuedAtCheck = counters.dequeued
+            if stallCheck == nil { stallCheck = LoopDeadline(loop: loop) { [weak self] in self?.checkStall() } }
+            try stallCheck?.arm(after: stallSeconds)
         } catch {
             throw V4L2Error("camera \(path): cannot watch it on the event loop: \(error)", errno: EIO)
         }
@@ -366,9 +387,23 @@ public final class V4L2Camera {
 
     // MARK: Loss and retry
 
+    /// One timer per `stallSeconds`, not per frame: it compares the dequeue count.
+    private func checkStall() {
+        guard running, fd >= 0 else { return }
+        if counters.dequeued == dequeuedAtCheck {
+            return lost(
+                V4L2Error(
+                    "no frame for \(RetryLog.seconds(stallSeconds)) while streaming (unplugged, or the camera stopped without saying so)",
+                    errno: ETIMEDOUT))
+        }
+        dequeuedAtCheck = counters.dequeued
+        do { try stallCheck?.arm(after: stallSeconds) } catch { Log.error("camera \(path): cannot arm the stall check: \(error)") }
+    }
+
     private func lost(_ e: V4L2Error) {
         counters.deviceLost += 1
         counters.lastError = e.message
+        if onLost?(e) == true { return abandon() }
         closeDevice()
         scheduleRetry(e, lost: true)
     }
@@ -404,7 +439,25 @@ public final class V4L2Camera {
         }
     }
 
+    /// Forgets the device without another call to it: libcamera's layer turns STREAMOFF on a
+    /// camera that has gone into libcamera stopping it with requests still queued, which aborts
+    /// the process (libcamera 0.4's pipeline_handler.cpp asserts). The owner is about to replace
+    /// the process, which releases the descriptor and the mappings.
+    public func abandon() {
+        running = false
+        retry?.cancel()
+        stallCheck?.cancel()
+        if let r = registration { loop.remove(r) }
+        registration = nil
+        fd = -1
+        buffers.removeAll()
+        dmabufs.removeAll()
+        held.removeAll()
+        generation += 1
+    }
+
     private func closeDevice() {
+        stallCheck?.disarm()
         if let r = registration { loop.remove(r) }
         registration = nil
         if fd >= 0 {

@@ -145,6 +145,9 @@ public final class SimulatedV4L2: V4L2Device {
     private var nextDMABUF: Int32 = 1_000_000
     /// Cameras that cannot export DMABUFs (EXPBUF → ENOTTY), as some drivers.
     public var exportDisabled: Set<String> = []
+    /// Cameras whose QUERYCAP names another driver than uvcvideo ("libcamera": a node answered
+    /// by libcamera's V4L2 layer, whose card is the camera's id).
+    public var cameraDrivers: [String: String] = [:]
 
     public var openDMABUFs: Int { exported.count }
 
@@ -175,11 +178,12 @@ public final class SimulatedV4L2: V4L2Device {
     }
 
     /// The device disappears: open fails with ENOENT, calls on open handles fail with ENODEV,
-    /// and the poll fd wakes (as POLLERR would) so the owner notices.
-    public func unplug(_ path: String) {
+    /// and the poll fd wakes (as POLLERR would) so the owner notices. `silently`: open fails,
+    /// but open handles hear nothing and frames just stop (libcamera's V4L2 layer).
+    public func unplug(_ path: String, silently: Bool = false) {
         guard let n = node(path) else { return }
         n.present = false
-        for (fd, h) in handles where h === n { _ = osh_eventfd_write(fd, 1) }
+        if !silently { for (fd, h) in handles where h === n { _ = osh_eventfd_write(fd, 1) } }
         trace.append("\(short(path)) UNPLUGGED")
     }
 
@@ -351,7 +355,7 @@ public final class SimulatedV4L2: V4L2Device {
             let devCaps: UInt32
             switch n.model {
             case .camera:
-                V4L2Text.set(&cap.pointee.driver, "uvcvideo")
+                V4L2Text.set(&cap.pointee.driver, cameraDrivers[n.path] ?? "uvcvideo")
                 V4L2Text.set(&cap.pointee.bus_info, "usb-0000:01:00.0-1.2")
                 devCaps = UInt32(truncatingIfNeeded: V4L2_CAP_VIDEO_CAPTURE) | UInt32(truncatingIfNeeded: V4L2_CAP_STREAMING)
             case .encoder:
