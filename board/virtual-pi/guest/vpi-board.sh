@@ -5,7 +5,10 @@
 #         0x68 and its AK8963 at 0x0C, an SHT4x at 0x44 (hidden at first boot: the late chip),
 #         their registers loaded from the run's inputs;
 #   GPIO  a decoy gpio-sim chip, then a bank labelled like the Pi 4's header chip, line 17 named LED;
-#   video vivid as /dev/video0 (the camera), vicodec (a mem2mem codec that is not H.264);
+#   video the camera: vivid as /dev/video0 (a plain V4L2 camera), or with CAMERA=vimc in the
+#         run's scenario.env vimc (a camera sensor behind a media controller, which the agent
+#         reaches through libcamera, with [camera] device = "auto"); then vicodec (a mem2mem
+#         codec that is not H.264);
 #   audio snd-aloop, with the run's WAV played into its playback side;
 #   GPS   QEMU's usb-serial (an FTDI adapter, ftdi_sio) as /dev/ttyUSB0, fed from the host.
 # The host's inputs and the results share one 9p folder, mounted at /vpi.
@@ -57,8 +60,16 @@ DEV=$(cat "$G/dev_name" 2>/dev/null)
 echo "/sys/devices/platform/$DEV/$CHIP/sim_gpio17/value" >/run/vpi-led-value
 log "gpio-sim: $CHIP (label pinctrl-bcm2711), LED on line 17; decoy $(cat "$D/bank0/chip_name" 2>/dev/null) (mcp23008)"
 
-# --- Video: vivid first, so that it is /dev/video0; then vicodec (/dev/video1…)
-modprobe vivid n_devs=1 node_types=0x1 input_types=0x0 || fail "modprobe vivid"
+# --- Video: the camera first, so that it is /dev/video0; then vicodec
+CAMERA=$(sed -n 's/^CAMERA=//p' "$IN/scenario.env" 2>/dev/null)
+if [[ $CAMERA == vimc ]]; then
+  # Sensor B → debayer → scaler → RGB/YUV capture: libcamera's vimc pipeline (and its IPA).
+  modprobe vimc || fail "modprobe vimc"
+  sed -i 's|^device = "/dev/video0".*|device = "auto"               # vimc, found through libcamera (vpi test --camera vimc)|' \
+    /etc/osh-edge/osh-edge.conf
+else
+  modprobe vivid n_devs=1 node_types=0x1 input_types=0x0 || fail "modprobe vivid"
+fi
 udevadm settle -t 10
 modprobe vicodec || fail "modprobe vicodec"
 
@@ -72,5 +83,5 @@ for _ in $(seq 50); do [[ -e /dev/ttyUSB0 ]] && break; sleep 0.2; done
 [[ -e /dev/ttyUSB0 ]] && stty -F /dev/ttyUSB0 raw -echo clocal 9600 || fail "/dev/ttyUSB0 missing"
 
 udevadm settle -t 10
-ls -l /dev/i2c-* /dev/gpiochip* /dev/video* /dev/snd/ /dev/ttyUSB* >/vpi/out/devices.txt 2>&1
+ls -l /dev/i2c-* /dev/gpiochip* /dev/video* /dev/media* /dev/snd/ /dev/ttyUSB* >/vpi/out/devices.txt 2>&1
 log "ready"

@@ -12,7 +12,7 @@ set -u
 OUT=/vpi/out
 API=http://127.0.0.1:8181/sensorhub/api
 # shellcheck source=/dev/null
-. /vpi/in/scenario.env   # MEASURE_S, FAULT_S, RECOVER_S, NODE_DOWN_S
+. /vpi/in/scenario.env   # MEASURE_S, FAULT_S, RECOVER_S, NODE_DOWN_S, CAMERA (vivid or vimc)
 BOOT=$(($(cat /var/lib/vpi-boot 2>/dev/null || echo 0) + 1))
 echo "$BOOT" >/var/lib/vpi-boot
 B=$OUT/boot$BOOT
@@ -134,15 +134,23 @@ if ((BOOT == 1)); then
   sleep "$RECOVER_S"
   journal_since "$T" >"$B/journal-gps.txt"
 
-  # Fault 3: the camera is unplugged: vivid's Disconnect control makes every call answer ENODEV
-  # until the last open handle is closed. This script holds one, so the camera stays away for
-  # FAULT_S (the agent alone would close, reopen and be back within a second), then lets go.
+  # Fault 3: the camera is unplugged.
   event "fault camera start"
   T=$(now)
-  exec 8</dev/video0
-  v4l2-ctl -d /dev/video0 -c disconnect=1 >"$B/camera-disconnect.txt" 2>&1 || event "vivid disconnect failed"
-  sleep "$FAULT_S"
-  exec 8<&-
+  if [[ ${CAMERA:-vivid} == vimc ]]; then
+    # vimc: its platform device unbound (every node and the media device go), then bound again.
+    echo vimc.0 >/sys/bus/platform/drivers/vimc/unbind 2>"$B/camera-disconnect.txt" || event "vimc unbind failed"
+    sleep "$FAULT_S"
+    echo vimc.0 >/sys/bus/platform/drivers/vimc/bind 2>>"$B/camera-disconnect.txt" || event "vimc bind failed"
+  else
+    # vivid's Disconnect control makes every call answer ENODEV until the last open handle is
+    # closed. This script holds one, so the camera stays away for FAULT_S (the agent alone
+    # would close, reopen and be back within a second), then lets go.
+    exec 8</dev/video0
+    v4l2-ctl -d /dev/video0 -c disconnect=1 >"$B/camera-disconnect.txt" 2>&1 || event "vivid disconnect failed"
+    sleep "$FAULT_S"
+    exec 8<&-
+  fi
   event "fault camera end"
   sleep "$RECOVER_S"
   journal_since "$T" >"$B/journal-camera.txt"
@@ -196,6 +204,9 @@ if ((BOOT == 2)); then
     sleep "$RECOVER_S"
   fi
   snapshot powercycle-after
+  # What a user runs first: the board's devices as the agent sees them (with vimc, libcamera's
+  # layer is loaded by probe itself; the agent holds the camera, so its formats may not list).
+  osh-edge probe >"$B/probe.txt" 2>&1
 fi
 
 # The next boot starts with the node down.

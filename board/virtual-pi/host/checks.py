@@ -449,6 +449,22 @@ def analyse(share, used, boots, host_events, image_dir):
           "%s frames, ffprobe decoded %s, NAL types %s, %s" % (cam.get("frames"), cam.get("decoded"),
                                                               cam.get("nal_types"), cam.get("codec")))
     summary["received"] = received
+    # Which camera, and which path the agent took to it (its log line "video: camera … through …").
+    source = read_kv(os.path.join(indir, "scenario.env")).get("CAMERA", "vivid")
+    via = [line for line in jl if "video: camera" in line and " through " in line]
+    path = None
+    if via:
+        path = "libcamera" if "through libcamera" in via[0] else "v4l2"
+    probe = os.path.join(b2, "probe.txt")
+    plines = open(probe, errors="replace").read().splitlines() if os.path.exists(probe) else []
+    if "Camera sensors (libcamera)" in plines:
+        k = plines.index("Camera sensors (libcamera)")
+        plines = plines[k:k + 1 + next((i for i, l in enumerate(plines[k + 1:]) if not l.startswith("  ")), 0)]
+    summary["camera"] = {"source": source, "path": path, "log": via[:1], "probe": plines[:8],
+                         "frames": datastreams.get("camera0_H264", {}).get("count", 0)}
+    want = "libcamera" if source == "vimc" else "v4l2"
+    c.add("camera %s reached through %s" % (source, want), path == want,
+          via[0] if via else "no 'video: camera … through …' line in the journal")
 
     # --- the M2M encoder met vicodec and said so
     jtext = "\n".join(jl)

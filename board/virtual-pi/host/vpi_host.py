@@ -242,8 +242,10 @@ def main():
     ap.add_argument("--inputs")
     ap.add_argument("--keep")
     ap.add_argument("--node-down-at-boot", type=int, default=SCENARIO["NODE_DOWN_S"])
+    ap.add_argument("--camera", choices=("vivid", "vimc"), default="vivid")
     a = ap.parse_args()
     SCENARIO["NODE_DOWN_S"] = max(0, a.node_down_at_boot)
+    SCENARIO["CAMERA"] = a.camera
 
     run_dir = tempfile.mkdtemp(prefix="vpi-run-", dir="/var/tmp")
     share = os.path.join(run_dir, "share")

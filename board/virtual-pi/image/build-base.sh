@@ -11,8 +11,12 @@ REL=${1:?release}
 OUT=${2:?outdir}
 debian_mirrors
 
+# The Camera Module path, proved with the kernel's vimc: libcamera, its IPA modules (vimc's
+# pipeline will not match without ipa_vimc.so, and the package is only a Recommends) and its V4L2
+# compatibility layer. Trixie only: bookworm's libcamera 0.0.3 predates the layer's path used here.
+CAMERA=libcamera0.4,libcamera-ipa,libcamera-v4l2
 case $REL in
-  trixie) LIBS=libcurl4t64,libgpiod3,libi2c0,libasound2t64,libv4l-0t64,libx264-164,libmicrohttpd12t64,libmosquitto1,libstdc++6 ;;
+  trixie) LIBS=libcurl4t64,libgpiod3,libi2c0,libasound2t64,libv4l-0t64,libx264-164,libmicrohttpd12t64,libmosquitto1,libstdc++6,$CAMERA ;;
   bookworm) LIBS=libcurl4,libgpiod2,libi2c0,libasound2,libv4l-0,libx264-164,libmicrohttpd12,libmosquitto1,libstdc++6 ;;
   *) vdie "release must be trixie or bookworm" ;;
 esac

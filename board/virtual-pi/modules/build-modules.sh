@@ -8,6 +8,7 @@
 #                  i2c-stub-rdwr-6.1.patch: its struct i2c_algorithm calls the hook master_xfer)
 #   gpio-sim       configfs GPIO simulator, with kernel/irq/irq_sim.c built in: irq_sim-in-module.patch
 #   vicodec        V4L2 mem2mem FWHT codec
+#   vimc           virtual media-controller camera (sensor, debayer, scaler), for libcamera
 # (vivid and snd-aloop are in Debian's kernel already.)
 #
 # Usage:
@@ -56,7 +57,7 @@ CACHE=$(realpath -m -- "${OSH_VPI_MODULES_CACHE:-/var/cache/osh-edge/virtual-pi/
 # shellcheck source=board/virtual-pi/image/lib.sh
 source "$HERE/../image/lib.sh"
 debian_mirrors   # MIRROR, SECURITY_MIRROR
-MODULES=(i2c-stub i2c-stub-rdwr gpio-sim vicodec)
+MODULES=(i2c-stub i2c-stub-rdwr gpio-sim vicodec vimc)
 
 usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; exit "${1:-0}"; }
 
@@ -306,17 +307,18 @@ fi
 # --- the sources: a few files from linux-source-SERIES VERSION --------------------------------
 SRC=$CACHE/src/$VERSION
 SRC_FILES=(drivers/i2c/i2c-stub.c drivers/gpio/gpio-sim.c kernel/irq/irq_sim.c
-  'drivers/media/test-drivers/vicodec/*.[ch]')
+  'drivers/media/test-drivers/vicodec/*.[ch]' 'drivers/media/test-drivers/vimc/*.[ch]')
 # 6.1's gpio-sim looks into gpiolib's private struct gpio_desc (its flags): it includes "gpiolib.h"
 [[ $SERIES != 6.1 ]] || SRC_FILES+=(drivers/gpio/gpiolib.h)
-if [[ ! -f $SRC/.osh-vpi-done ]]; then
+# The stamp holds the list extracted: a list that grew extracts again.
+if [[ "$(cat "$SRC/.osh-vpi-done" 2>/dev/null)" != "${SRC_FILES[*]}" ]]; then
   deb=$(apt_download "$SOURCE" "$VERSION" all)
   log "extracting ${#SRC_FILES[@]} source paths from $(basename "$deb") (about 20 s)"
   rm -rf --one-file-system -- "$SRC.tmp"; mkdir -p "$SRC.tmp"
   dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/$SOURCE.tar.xz" | nice -n 10 xz -dc |
     tar -x -C "$SRC.tmp" --strip-components=1 --wildcards "${SRC_FILES[@]/#/$SOURCE/}" ||
     die "could not extract ${SRC_FILES[*]} from $deb"
-  touch "$SRC.tmp/.osh-vpi-done"
+  printf '%s\n' "${SRC_FILES[*]}" >"$SRC.tmp/.osh-vpi-done"
   rm -rf --one-file-system -- "$SRC"; mv -- "$SRC.tmp" "$SRC"
   rm -f -- "$deb"   # 150 MB for these few files: keep only the files
 fi
@@ -346,7 +348,7 @@ if [[ "$(cat "$OUT/.osh-vpi-inputs" 2>/dev/null)" != "$INPUTS" ]]; then
   [[ ! -f $SRC/drivers/gpio/gpiolib.h ]] || cp "$SRC/drivers/gpio/gpiolib.h" "$B/"
   patch -s --fuzz=0 -o "$B/irq_sim.c" "$SRC/kernel/irq/irq_sim.c" <"$HERE/irq_sim-in-module.patch" ||
     die "irq_sim-in-module.patch does not apply to $VERSION's kernel/irq/irq_sim.c"
-  cp "$SRC"/drivers/media/test-drivers/vicodec/*.[ch] "$B/"
+  cp "$SRC"/drivers/media/test-drivers/vicodec/*.[ch] "$SRC"/drivers/media/test-drivers/vimc/*.[ch] "$B/"
 
   log "building ${MODULES[*]} (aarch64-linux-gnu-$GCC, $HDR)"
   mount_builder_fs
