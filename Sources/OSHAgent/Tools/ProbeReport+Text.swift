@@ -77,6 +77,10 @@ extension ProbeReport {
             let ids = Set(video.filter { $0.driver == "libcamera" && m.videoNodes.contains($0.path) }.map(\.card)).sorted()
             if libcameraLayerLoaded, !ids.isEmpty {
                 out.append("    libcamera camera \(ids.map { "'\($0)'" }.joined(separator: ", ")): its nodes above answer as it")
+            } else if libcameraLayerLoaded {
+                out.append(
+                    "    libcamera did not list it here: another program is using the camera (the running agent?); "
+                        + "its nodes above answer as the raw driver. Stop that program to see libcamera's id")
             } else if let layer = libcameraLayer {
                 out.append("    reached through libcamera's V4L2 layer (\(layer)): [camera] device = \"libcamera\" (or \"auto\")")
             } else {

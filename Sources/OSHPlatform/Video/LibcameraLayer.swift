@@ -47,8 +47,8 @@ public enum LibcameraLayer {
 
     /// Replaces this process with itself, the same arguments, and `layer` added to LD_PRELOAD.
     /// The pid stays (systemd's watchdog and notifications keep working). libcamera logs only
-    /// warnings and errors unless LIBCAMERA_LOG_LEVELS says otherwise. Returns only on failure,
-    /// with the reason.
+    /// warnings and errors, without colours, unless LIBCAMERA_LOG_LEVELS says otherwise.
+    /// Returns only on failure, with the reason.
     public static func restart(with layer: String) -> String {
         let old = getenv("LD_PRELOAD").map { String(cString: $0) } ?? ""
         if !old.split(separator: ":").contains(Substring(layer)) {
@@ -56,6 +56,7 @@ public enum LibcameraLayer {
         }
         setenv(marker, layer, 1)
         if getenv("LIBCAMERA_LOG_LEVELS") == nil { setenv("LIBCAMERA_LOG_LEVELS", "*:WARN", 1) }
+        setenv("LIBCAMERA_LOG_NO_COLOR", "1", 0)
         let args = CommandLine.arguments
         var argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) }
         argv.append(nil)
