@@ -220,6 +220,23 @@ journalctl -u osh-edge.service -b --no-pager -o short-monotonic >"$B/journal-osh
 cp /etc/osh-edge/osh-edge.conf "$B/osh-edge.conf"
 dpkg -s osh-edge >"$B/dpkg-status.txt" 2>&1
 ls -l /var/lib/osh-edge /var/lib/vpi-node >"$B/state-files.txt" 2>&1
+if ((BOOT == 2)); then
+  # The LED's chip = "auto" on each board's header chip label, on this kernel's gpio-sim, after
+  # everything else (the agent stops; the Pi 4's bank is taken away): the Pi 5's RP1 is preferred
+  # to the Pi 4's chip; without the Pi 4's, the Pi 3's is found. `osh-edge led` names the chip.
+  systemctl stop osh-edge.service
+  C=/sys/kernel/config/gpio-sim
+  sim_bank() { mkdir -p "$C/$1/bank0" && echo 54 >"$C/$1/bank0/num_lines" && echo "$1" >"$C/$1/bank0/label" && echo 1 >"$C/$1/live"; }
+  sim_gone() { echo 0 >"$C/$1/live" && rmdir "$C/$1/bank0" "$C/$1"; }
+  {
+    sim_bank pinctrl-rp1 && echo "with pinctrl-rp1 as $(cat "$C/pinctrl-rp1/bank0/chip_name") beside pinctrl-bcm2711:" &&
+      osh-edge led --chip auto --line 17 --seconds 0.5 --show streaming 2>&1
+    sim_gone pinctrl-rp1
+    echo 0 >"$C/vpi/live"
+    sim_bank pinctrl-bcm2835 && echo "with pinctrl-bcm2835 as $(cat "$C/pinctrl-bcm2835/bank0/chip_name") alone:" &&
+      osh-edge led --chip auto --line 17 --seconds 0.5 --show streaming 2>&1
+  } >"$B/led-auto.txt" 2>&1
+fi
 event "done"
 touch "$B/done"
 sync

@@ -460,6 +460,14 @@ def analyse(share, used, boots, host_events, image_dir):
     if "Camera sensors (libcamera)" in plines:
         k = plines.index("Camera sensors (libcamera)")
         plines = plines[k:k + 1 + next((i for i, l in enumerate(plines[k + 1:]) if not l.startswith("  ")), 0)]
+    # [led] chip = "auto" on the Pi 5's and the Pi 3's header chip labels (after boot 2).
+    lpath = os.path.join(b2, "led-auto.txt")
+    ltxt = open(lpath, errors="replace").read() if os.path.exists(lpath) else ""
+    found = [l for l in ltxt.splitlines() if " line 17 (libgpiod " in l]
+    summary["led_auto"] = ltxt.splitlines()
+    c.add("LED chip = auto finds pinctrl-rp1 (before pinctrl-bcm2711), then pinctrl-bcm2835, by label",
+          len(found) == 2 and found[0].startswith("pinctrl-rp1 (") and found[1].startswith("pinctrl-bcm2835 ("),
+          " / ".join(ltxt.splitlines()) or "no led-auto.txt")
     summary["camera"] = {"source": source, "path": path, "log": via[:1], "probe": plines[:8],
                          "frames": datastreams.get("camera0_H264", {}).get("count", 0)}
     want = "libcamera" if source == "vimc" else "v4l2"
