@@ -225,6 +225,8 @@ if ((BOOT == 2)); then
   # everything else (the agent stops; the Pi 4's bank is taken away): the Pi 5's RP1 is preferred
   # to the Pi 4's chip; without the Pi 4's, the Pi 3's is found. `osh-edge led` names the chip.
   systemctl stop osh-edge.service
+  # probe again with the camera free: libcamera now lists it, by its id.
+  osh-edge probe >"$B/probe-agent-stopped.txt" 2>&1
   C=/sys/kernel/config/gpio-sim
   sim_bank() { mkdir -p "$C/$1/bank0" && echo 54 >"$C/$1/bank0/num_lines" && echo "$1" >"$C/$1/bank0/label" && echo 1 >"$C/$1/live"; }
   sim_gone() { echo 0 >"$C/$1/live" && rmdir "$C/$1/bank0" "$C/$1"; }

@@ -455,11 +455,18 @@ def analyse(share, used, boots, host_events, image_dir):
     path = None
     if via:
         path = "libcamera" if "through libcamera" in via[0] else "v4l2"
-    probe = os.path.join(b2, "probe.txt")
-    plines = open(probe, errors="replace").read().splitlines() if os.path.exists(probe) else []
-    if "Camera sensors (libcamera)" in plines:
-        k = plines.index("Camera sensors (libcamera)")
-        plines = plines[k:k + 1 + next((i for i, l in enumerate(plines[k + 1:]) if not l.startswith("  ")), 0)]
+    def sensor_lines(name):
+        p = os.path.join(b2, name)
+        lines = open(p, errors="replace").read().splitlines() if os.path.exists(p) else []
+        if "Camera sensors (libcamera)" not in lines:
+            return []
+        k = lines.index("Camera sensors (libcamera)")
+        return lines[k:k + 1 + next((i for i, l in enumerate(lines[k + 1:]) if not l.startswith("  ")), 0)]
+    plines = sensor_lines("probe.txt")
+    stopped = sensor_lines("probe-agent-stopped.txt")
+    if source == "vimc":
+        c.add("probe lists the vimc sensor by its libcamera id (agent stopped)",
+              any("libcamera camera 'platform/vimc.0 Sensor B'" in l for l in stopped), " / ".join(stopped) or "no probe output")
     # [led] chip = "auto" on the Pi 5's and the Pi 3's header chip labels (after boot 2).
     lpath = os.path.join(b2, "led-auto.txt")
     ltxt = open(lpath, errors="replace").read() if os.path.exists(lpath) else ""
@@ -468,7 +475,7 @@ def analyse(share, used, boots, host_events, image_dir):
     c.add("LED chip = auto finds pinctrl-rp1 (before pinctrl-bcm2711), then pinctrl-bcm2835, by label",
           len(found) == 2 and found[0].startswith("pinctrl-rp1 (") and found[1].startswith("pinctrl-bcm2835 ("),
           " / ".join(ltxt.splitlines()) or "no led-auto.txt")
-    summary["camera"] = {"source": source, "path": path, "log": via[:1], "probe": plines[:8],
+    summary["camera"] = {"source": source, "path": path, "log": via[:1], "probe": plines[:8], "probe_agent_stopped": stopped[:8],
                          "frames": datastreams.get("camera0_H264", {}).get("count", 0)}
     want = "libcamera" if source == "vimc" else "v4l2"
     c.add("camera %s reached through %s" % (source, want), path == want,
