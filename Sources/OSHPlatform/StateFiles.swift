@@ -86,6 +86,17 @@ public enum StateFiles {
 
     public static func remove(_ path: String) { unlink(path) }
 
+    /// A directory's entries named `prefix` then a number ("video3", "media0", "i2c-1": the
+    /// kernel's device nodes), ordered by the number, with their paths; none when `dir` cannot
+    /// be read.
+    public static func numberedEntries(_ dir: String, prefix: String) -> [(number: Int, path: String)] {
+        let names = (try? entries(dir)) ?? []
+        return names.compactMap { name -> (number: Int, path: String)? in
+            guard name.hasPrefix(prefix), let n = Int(name.dropFirst(prefix.count)) else { return nil }
+            return (n, dir + "/" + name)
+        }.sorted { $0.number < $1.number }
+    }
+
     /// A directory's entry names (without `.` and `..`), in directory order.
     public static func entries(_ dir: String) throws -> [String] {
         guard let d = opendir(dir) else { throw SystemError.last("opendir", subject: dir) }

@@ -73,16 +73,5 @@ public final class LinuxI2CBus: I2CBus {
     }
 
     /// The adapters present (/dev/i2c-*), sorted by number.
-    public static func adapters() -> [Int] {
-        guard let dir = opendir("/dev") else { return [] }
-        defer { closedir(dir) }
-        var found: [Int] = []
-        while let e = readdir(dir) {
-            let name = withUnsafeBytes(of: e.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name.hasPrefix("i2c-"), let n = Int(name.dropFirst(4)) { found.append(n) }
-        }
-        return found.sorted()
-    }
+    public static func adapters() -> [Int] { StateFiles.numberedEntries("/dev", prefix: "i2c-").map(\.number) }
 }

@@ -13,12 +13,7 @@ public enum MediaDevices {
     /// Every readable `/dev/media*`, in number order. A device that cannot be opened or read
     /// is left out (`osh-edge probe` reports what it sees, not what it cannot).
     public static func list(directory: String = "/dev", sysfs: String = "/sys") -> [MediaDeviceInfo] {
-        let names = (try? StateFiles.entries(directory)) ?? []
-        let numbered = names.compactMap { n -> (Int, String)? in
-            guard n.hasPrefix("media"), let i = Int(n.dropFirst(5)) else { return nil }
-            return (i, directory + "/" + n)
-        }.sorted { $0.0 < $1.0 }
-        return numbered.compactMap { read($0.1, directory: directory, sysfs: sysfs) }
+        StateFiles.numberedEntries(directory, prefix: "media").compactMap { read($0.path, directory: directory, sysfs: sysfs) }
     }
 
     static func read(_ path: String, directory: String, sysfs: String) -> MediaDeviceInfo? {

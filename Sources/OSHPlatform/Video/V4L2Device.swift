@@ -80,19 +80,7 @@ public final class SystemV4L2: V4L2Device {
         self.system = system
     }
 
-    public func listNodes() -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var found: [(Int, String)] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard name.hasPrefix("video"), let n = Int(name.dropFirst(5)) else { continue }
-            found.append((n, directory + "/" + name))
-        }
-        return found.sorted { $0.0 < $1.0 }.map(\.1)
-    }
+    public func listNodes() -> [String] { StateFiles.numberedEntries(directory, prefix: "video").map(\.path) }
 
     public func open(_ path: String) -> Result<Int32, SystemError> {
         do {
