@@ -6,8 +6,10 @@ import OSHCore
 import OSHPlatform
 
 enum CameraStart {
-    /// The decision for `device` on this machine now.
-    static func decide(device: String, video: V4L2Device = SystemV4L2()) -> CameraDiscovery.Decision {
+    /// The decision for `device` on this machine now. `plainCameras`: list the V4L2 cameras
+    /// (every node opened) where "auto" might fall back to one; whether to start again with the
+    /// layer never depends on them.
+    static func decide(device: String, plainCameras: Bool = true, video: V4L2Device = SystemV4L2()) -> CameraDiscovery.Decision {
         let media = MediaDevices.list()
         let loaded = LibcameraLayer.isLoaded
         // The plain cameras matter only for "auto" without the layer. Under the layer no video
@@ -15,7 +17,7 @@ enum CameraStart {
         // cameras of that moment for the rest of the process.
         let layer = LibcameraLayer.find()
         let nodes =
-            device == CameraDiscovery.auto && !loaded && (layer == nil || !media.contains(where: \.needsLibcamera))
+            plainCameras && device == CameraDiscovery.auto && !loaded && (layer == nil || !media.contains(where: \.needsLibcamera))
             ? V4L2Probe.list(video).filter { $0.role == .camera }.map(\.path) : []
         return CameraDiscovery.decide(
             device: device, media: media, cameraNodes: nodes, layer: layer, layerLoaded: loaded,
@@ -32,7 +34,7 @@ enum CameraStart {
     /// it (this returns only when that failed, having said why).
     static func restartForLibcameraIfNeeded(_ c: CameraConfig, plan: HardwarePlan) {
         guard plan.camera == .board, c.device != VideoSettings.testPattern else { return }
-        guard case .restartWithLayer(let layer, let cam) = decide(device: c.device) else { return }
+        guard case .restartWithLayer(let layer, let cam) = decide(device: c.device, plainCameras: false) else { return }
         guard !LibcameraLayer.wasRestarted else {
             Log.error("camera: \(cam.cameraDescription) still needs libcamera's layer after starting again with \(layer)")
             return

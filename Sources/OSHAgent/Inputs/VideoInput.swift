@@ -189,19 +189,24 @@ public final class VideoInput {
             }
             // libcamera lists its cameras once, at the first open: if it did not take this one
             // (a node it could not open yet), only a new start gives it another look.
-            if let n = camera?.negotiated, n.driver == "libcamera" { return }
+            if camera?.negotiated?.isLibcamera == true { return }
             Log.warning(
                 "video: libcamera did not take the camera at \(node); starting the agent again in \(RetryLog.seconds(libcameraRetrySeconds))"
             )
             camera?.abandon()
             camera = nil
-            let restart = LoopDeadline(loop: loop) { [weak self] in self?.onLibcameraCameraLost?() }
-            restartSoon = restart
-            do { try restart.arm(after: libcameraRetrySeconds) } catch { onLibcameraCameraLost?() }
-            return
+            return restartAgent(after: libcameraRetrySeconds)
         }
         sensorSeen = node
         do { try sensorPoll?.arm(after: sensorPollSeconds) } catch { Log.error("video: cannot arm the camera poll: \(error)") }
+    }
+
+    /// Asks the owner (`onLibcameraCameraLost`) to start the agent again, from the loop, after
+    /// `seconds`.
+    private func restartAgent(after seconds: Double) {
+        let restart = LoopDeadline(loop: loop) { [weak self] in self?.onLibcameraCameraLost?() }
+        restartSoon = restart
+        do { try restart.arm(after: seconds) } catch { onLibcameraCameraLost?() }
     }
 
     private func openCamera(path: String) throws {
@@ -211,12 +216,10 @@ public final class VideoInput {
         cam.h264KeyFrameInterval = settings.keyFrameInterval
         cam.onFrame = { [weak self] f in self?.frame(f) }
         cam.onLost = { [weak self, weak cam] e in
-            guard let self, self.onLibcameraCameraLost != nil, cam?.negotiated?.driver == "libcamera" else { return false }
+            guard let self, self.onLibcameraCameraLost != nil, cam?.negotiated?.isLibcamera == true else { return false }
             Log.warning("video: camera \(path) lost (\(e)); starting the agent again so libcamera finds it when it is back")
             // On the next turn: the camera abandons its device first (stopping it would abort).
-            let restart = LoopDeadline(loop: self.loop) { [weak self] in self?.onLibcameraCameraLost?() }
-            self.restartSoon = restart
-            do { try restart.arm(after: 0) } catch { self.onLibcameraCameraLost?() }
+            self.restartAgent(after: 0)
             return true
         }
         cam.onFatalError = { [weak self] e in
@@ -287,7 +290,7 @@ public final class VideoInput {
         }
         let fps = min(n.driverFPS ?? settings.fps, settings.fps)
         var d =
-            "camera \(c.path)\(n.card.isEmpty ? "" : " (\(n.card))") through \(n.driver == "libcamera" ? "libcamera (its V4L2 layer)" : "V4L2"), \(n.format.fourCC) \(n.width)x\(n.height) at \(Self.rate(fps)) fps"
+            "camera \(c.path)\(n.card.isEmpty ? "" : " (\(n.card))") through \(n.isLibcamera ? "libcamera (its V4L2 layer)" : "V4L2"), \(n.format.fourCC) \(n.width)x\(n.height) at \(Self.rate(fps)) fps"
         switch n.format {
         case .mjpeg: d += ", decoded by libv4lconvert"
         case .rgb24, .bgr24: d += ", converted to I420 by libv4lconvert"

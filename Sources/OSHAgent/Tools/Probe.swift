@@ -346,12 +346,12 @@ public enum Probe {
         // A camera sensor first (as device = "auto" does): through libcamera, named by the word.
         let sensorNodes = Set(cameraSensors.flatMap(\.videoNodes))
         let sensorCam = video.first { $0.role == .camera && sensorNodes.contains($0.path) }
-        if let cam = sensorCam ?? video.first(where: { $0.role == .camera && !sensorNodes.contains($0.path) })
-            ?? (cameraSensors.isEmpty ? nil : video.first(where: { $0.role == .camera }))
-        {
-            let size = cameraSensors.isEmpty ? cameraSize(cam) : V4L2FrameSize(width: 640, height: 480)
+        if let cam = sensorCam ?? video.first(where: { $0.role == .camera }) {
+            // A sensor's raw node lists the sensor's sizes, not what libcamera's pipeline gives.
+            let throughLibcamera = sensorNodes.contains(cam.path)
+            let size = throughLibcamera ? V4L2FrameSize(width: 640, height: 480) : cameraSize(cam)
             let hasEncoder = video.contains { $0.role == .h264Encoder }
-            let device = sensorNodes.contains(cam.path) ? CameraDiscovery.libcamera : cam.path
+            let device = throughLibcamera ? CameraDiscovery.libcamera : cam.path
             lines += [
                 "", "[camera]", "device = \"\(device)\"", "width = \(size.width)", "height = \(size.height)",
                 "encoder = \"\(hasEncoder ? "v4l2m2m" : "x264")\"",

@@ -74,7 +74,7 @@ extension ProbeReport {
             out.append(
                 "  \(m.sensors.joined(separator: ", "))  \(m.driver) (\(m.model)) at \(m.path); V4L2 nodes \(m.videoNodes.joined(separator: " "))"
             )
-            let ids = Set(video.filter { $0.driver == "libcamera" && m.videoNodes.contains($0.path) }.map(\.card)).sorted()
+            let ids = libcameraIds(m)
             if libcameraLayerLoaded, !ids.isEmpty {
                 out.append("    libcamera camera \(ids.map { "'\($0)'" }.joined(separator: ", ")): its nodes above answer as it")
             } else if libcameraLayerLoaded {
@@ -93,6 +93,12 @@ extension ProbeReport {
         out.append("Config")
         for n in configNotes { out.append("  note: \(n)") }
         return out.joined(separator: "\n") + "\n" + configSections
+    }
+
+    /// libcamera's ids for the sensor `m`: its nodes' QUERYCAP card where libcamera's layer
+    /// answered them (none when the layer is not loaded or libcamera did not take the camera).
+    func libcameraIds(_ m: MediaDeviceInfo) -> [String] {
+        Set(video.filter { $0.driver == LibcameraLayer.driverName && m.videoNodes.contains($0.path) }.map(\.card)).sorted()
     }
 
     /// One JSON object.
@@ -188,8 +194,7 @@ extension ProbeReport {
             w.key("driver"); w.string(m.driver)
             w.key("sensors"); w.beginArray(); for n in m.sensors { w.string(n) }; w.endArray()
             w.key("nodes"); w.beginArray(); for n in m.videoNodes { w.string(n) }; w.endArray()
-            let ids = Set(video.filter { $0.driver == "libcamera" && m.videoNodes.contains($0.path) }.map(\.card)).sorted()
-            w.key("libcameraIds"); w.beginArray(); for i in ids { w.string(i) }; w.endArray()
+            w.key("libcameraIds"); w.beginArray(); for i in libcameraIds(m) { w.string(i) }; w.endArray()
             w.endObject()
         }
         w.endArray()

@@ -30,6 +30,9 @@ public enum LibcameraLayer {
     /// The set when the agent started itself again with the layer (so it never loops).
     static let marker = "OSH_EDGE_LIBCAMERA_LAYER"
 
+    /// VIDIOC_QUERYCAP's driver on a node the layer answers for libcamera's camera.
+    public static let driverName = "libcamera"
+
     /// The layer's path on this machine, nil when it is not installed.
     public static func find() -> String? { candidates.first { access($0, R_OK) == 0 } }
 
@@ -40,7 +43,7 @@ public enum LibcameraLayer {
     }
 
     /// This process was started again with the layer by `restart(with:)`.
-    public static var wasRestarted: Bool { getenv(marker) != nil }
+    public static var wasRestarted: Bool { restartedWith != nil }
 
     /// The layer this process was started again with.
     public static var restartedWith: String? { getenv(marker).map { String(cString: $0) } }

@@ -45,6 +45,8 @@ public final class V4L2Camera {
         public var card = ""
         /// VIDIOC_QUERYCAP's driver ("uvcvideo", "vivid"; "libcamera" through libcamera's layer).
         public var driver = ""
+        /// Opened through libcamera's V4L2 layer.
+        public var isLibcamera: Bool { driver == LibcameraLayer.driverName }
     }
 
     public let path: String
@@ -125,13 +127,21 @@ public final class V4L2Camera {
         }
     }
 
-    public func stop() {
+    public func stop() { halt(releasing: true) }
+
+    /// Stops without another call to the device: libcamera's layer turns STREAMOFF on a camera
+    /// that has gone into libcamera stopping it with requests still queued, which aborts the
+    /// process (libcamera 0.4's pipeline_handler.cpp asserts). The owner is about to replace the
+    /// process, which releases the descriptor and the mappings.
+    public func abandon() { halt(releasing: false) }
+
+    private func halt(releasing: Bool) {
         running = false
         retry?.cancel()
         retry = nil
         stallCheck?.cancel()
         stallCheck = nil
-        closeDevice()
+        closeDevice(releasing: releasing)
     }
 
     // MARK: Opening
@@ -226,7 +236,7 @@ public final class V4L2Camera {
         n.card = V4L2Text.string(cap.card)
         n.driver = V4L2Text.string(cap.driver)
         // libcamera's layer says nothing when its camera goes: notice it sooner.
-        if n.driver == "libcamera" { stallSeconds = min(stallSeconds, 4) }
+        if n.isLibcamera { stallSeconds = min(stallSeconds, 4) }
         var p = v4l2_streamparm()
         p.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
         if chosen == .h264 && h264KeyFrameInterval > 0 {
@@ -439,38 +449,22 @@ public final class V4L2Camera {
         }
     }
 
-    /// Forgets the device without another call to it: libcamera's layer turns STREAMOFF on a
-    /// camera that has gone into libcamera stopping it with requests still queued, which aborts
-    /// the process (libcamera 0.4's pipeline_handler.cpp asserts). The owner is about to replace
-    /// the process, which releases the descriptor and the mappings.
-    public func abandon() {
-        running = false
-        retry?.cancel()
-        stallCheck?.cancel()
-        if let r = registration { loop.remove(r) }
-        registration = nil
-        fd = -1
-        buffers.removeAll()
-        dmabufs.removeAll()
-        held.removeAll()
-        generation += 1
-    }
-
-    private func closeDevice() {
+    /// `releasing`: STREAMOFF, unmap, free the buffers and close; otherwise only forget them.
+    private func closeDevice(releasing: Bool = true) {
         stallCheck?.disarm()
         if let r = registration { loop.remove(r) }
         registration = nil
-        if fd >= 0 {
+        if releasing && fd >= 0 {
             var type = Int32(V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
             _ = device.call(fd, .streamoff, &type)
         }
-        for d in dmabufs { device.close(d) }
+        if releasing { for d in dmabufs { device.close(d) } }
         dmabufs.removeAll()
         held.removeAll()
         generation += 1
-        for b in buffers { device.munmap(b.address, length: b.length) }
+        if releasing { for b in buffers { device.munmap(b.address, length: b.length) } }
         buffers.removeAll(keepingCapacity: true)
-        if fd >= 0 {
+        if releasing && fd >= 0 {
             // Freeing the buffers (count 0) before close lets another process take the camera at once.
             var req = v4l2_requestbuffers()
             req.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
