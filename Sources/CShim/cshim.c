@@ -192,7 +192,10 @@ int osh_serial_set_baud(int fd, int baud) {
 }
 
 
-int osh_flock_exclusive_nb(int fd) { return flock(fd, LOCK_EX | LOCK_NB); }
+int osh_flock_nb(int fd, int kind) {
+    int op = kind == 2 ? LOCK_EX : kind == 1 ? LOCK_SH : LOCK_UN;
+    return flock(fd, op | LOCK_NB);
+}
 
 int osh_pty_open(char *name, size_t name_len) {
     int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);

@@ -232,6 +232,47 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual((dump?["decoded"] as? [String: Any])?["chip"] as? String, "BMP280")
     }
 
+    /// Beside the running agent (it announces its bus) probe only reads ID registers: no SHT4x
+    /// command (its answer would go to whoever reads next: the agent, which then published the
+    /// serial number as −34.59 °C on the virtual Pi), no bypass switch, no barometer start.
+    func testBesideTheRunningAgentProbeSendsNoCommandAndSaysWhatItLeftOut() throws {
+        let (bus, mpu) = try board()
+        _ = try SimulatedHygrometerBoard.attach(to: bus, chip: "SHT4x") { (21.5, 48) }
+        let alone = Probe.run(bus: 1, sources: sources(bus))
+        XCTAssertEqual(alone.buses[0].chips.map(\.name), ["AK8963", "SHT4x", "MPU9250", "BMP280"])
+        XCTAssertFalse(alone.buses[0].agentUsesIt)
+        XCTAssertTrue(alone.configSections.contains("[hygrometer]"), alone.configSections)
+
+        let pinBefore = mpu.registers[Int(MPUDriver.Reg.intPinCfg)]
+        let bypassWrites = {
+            bus.trace.filter { $0.address == 0x68 && $0.written.first == MPUDriver.Reg.intPinCfg && $0.written.count == 2 }.count
+        }
+        let writesBefore = bypassWrites()
+        let sht4xBefore = bus.transactionCount[0x44] ?? 0
+        var s = sources(bus)
+        s.agentUsesBus = { $0 == 1 }
+        let beside = Probe.run(bus: 1, dump: true, sources: s)
+        let b = beside.buses[0]
+        XCTAssertEqual(b.chips.map(\.name), ["MPU9250", "BMP280"], "what ID registers show")
+        XCTAssertEqual(bus.transactionCount[0x44] ?? 0, sht4xBefore, "no command reached the SHT4x")
+        XCTAssertEqual(bypassWrites(), writesBefore, "the bypass switch was not touched")
+        XCTAssertEqual(mpu.registers[Int(MPUDriver.Reg.intPinCfg)], pinBefore)
+        XCTAssertTrue(b.barometerDumps.isEmpty, "no barometer was started")
+        XCTAssertTrue(b.agentUsesIt)
+        XCTAssertEqual(b.notDone.count, 2, "\(b.notDone)")
+        let table = beside.table
+        if ProcessInfo.processInfo.environment["PROBE_PRINT"] != nil { print(table) }
+        XCTAssertTrue(table.contains("the running agent reads chips on this bus, so only ID registers were read"), table)
+        XCTAssertTrue(table.contains("stop the agent (sudo systemctl stop osh-edge) and probe again"), table)
+        XCTAssertTrue(table.contains("--dump was not done"), table)
+        XCTAssertTrue(
+            beside.configNotes.contains { $0.contains("written while the running agent reads /dev/i2c-1") }, "\(beside.configNotes)")
+        let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(beside.json.utf8)) as? [String: Any])
+        let bus0 = try XCTUnwrap((obj["i2c"] as? [[String: Any]])?.first)
+        XCTAssertEqual(bus0["agentUsesIt"] as? Bool, true)
+        XCTAssertEqual((bus0["notDone"] as? [String])?.count, 2)
+    }
+
     func testMissingAdapterAndNoAdapterSayHowToEnable() throws {
         let (bus, _) = try board()
         let missing = Probe.run(bus: 4, sources: sources(bus))

@@ -64,4 +64,26 @@ final class HygrometerDriverTests: XCTestCase {
         usleep(12_000)
         XCTAssertEqual(try XCTUnwrap(try d.read()).celsius, 20, accuracy: 0.01, "the next measurement was started")
     }
+
+    /// Another program's read-serial-number command between the agent's measure command and its
+    /// read: the chip answers whoever reads next, so the agent gets the serial number, CRCs and
+    /// all. Seen on the virtual Pi (osh-edge probe beside the running agent: −34.59 °C, 10.49 %RH,
+    /// which are the serial's two words). That is no reading; the next one is the air again.
+    func testTheSerialNumberWhereAMeasurementWasDueIsNoReading() throws {
+        let bus = SimulatedI2CBus(recordsTrace: false)
+        _ = try SimulatedHygrometerBoard.attach(to: bus, chip: "SHT4x") { (21.5, 48) }
+        let d = try XCTUnwrap(try HygrometerDrivers.open(bus: bus, chip: "SHT4x", address: nil) as? SHT4xDriver)
+        usleep(12_000)
+        XCTAssertEqual(try XCTUnwrap(try d.read()).celsius, 21.5, accuracy: 0.01)
+        var command = SHT4x.readSerialNumber
+        try withUnsafeBytes(of: &command) {
+            try bus.transfer(address: 0x44, write: $0, read: UnsafeMutableRawBufferPointer(start: nil, count: 0))
+        }
+        XCTAssertNil(try d.read(), "the serial number is not the air")
+        XCTAssertEqual(d.serialNumberAnswers, 1)
+        usleep(12_000)
+        let next = try XCTUnwrap(try d.read(), "the measure command went out again")
+        XCTAssertEqual(next.celsius, 21.5, accuracy: 0.01)
+        XCTAssertEqual(next.humidityPercent, 48, accuracy: 0.01)
+    }
 }

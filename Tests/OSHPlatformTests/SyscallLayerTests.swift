@@ -91,6 +91,45 @@ final class SyscallLayerTests: XCTestCase {
         }
     }
 
+    /// The agent's bus holds a shared lock on the adapter's node; probe asks for it exclusively
+    /// and gives it back: taken elsewhere means the agent is there.
+    func testTheAgentsBusAnnouncesItselfAndProbeAsksWithoutKeepingIt() throws {
+        let sys = RecordingSyscalls()
+        _ = try LinuxI2CBus(number: 1, announcingUse: true, system: sys)
+        XCTAssertEqual(sys.trace, ["open /dev/i2c-1", "I2C_FUNCS", "flock shared", "close"])
+        sys.clearTrace()
+        let probe = try LinuxI2CBus(number: 1, system: sys)
+        XCTAssertFalse(probe.isAnnouncedByAnotherProcess())
+        sys.inject(.wouldBlock, into: "flock")
+        XCTAssertTrue(probe.isAnnouncedByAnotherProcess())
+        sys.inject(.ioError, into: "flock")
+        XCTAssertFalse(probe.isAnnouncedByAnotherProcess(), "a lock that cannot be asked about is no agent")
+        XCTAssertEqual(
+            sys.trace,
+            ["open /dev/i2c-1", "I2C_FUNCS", "flock", "flock unlock", "flock → EAGAIN", "flock → EIO"])
+        // A bus whose lock cannot be had is used all the same.
+        sys.inject(.wouldBlock, into: "flock")
+        XCTAssertNoThrow(try LinuxI2CBus(number: 2, announcingUse: true, system: sys))
+    }
+
+    /// The shim's three kinds on the kernel: two open file descriptions of one file.
+    func testFlockKindsOnTheKernel() throws {
+        let path = "/tmp/osh-flock-\(getpid())"
+        defer { unlink(path) }
+        let agent = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+        let probe = try FileDescriptor.open(path, O_RDWR)
+        defer { agent.close(); probe.close() }
+        try agent.lock(.shared)
+        XCTAssertNoThrow(try probe.lock(.shared), "shared beside shared")
+        try probe.lock(.unlock)
+        XCTAssertThrowsError(try probe.lock(.exclusive)) { e in
+            XCTAssertEqual((e as? SystemError)?.errno, EWOULDBLOCK, "\(e)")
+        }
+        try agent.lock(.unlock)
+        XCTAssertNoThrow(try probe.lock(.exclusive), "free once the agent let go")
+        XCTAssertThrowsError(try agent.lock(.shared))
+    }
+
     func testAnAdapterThatCannotCombineIsRefused() {
         let sys = RecordingSyscalls()
         sys.onIoctl = { request, arg in

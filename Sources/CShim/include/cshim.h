@@ -71,8 +71,9 @@ int osh_serial_configure(int fd, int baud);
 int osh_serial_set_baud(int fd, int baud);
 // 1 when `baud` is one of the standard rates termios names (B1200 … B921600).
 int osh_serial_baud_supported(int baud);
-// flock(LOCK_EX | LOCK_NB); -1 with EWOULDBLOCK when another open file description holds it.
-int osh_flock_exclusive_nb(int fd);
+// flock without waiting: kind 2 LOCK_EX, 1 LOCK_SH, 0 LOCK_UN; -1 with EWOULDBLOCK when another
+// open file description holds a lock that conflicts.
+int osh_flock_nb(int fd, int kind);
 // A new pseudo-terminal: posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC), grantpt, unlockpt, the master
 // made raw. Returns the master fd and writes the slave's path into name; -1 with errno.
 int osh_pty_open(char *name, size_t name_len);

@@ -367,8 +367,10 @@ public final class Hardware {
     // MARK: Buses
 
     private func openBus(force: Bool = false) {
-        if force || plan.barometer == .board || plan.imu == .board {
-            do { boardBus = try LinuxI2CBus(number: plan.devices.i2c.bus) } catch { notes.append("I²C: \(error)") }
+        if force || plan.barometer == .board || plan.imu == .board || plan.hygrometer == .board {
+            do {
+                boardBus = try LinuxI2CBus(number: plan.devices.i2c.bus, announcingUse: true)
+            } catch { notes.append("I²C: \(error)") }
         }
     }
 

@@ -23,6 +23,8 @@ public struct ProbeSources {
     /// layer's path when installed.
     public var media: () -> [MediaDeviceInfo] = { [] }
     public var libcameraLayer: () -> String? = { nil }
+    /// Whether the running agent announced that it reads chips on /dev/i2c-N.
+    public var agentUsesBus: (Int) -> Bool = { _ in false }
 
     public init(
         adapters: @escaping () -> [Int], openBus: @escaping (Int) throws -> I2CBus,
@@ -44,6 +46,7 @@ public struct ProbeSources {
             serialPorts: { SerialPortList.ports() }, gpsd: { SerialPortList.gpsdAnswers() })
         s.media = { MediaDevices.list() }
         s.libcameraLayer = { LibcameraLayer.find() }
+        s.agentUsesBus = { (try? LinuxI2CBus(number: $0))?.isAnnouncedByAnotherProcess() ?? false }
         return s
     }
 }
@@ -79,6 +82,10 @@ public struct ProbeBus: Sendable {
     public var faults: [String] = []
     /// `--dump`: each barometer's bytes and decoded values.
     public var barometerDumps: [BarometerProbeResult] = []
+    /// The running agent reads chips here: the scan only read ID registers.
+    public var agentUsesIt = false
+    /// What the scan left undone, and why (sentences for the reader).
+    public var notDone: [String] = []
 }
 
 public struct ProbeReport: Sendable {
@@ -135,7 +142,7 @@ public enum Probe {
         for n in numbers {
             do {
                 let bus = try sources.openBus(n)
-                buses.append(scan(bus, dump: dump))
+                buses.append(scan(bus, dump: dump, agentUsesIt: sources.agentUsesBus(n)))
             } catch {
                 buses.append(ProbeBus(number: n, error: "\(error)"))
             }
@@ -153,11 +160,23 @@ public enum Probe {
         return report
     }
 
+    /// What a scan of a bus the running agent reads does not do.
+    static let notDoneBesideAgent =
+        "the running agent reads chips on this bus, so only ID registers were read: an SHT4x (found only by sending it "
+        + "a command, which would take the agent's measurement from it) and a magnetometer behind an IMU's bypass switch "
+        + "were not looked for; to see every chip, stop the agent (sudo systemctl stop osh-edge) and probe again"
+    static let dumpNotDoneBesideAgent =
+        "--dump was not done: it starts each barometer, which would change the settings of the one the agent reads; "
+        + "stop the agent first (sudo systemctl stop osh-edge)"
+
     /// Every known chip on one bus. Reads ID registers; the writes are the MPU-9250's bypass bit,
     /// set to look for its AK8963 and put back, the SHT4x's read-serial-number command (it has no
-    /// ID register) at its three addresses, and (with `dump`) barometer starts.
-    public static func scan(_ bus: I2CBus, dump: Bool) -> ProbeBus {
+    /// ID register) at its three addresses, and (with `dump`) barometer starts — none of them when
+    /// `agentUsesIt` (a command or a setting would reach the chip between two of the agent's reads).
+    public static func scan(_ bus: I2CBus, dump: Bool, agentUsesIt: Bool = false) -> ProbeBus {
         var result = ProbeBus(number: bus.number)
+        result.agentUsesIt = agentUsesIt
+        if agentUsesIt { result.notDone.append(notDoneBesideAgent) }
         var done: Set<UInt8> = []
         // IMUs first through the driver table (it knows the ICM-20948's register-bank quirk).
         for hit in IMUDrivers.probe(bus: bus) {
@@ -212,7 +231,7 @@ public enum Probe {
         }
         // Hygrometers without an ID register (the SHT4x): their driver's identify (a serial number
         // whose CRCs hold) at each of their addresses nothing else claimed.
-        for chip in HygrometerDrivers.chips {
+        for chip in HygrometerDrivers.chips where !agentUsesIt {
             for a in chip.identity.addresses where !done.contains(a) {
                 guard (try? chip.driver(bus: bus, address: a).identify()) != nil else { continue }
                 result.chips.append(
@@ -223,7 +242,7 @@ public enum Probe {
             }
         }
         // The MPU-9250 hides its AK8963 behind the bypass switch: open it, look, put it back.
-        for chip in result.chips where chip.name == IMUDrivers.mpu9250.name {
+        for chip in result.chips where chip.name == IMUDrivers.mpu9250.name && !agentUsesIt {
             if let ak = lookForAK8963(bus, mpu: chip.address), !result.chips.contains(where: { $0.address == ak.address }) {
                 result.chips.append(ak)
             }
@@ -237,7 +256,11 @@ public enum Probe {
                     note: pca9685.note + " (MODE1 = \(hex(mode1))); used by the pan-tilt unit"))
         }
         result.chips.sort { $0.address < $1.address }
-        if dump { result.barometerDumps = probeBarometers(bus: bus) }
+        if dump, agentUsesIt {
+            result.notDone.append(dumpNotDoneBesideAgent)
+        } else if dump {
+            result.barometerDumps = probeBarometers(bus: bus)
+        }
         return result
     }
 
@@ -279,6 +302,11 @@ public enum Probe {
         }) {
             for other in buses where other.number != best.number && sensors(other) > 0 {
                 notes.append("sensors on /dev/i2c-\(other.number) too; the agent reads one bus, /dev/i2c-\(best.number) here")
+            }
+            if best.agentUsesIt {
+                notes.append(
+                    "written while the running agent reads /dev/i2c-\(best.number): a chip only a command finds (an SHT4x) "
+                        + "is not in it; stop the agent and probe again for the whole board")
             }
             lines += ["", "[i2c]", "bus = \(best.number)"]
             let baros = best.chips.filter { $0.kind == .barometer }

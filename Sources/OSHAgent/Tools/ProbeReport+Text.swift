@@ -21,6 +21,7 @@ extension ProbeReport {
                 out.append("    \(Probe.hex(u.address))  unknown chip: " + u.reads.joined(separator: "; "))
             }
             for f in b.faults { out.append("    bus fault: \(f)") }
+            for n in b.notDone { out.append("    \(n)") }
             for d in b.barometerDumps {
                 out.append("    dump \(d.identity.name) at \(Probe.hex(d.address))")
                 out.append("      calibration  \(d.calibrationHex.isEmpty ? "-" : d.calibrationHex)")
@@ -134,6 +135,8 @@ extension ProbeReport {
             }
             w.endArray()
             if !b.faults.isEmpty { w.key("faults"); w.beginArray(); for f in b.faults { w.string(f) }; w.endArray() }
+            if b.agentUsesIt { w.key("agentUsesIt"); w.bool(true) }
+            if !b.notDone.isEmpty { w.key("notDone"); w.beginArray(); for n in b.notDone { w.string(n) }; w.endArray() }
             if !b.barometerDumps.isEmpty {
                 w.key("dump"); w.beginArray()
                 for d in b.barometerDumps {

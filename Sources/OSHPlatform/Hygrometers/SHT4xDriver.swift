@@ -23,6 +23,8 @@ public final class SHT4xDriver: HygrometerDriver {
     public let address: UInt8
     /// The serial number read by `identify`.
     public private(set) var serialNumber: UInt32?
+    /// Answers that were the serial number where a measurement was due (dropped).
+    public private(set) var serialNumberAnswers = 0
     private var measuring = false
     private let answer: UnsafeMutableRawBufferPointer
     private let command: UnsafeMutableRawBufferPointer
@@ -49,6 +51,11 @@ public final class SHT4xDriver: HygrometerDriver {
 
     private func receive() throws {
         try bus.transfer(address: address, write: UnsafeRawBufferPointer(start: nil, count: 0), read: answer)
+    }
+
+    /// The answer's two words (temperature and humidity, or the serial number's halves).
+    private var answerWords: UInt32 {
+        UInt32(answer[0]) << 24 | UInt32(answer[1]) << 16 | UInt32(answer[3]) << 8 | UInt32(answer[4])
     }
 
     private static func wait(_ seconds: Double) { usleep(UInt32(seconds * 1e6)) }
@@ -95,6 +102,20 @@ public final class SHT4xDriver: HygrometerDriver {
         }
         try send(SHT4x.measureHighPrecision)
         measuring = true
+        // The chip answers whoever reads next, not whoever asked: another program's
+        // read-serial-number command between our measure command and this read hands us its
+        // answer, whose CRCs hold. A measurement equal to the serial number is that, not the air.
+        if let sn = serialNumber, answerWords == sn {
+            serialNumberAnswers += 1
+            if serialNumberAnswers == 1 {
+                let e = I2CError(
+                    .unexpectedResponse, bus: bus.number, address: address,
+                    operation: "reading a measurement: the chip answered with its serial number, so another program sent it "
+                        + "a command (a script, i2cget?); that reading is dropped (said once)")
+                Log.warning("hygrometer SHT4x: \(e)")
+            }
+            return nil
+        }
         return r
     }
 }

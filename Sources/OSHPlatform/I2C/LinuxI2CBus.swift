@@ -11,8 +11,11 @@ public final class LinuxI2CBus: I2CBus {
 
     public static func path(_ number: Int) -> String { "/dev/i2c-\(number)" }
 
-    /// `system`: the kernel, or a test's `RecordingSyscalls`.
-    public init(number: Int, system: any SyscallDriver = KernelSyscalls.shared) throws {
+    /// `system`: the kernel, or a test's `RecordingSyscalls`. `announcingUse`: the agent's own
+    /// buses hold a shared flock on the adapter's node for as long as they are open. Nothing waits
+    /// on it; it tells `osh-edge probe` not to send a command that would take an answer meant for
+    /// the agent (an SHT4x answers whoever reads next, not whoever asked).
+    public init(number: Int, announcingUse: Bool = false, system: any SyscallDriver = KernelSyscalls.shared) throws {
         self.number = number
         let fd: FileDescriptor
         do {
@@ -28,10 +31,24 @@ public final class LinuxI2CBus: I2CBus {
             fd.close()
             throw I2CError(.unsupported, bus: number, address: nil, operation: "checking I2C_FUNCS")
         }
+        // Advisory only: a bus whose lock cannot be had is used all the same.
+        if announcingUse { try? fd.lock(.shared) }
         self.fd = fd
     }
 
     deinit { fd.close() }
+
+    /// Whether another process announced that it uses this bus (the running agent): asks for the
+    /// lock exclusively without waiting, and gives it back at once when it was free.
+    public func isAnnouncedByAnotherProcess() -> Bool {
+        do throws(SystemError) {
+            try fd.lock(.exclusive)
+        } catch {
+            return error.errno == EWOULDBLOCK
+        }
+        try? fd.lock(.unlock)
+        return false
+    }
 
     public func transfer(address: UInt8, write: UnsafeRawBufferPointer, read: UnsafeMutableRawBufferPointer) throws {
         let operation = { Self.describe(write: write, readCount: read.count) }

@@ -136,8 +136,11 @@ public struct FileDescriptor {
     }
 
     /// flock(LOCK_EX | LOCK_NB): EWOULDBLOCK when someone else holds the lock.
-    public func lockExclusive() throws(SystemError) {
-        _ = try Self.retryingInterrupts("flock") { system.lockExclusive(rawValue) }
+    public func lockExclusive() throws(SystemError) { try lock(.exclusive) }
+
+    /// flock(2) without waiting (`.unlock` releases what this description holds).
+    public func lock(_ kind: FileLock) throws(SystemError) {
+        _ = try Self.retryingInterrupts("flock") { system.lock(rawValue, kind) }
     }
 
     /// A serial port made raw 8N1 without flow control at `baud` (`speedOnly`: only the speed).

@@ -120,9 +120,10 @@ public final class RecordingSyscalls: SyscallDriver {
         return Int(events)
     }
 
-    public func lockExclusive(_ fd: Int32) -> Int {
-        if let f = failure("flock", "flock") { return f }
-        trace.append("flock")
+    public func lock(_ fd: Int32, _ kind: FileLock) -> Int {
+        let entry = kind == .exclusive ? "flock" : kind == .shared ? "flock shared" : "flock unlock"
+        if let f = failure("flock", entry) { return f }
+        trace.append(entry)
         return 0
     }
 

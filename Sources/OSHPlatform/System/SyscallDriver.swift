@@ -10,6 +10,13 @@ import Glibc
 // a stand-in never has to touch the global errno. Retrying EINTR is not a driver's job:
 // `FileDescriptor` does it, once, for every call.
 
+/// What flock(2) is asked for (never waiting): the numbers are the C shim's.
+public enum FileLock: Int32, Sendable {
+    case unlock = 0
+    case shared = 1
+    case exclusive = 2
+}
+
 /// An ioctl request number with the name traces and errors use.
 public struct IoctlRequest: Sendable, Equatable {
     public let code: UInt
@@ -45,8 +52,9 @@ public protocol SyscallDriver: AnyObject {
     func truncate(_ fd: Int32, to length: Int) -> Int
     /// poll(2) on one descriptor: its revents (0 = timed out), or -errno.
     func poll(_ fd: Int32, events: Int16, timeoutMs: Int32) -> Int
-    /// flock(LOCK_EX | LOCK_NB): EWOULDBLOCK when another open file description holds it.
-    func lockExclusive(_ fd: Int32) -> Int
+    /// flock(2) without waiting: EWOULDBLOCK when another open file description holds a lock
+    /// that conflicts.
+    func lock(_ fd: Int32, _ kind: FileLock) -> Int
     /// termios: raw 8N1 without flow control at `baud` (`speedOnly`: change only the speed);
     /// the input queue is flushed either way.
     func setSerial(_ fd: Int32, baud: Int, speedOnly: Bool) -> Int
@@ -97,7 +105,7 @@ public final class KernelSyscalls: SyscallDriver, Sendable {
         return r > 0 ? Int(p.revents) : r
     }
 
-    public func lockExclusive(_ fd: Int32) -> Int { Self.result(Int(osh_flock_exclusive_nb(fd))) }
+    public func lock(_ fd: Int32, _ kind: FileLock) -> Int { Self.result(Int(osh_flock_nb(fd, kind.rawValue))) }
 
     public func setSerial(_ fd: Int32, baud: Int, speedOnly: Bool) -> Int {
         let b = Int32(truncatingIfNeeded: baud)

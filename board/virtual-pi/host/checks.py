@@ -467,6 +467,19 @@ def analyse(share, used, boots, host_events, image_dir):
     if source == "vimc":
         c.add("probe lists the vimc sensor by its libcamera id (agent stopped)",
               any("libcamera camera 'platform/vimc.0 Sensor B'" in l for l in stopped), " / ".join(stopped) or "no probe output")
+    # probe beside the running agent (it announces its I²C bus with a shared flock) sends no
+    # command: the SHT4x's would take the agent's measurement. With the agent stopped it is found.
+    def text(name):
+        p = os.path.join(b2, name)
+        return open(p, errors="replace").read() if os.path.exists(p) else ""
+    beside, alone = text("probe.txt"), text("probe-agent-stopped.txt")
+    said = [l.strip() for l in beside.splitlines() if "the running agent reads chips on this bus" in l]
+    sht = [l.strip() for l in alone.splitlines() if "SHT4x" in l and "hygrometer" in l]
+    summary["probe_beside_agent"] = {"said": said[:1], "sht4x_when_stopped": sht[:1],
+                                     "sht4x_listed_beside_agent": "SHT4x     hygrometer" in beside}
+    c.add("probe beside the running agent sends no command (SHT4x left alone); stopped, it lists the SHT4x",
+          bool(said) and bool(sht) and "SHT4x     hygrometer" not in beside,
+          json.dumps(summary["probe_beside_agent"]))
     # [led] chip = "auto" on the Pi 5's and the Pi 3's header chip labels (after boot 2).
     lpath = os.path.join(b2, "led-auto.txt")
     ltxt = open(lpath, errors="replace").read() if os.path.exists(lpath) else ""
