@@ -56,7 +56,16 @@ public func runCalibrateCommand(_ args: [String], simulatedBoard: LinkedMagSimul
         if settings.chip.lowercased() == "none" {
             fail("the configuration disables the IMU ([imu] chip = \"none\"); give --chip NAME or auto", code: 1)
         }
-        do { bus = try LinuxI2CBus(number: settings.bus) } catch { fail("\(error)", code: 1) }
+        let board: LinuxI2CBus
+        do { board = try LinuxI2CBus(number: settings.bus) } catch { fail("\(error)", code: 1) }
+        // Calibrating resets and configures the IMU and drains its FIFO: beside the running agent
+        // both would read half the samples, and the agent's orientation would jump.
+        if board.isAnnouncedByAnotherProcess() {
+            fail(
+                "the running agent reads the IMU on /dev/i2c-\(settings.bus); stop it first (sudo systemctl stop osh-edge), "
+                    + "calibrate, then start it again (sudo systemctl start osh-edge)", code: 1)
+        }
+        bus = board
     }
 
     let interactive = isatty(1) != 0 && !json

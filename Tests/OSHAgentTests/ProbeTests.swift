@@ -242,6 +242,8 @@ final class ProbeTests: XCTestCase {
         XCTAssertEqual(alone.buses[0].chips.map(\.name), ["AK8963", "SHT4x", "MPU9250", "BMP280"])
         XCTAssertFalse(alone.buses[0].agentUsesIt)
         XCTAssertTrue(alone.configSections.contains("[hygrometer]"), alone.configSections)
+        XCTAssertTrue(alone.table.contains("0x44  SHT4x     hygrometer    by a command's answer"), alone.table)
+        XCTAssertTrue(alone.json.contains("\"address\":\"0x44\",\"identifiedBy\":\"command\""), alone.json)
 
         let pinBefore = mpu.registers[Int(MPUDriver.Reg.intPinCfg)]
         let bypassWrites = {

@@ -13,7 +13,12 @@ extension ProbeReport {
             if let e = b.error { out.append("  /dev/i2c-\(b.number): \(e)"); continue }
             out.append("  /dev/i2c-\(b.number)" + (b.chips.isEmpty && b.unidentified.isEmpty ? ": no known chip answered" : ""))
             for c in b.chips {
-                let id = c.identifiedByID ? "id \(Probe.hex(c.idRegister ?? 0))=\(Probe.hex(c.idValue ?? 0))" : "by address only"
+                let id: String
+                if let r = c.idRegister, c.identifiedByID {
+                    id = "id \(Probe.hex(r))=\(Probe.hex(c.idValue ?? 0))"
+                } else {
+                    id = c.identifiedByID ? "by a command's answer" : "by address only"
+                }
                 out.append("    \(Probe.hex(c.address))  \(c.name.padded(9)) \(c.kind.rawValue.padded(13)) \(id)")
                 if !c.note.isEmpty { out.append("          \(c.note)") }
             }
@@ -121,7 +126,7 @@ extension ProbeReport {
                 w.key("address"); w.string(Probe.hex(c.address))
                 if let r = c.idRegister { w.key("idRegister"); w.string(Probe.hex(r)) }
                 if let v = c.idValue { w.key("id"); w.string(Probe.hex(v)) }
-                w.key("identifiedBy"); w.string(c.identifiedByID ? "id" : "address")
+                w.key("identifiedBy"); w.string(c.identifiedByID ? (c.idRegister == nil ? "command" : "id") : "address")
                 if !c.note.isEmpty { w.key("note"); w.string(c.note) }
                 w.endObject()
             }

@@ -207,6 +207,9 @@ if ((BOOT == 2)); then
   # What a user runs first: the board's devices as the agent sees them (with vimc, libcamera's
   # layer is loaded by probe itself; the agent holds the camera, so its formats may not list).
   osh-edge probe >"$B/probe.txt" 2>&1
+  # A magnetometer calibration beside the running agent is refused (it resets the IMU the agent reads).
+  if osh-edge calibrate mag --seconds 2 >"$B/calibrate-beside-agent.txt" 2>&1; then r=0; else r=$?; fi
+  echo "exit $r" >>"$B/calibrate-beside-agent.txt"
 fi
 
 # The next boot starts with the node down.

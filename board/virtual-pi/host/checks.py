@@ -480,6 +480,11 @@ def analyse(share, used, boots, host_events, image_dir):
     c.add("probe beside the running agent sends no command (SHT4x left alone); stopped, it lists the SHT4x",
           bool(said) and bool(sht) and "SHT4x     hygrometer" not in beside,
           json.dumps(summary["probe_beside_agent"]))
+    cal = text("calibrate-beside-agent.txt").splitlines()
+    summary["calibrate_beside_agent"] = cal[:3]
+    c.add("calibrate mag beside the running agent is refused, saying how to stop it",
+          any("the running agent reads the IMU on /dev/i2c-" in l and "sudo systemctl stop osh-edge" in l for l in cal)
+          and "exit 1" in cal, " / ".join(cal) or "no calibrate-beside-agent.txt")
     # [led] chip = "auto" on the Pi 5's and the Pi 3's header chip labels (after boot 2).
     lpath = os.path.join(b2, "led-auto.txt")
     ltxt = open(lpath, errors="replace").read() if os.path.exists(lpath) else ""
