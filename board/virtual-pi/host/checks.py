@@ -587,7 +587,16 @@ def analyse(share, used, boots, host_events, image_dir):
         ok = bool(named) and all(v > 0 for v in others.values()) if fault != "node-stopped" else bool(named)
         if output:
             # During: from 5 s into the fault (what was already on its way may still land) to its end.
-            f["during"] = count_between(obs.get(output, []), t0 + 5, t1)
+            # The GPS's fixes carry the host's time (the feed stamps each sentence as it sends it)
+            # and the feed resumes at the host's device_add: fixes sent while the guest enumerates the
+            # adapter again arrive after, stamped before the guest's "end". Its window ends at the plug.
+            end = t1
+            if fault == "usb-gps":
+                plug = [e.get("host_time") for e in host_events if e.get("boot") == 1 and e.get("request") == "usb-plug"]
+                if plug and plug[0]:
+                    end = min(t1, plug[0])
+                f["during_until"] = "the host's usb-plug" if end < t1 else "the fault's end"
+            f["during"] = count_between(obs.get(output, []), t0 + 5, end)
             f["after"] = count_between(obs.get(output, []), t1, t1 + recover + 30)
             ok = ok and f["after"] > 0 and f["during"] <= 2
             detail = "%s: %d during, %d after; others during: %s; log: %s" % (
