@@ -101,7 +101,12 @@ final class AgentMQTTTests: XCTestCase {
         }
         let v = try XCTUnwrap(agent.videoPublisher?.counters)
         XCTAssertGreaterThan(v.sent, 2, "camera")
-        XCTAssertEqual(stored("camera0_H264"), v.sent, "camera")
+        // A frame whose acknowledgement the stop did not wait for may be stored all the same
+        // (QoS 1 is at least once): the publisher counts it as of unknown outcome, or in flight.
+        let mayHave = v.failedUnknown + (agent.videoPublisher?.inFlight == true ? 1 : 0)
+        XCTAssertTrue(
+            (v.sent...(v.sent + mayHave)).contains(stored("camera0_H264")),
+            "camera: stored \(stored("camera0_H264")), sent \(v.sent), of unknown outcome or in flight \(mayHave)")
         XCTAssertEqual(ingest.counters.refused, 0, "\(String(describing: ingest.counters.lastRefusal))")
         let posts = node.requests.filter { $0.method == "POST" && $0.path.hasSuffix("/observations") }
         XCTAssertEqual(posts.count, 0, "observations went over HTTP")
