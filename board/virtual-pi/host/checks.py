@@ -548,6 +548,14 @@ def analyse(share, used, boots, host_events, image_dir):
             # 0.07 s dark, a blip, then 1.6 s dark seen). Blips under 0.4 s, then a long dark part.
             double = (k + 4 < len(led) and first_on < 0.4 and first_off < 0.3
                       and led[k + 3][0] - led[k + 2][0] < 0.4 and led[k + 4][0] - led[k + 3][0] >= 1.0)
+            # A loop late under load may miss one blip of a pair: then the first seconds show only
+            # blips (under 0.4 s lit) and long dark parts (1 s and more) — 0.18 lit, 1.83 dark,
+            # 0.16, 0.15, 0.15, 1.86 seen — which no other pattern has.
+            window = [e for e in led[k:] if e[0] < led[k][0] + 6]
+            runs = [(window[i + 1][0] - window[i][0], window[i][1]) for i in range(len(window) - 1)]
+            lit = [d for d, v in runs if v == 1]
+            double = double or (len(lit) >= 3 and all(d < 0.4 for d in lit)
+                                and any(d >= 1.0 for d, v in runs if v == 0))
             ledres["starting_" + label] = {"first_on_s": round(first_on, 3), "first_off_s": round(first_off, 3),
                                           "pattern": "starting" if slow else "sensorFault" if double else "other"}
     summary["led"] = ledres
