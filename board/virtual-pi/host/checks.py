@@ -556,6 +556,11 @@ def analyse(share, used, boots, host_events, image_dir):
             lit = [d for d, v in runs if v == 1]
             double = double or (len(lit) >= 3 and all(d < 0.4 for d in lit)
                                 and any(d >= 1.0 for d, v in runs if v == 0))
+            # With vimc the agent starts itself again with libcamera's layer early on, so the slow
+            # blink may come after a blip (0.22 lit, 0.10 dark, 0.66 lit, 3.09 dark seen): a lit
+            # stretch of 0.4-2 s followed by 0.2 s dark or more within the first 6 s is "starting".
+            slow = slow or any(v == 1 and 0.4 <= d <= 2.0 and i + 1 < len(runs) and runs[i + 1][0] >= 0.2
+                               for i, (d, v) in enumerate(runs))
             ledres["starting_" + label] = {"first_on_s": round(first_on, 3), "first_off_s": round(first_off, 3),
                                           "pattern": "starting" if slow else "sensorFault" if double else "other"}
     summary["led"] = ledres
