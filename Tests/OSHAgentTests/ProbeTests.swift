@@ -252,7 +252,7 @@ final class ProbeTests: XCTestCase {
         let writesBefore = bypassWrites()
         let sht4xBefore = bus.transactionCount[0x44] ?? 0
         var s = sources(bus)
-        s.agentUsesBus = { $0 == 1 }
+        s.agentUsesBus = { $0.number == 1 }
         let beside = Probe.run(bus: 1, dump: true, sources: s)
         let b = beside.buses[0]
         XCTAssertEqual(b.chips.map(\.name), ["MPU9250", "BMP280"], "what ID registers show")

@@ -23,8 +23,8 @@ public struct ProbeSources {
     /// layer's path when installed.
     public var media: () -> [MediaDeviceInfo] = { [] }
     public var libcameraLayer: () -> String? = { nil }
-    /// Whether the running agent announced that it reads chips on /dev/i2c-N.
-    public var agentUsesBus: (Int) -> Bool = { _ in false }
+    /// Whether the running agent announced that it reads chips on the bus just opened.
+    public var agentUsesBus: (I2CBus) -> Bool = { _ in false }
 
     public init(
         adapters: @escaping () -> [Int], openBus: @escaping (Int) throws -> I2CBus,
@@ -46,7 +46,7 @@ public struct ProbeSources {
             serialPorts: { SerialPortList.ports() }, gpsd: { SerialPortList.gpsdAnswers() })
         s.media = { MediaDevices.list() }
         s.libcameraLayer = { LibcameraLayer.find() }
-        s.agentUsesBus = { (try? LinuxI2CBus(number: $0))?.isAnnouncedByAnotherProcess() ?? false }
+        s.agentUsesBus = { ($0 as? LinuxI2CBus)?.isAnnouncedByAnotherProcess() ?? false }
         return s
     }
 }
@@ -142,7 +142,7 @@ public enum Probe {
         for n in numbers {
             do {
                 let bus = try sources.openBus(n)
-                buses.append(scan(bus, dump: dump, agentUsesIt: sources.agentUsesBus(n)))
+                buses.append(scan(bus, dump: dump, agentUsesIt: sources.agentUsesBus(bus)))
             } catch {
                 buses.append(ProbeBus(number: n, error: "\(error)"))
             }

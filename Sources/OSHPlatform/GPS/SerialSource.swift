@@ -182,7 +182,7 @@ public final class SerialSource {
         // Two agents (or gpsd and us) must not share one receiver. flock also holds for root,
         // whom TIOCEXCL does not stop.
         do {
-            try newFD.lockExclusive()
+            try newFD.lock(.exclusive)
         } catch let e where e.code == .wouldBlock {
             newFD.close()
             refuseBusy(shown: shown, device: dev)

@@ -135,10 +135,8 @@ public struct FileDescriptor {
         return r != 0
     }
 
-    /// flock(LOCK_EX | LOCK_NB): EWOULDBLOCK when someone else holds the lock.
-    public func lockExclusive() throws(SystemError) { try lock(.exclusive) }
-
-    /// flock(2) without waiting (`.unlock` releases what this description holds).
+    /// flock(2) without waiting: EWOULDBLOCK when another description holds a lock that conflicts
+    /// (`.unlock` releases what this description holds).
     public func lock(_ kind: FileLock) throws(SystemError) {
         _ = try Self.retryingInterrupts("flock") { system.lock(rawValue, kind) }
     }

@@ -455,9 +455,12 @@ def analyse(share, used, boots, host_events, image_dir):
     path = None
     if via:
         path = "libcamera" if "through libcamera" in via[0] else "v4l2"
-    def sensor_lines(name):
+    def text(name):
         p = os.path.join(b2, name)
-        lines = open(p, errors="replace").read().splitlines() if os.path.exists(p) else []
+        return open(p, errors="replace").read() if os.path.exists(p) else ""
+
+    def sensor_lines(name):
+        lines = text(name).splitlines()
         if "Camera sensors (libcamera)" not in lines:
             return []
         k = lines.index("Camera sensors (libcamera)")
@@ -469,9 +472,6 @@ def analyse(share, used, boots, host_events, image_dir):
               any("libcamera camera 'platform/vimc.0 Sensor B'" in l for l in stopped), " / ".join(stopped) or "no probe output")
     # probe beside the running agent (it announces its I²C bus with a shared flock) sends no
     # command: the SHT4x's would take the agent's measurement. With the agent stopped it is found.
-    def text(name):
-        p = os.path.join(b2, name)
-        return open(p, errors="replace").read() if os.path.exists(p) else ""
     beside, alone = text("probe.txt"), text("probe-agent-stopped.txt")
     said = [l.strip() for l in beside.splitlines() if "the running agent reads chips on this bus" in l]
     sht = [l.strip() for l in alone.splitlines() if "SHT4x" in l and "hygrometer" in l]
@@ -486,8 +486,7 @@ def analyse(share, used, boots, host_events, image_dir):
           any("the running agent reads the IMU on /dev/i2c-" in l and "sudo systemctl stop osh-edge" in l for l in cal)
           and "exit 1" in cal, " / ".join(cal) or "no calibrate-beside-agent.txt")
     # [led] chip = "auto" on the Pi 5's and the Pi 3's header chip labels (after boot 2).
-    lpath = os.path.join(b2, "led-auto.txt")
-    ltxt = open(lpath, errors="replace").read() if os.path.exists(lpath) else ""
+    ltxt = text("led-auto.txt")
     found = [l for l in ltxt.splitlines() if " line 17 (libgpiod " in l]
     summary["led_auto"] = ltxt.splitlines()
     c.add("LED chip = auto finds pinctrl-rp1 (before pinctrl-bcm2711), then pinctrl-bcm2835, by label",
